@@ -1,0 +1,52 @@
+// swift-tools-version: 6.1
+import PackageDescription
+
+/// One set of strict settings for every target (see STYLE.md).
+let swiftSettings: [SwiftSetting] = [
+    .enableUpcomingFeature("ExistentialAny"),
+    .enableUpcomingFeature("MemberImportVisibility"),
+    .enableUpcomingFeature("InternalImportsByDefault"),
+]
+
+let package = Package(
+    name: "OfflineSync",
+    platforms: [.macOS(.v12), .iOS(.v15)],
+    products: [
+        .library(name: "SyncCore", targets: ["SyncCore"]),
+        .library(name: "OfflineSync", targets: ["OfflineSync"]),
+        .library(name: "OfflineSyncTesting", targets: ["OfflineSyncTesting"]),
+        .library(name: "SyncServer", targets: ["SyncServer"]),
+        .executable(name: "sync-server", targets: ["sync-server"]),
+        .executable(name: "todo", targets: ["todo"]),
+    ],
+    dependencies: [
+        .package(url: "https://github.com/groue/GRDB.swift.git", from: "7.10.0"),
+        .package(url: "https://github.com/apple/swift-argument-parser.git", from: "1.8.2"),
+        .package(url: "https://github.com/x-sheep/swift-property-based.git", from: "2.0.1"),
+    ],
+    targets: [
+        .target(name: "SyncCore", swiftSettings: swiftSettings),
+        .target(name: "OfflineSync", dependencies: ["SyncCore"], swiftSettings: swiftSettings),
+        .target(name: "OfflineSyncTesting", dependencies: ["OfflineSync"], swiftSettings: swiftSettings),
+        .target(name: "SyncServer", dependencies: ["SyncCore"], swiftSettings: swiftSettings),
+        .executableTarget(
+            name: "sync-server",
+            dependencies: ["SyncServer", .product(name: "ArgumentParser", package: "swift-argument-parser")],
+            swiftSettings: swiftSettings
+        ),
+        .executableTarget(
+            name: "todo",
+            dependencies: ["OfflineSync", .product(name: "ArgumentParser", package: "swift-argument-parser")],
+            swiftSettings: swiftSettings
+        ),
+        .testTarget(
+            name: "SyncCoreTests",
+            dependencies: [
+                "SyncCore",
+                .product(name: "GRDB", package: "GRDB.swift"),
+                .product(name: "PropertyBased", package: "swift-property-based"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+    ]
+)

@@ -1,0 +1,2 @@
+// Test doubles for apps that use OfflineSync; they arrive with the client SDK.
+@_exported public import OfflineSync

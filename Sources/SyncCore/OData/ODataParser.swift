@@ -1,0 +1,242 @@
+extension ODataExpression {
+    /// The most nodes a parsed filter may have; more is refused as too complex.
+    public static let maximumNodeCount = 1000
+    /// The deepest nesting of parentheses and unary operators a parsed filter may have.
+    public static let maximumNesting = 100
+
+    /// Parses `$filter` text (PROTOCOL.md §4).
+    ///
+    /// For example:
+    /// ```swift
+    /// let filter = try ODataExpression(parsing: "startswith(name,'b') and (Count add 200) gt 350")
+    /// ```
+    /// - Parameter text: The filter, already percent-decoded.
+    /// - Throws: ``ODataError`` saying what is wrong and where, such as
+    ///   `unexpected token 'eq' at position 14`.
+    public init(parsing text: String) throws(ODataError) {
+        var parser = try ODataParser(text)
+        self = try parser.parseFilter()
+    }
+}
+
+/// A recursive-descent parser for `$filter`, precedence climbing from `or` up to unary operators.
+struct ODataParser {
+    private var lexer: ODataLexer
+    private var token: ODataToken
+    private var position: Int
+    private var nodeCount = 0
+    private var nesting = 0
+
+    private static let keywords: Set<String> = Set(ODataBinaryOperator.allCases.map(\.rawValue))
+        .union(["not", "true", "false", "null"])
+
+    init(_ text: String) throws(ODataError) {
+        lexer = ODataLexer(text)
+        (token, position) = try lexer.next()
+    }
+
+    mutating func parseFilter() throws(ODataError) -> ODataExpression {
+        guard token != .end else { throw ODataError("empty filter", position: position) }
+        let expression = try parseBinary(minimumPrecedence: 1)
+        guard token == .end else { throw unexpected() }
+        return expression
+    }
+
+    private mutating func advance() throws(ODataError) {
+        (token, position) = try lexer.next()
+    }
+
+    private func unexpected() -> ODataError {
+        if token == .end { return ODataError("unexpected end of filter", position: position) }
+        return ODataError("unexpected token \(token.display)", position: position)
+    }
+
+    private mutating func countNode() throws(ODataError) {
+        nodeCount += 1
+        if nodeCount > ODataExpression.maximumNodeCount {
+            throw ODataError("filter has more than \(ODataExpression.maximumNodeCount) terms", position: position)
+        }
+    }
+
+    private mutating func nest() throws(ODataError) {
+        nesting += 1
+        if nesting > ODataExpression.maximumNesting {
+            throw ODataError("filter nests deeper than \(ODataExpression.maximumNesting)", position: position)
+        }
+    }
+
+    private var binaryOperator: ODataBinaryOperator? {
+        guard case .identifier(let name) = token else { return nil }
+        return ODataBinaryOperator(rawValue: name)
+    }
+
+    /// Left-associative precedence climbing over the binary operators.
+    private mutating func parseBinary(minimumPrecedence: Int) throws(ODataError) -> ODataExpression {
+        var left = try parseUnary()
+        while let op = binaryOperator, op.precedence >= minimumPrecedence {
+            try advance()
+            let right = try parseBinary(minimumPrecedence: op.precedence + 1)
+            try countNode()
+            left = .binary(op, left, right)
+        }
+        return left
+    }
+
+    private mutating func parseUnary() throws(ODataError) -> ODataExpression {
+        try nest()
+        defer { nesting -= 1 }
+        if token == .identifier("not") {
+            try advance()
+            let operand = try parseUnary()
+            try countNode()
+            return .not(operand)
+        }
+        if token == .minus {
+            let minusEnd = lexer.index
+            try advance()
+            // A number right after '-' is a negative literal; anything else is a negation.
+            if case .number(let text, let isInteger) = token, position == minusEnd {
+                let start = position
+                try advance()
+                return .literal(try Self.number("-" + text, isInteger: isInteger, at: start))
+            }
+            let operand = try parseUnary()
+            try countNode()
+            return .negate(operand)
+        }
+        return try parsePrimary()
+    }
+
+    private mutating func parsePrimary() throws(ODataError) -> ODataExpression {
+        try countNode()
+        let start = position
+        switch token {
+        case .leftParenthesis:
+            try advance()
+            let inner = try parseBinary(minimumPrecedence: 1)
+            try expect(.rightParenthesis)
+            return inner
+        case .string(let text):
+            try advance()
+            return .literal(.string(text))
+        case .number(let text, let isInteger):
+            try advance()
+            return .literal(try Self.number(text, isInteger: isInteger, at: start))
+        case .typed(let prefix, let text):
+            try advance()
+            return .literal(try Self.typedLiteral(prefix: prefix, text: text, at: start))
+        case .identifier(let name):
+            try advance()
+            switch name {
+            case "true": return .literal(.bool(true))
+            case "false": return .literal(.bool(false))
+            case "null": return .literal(.null)
+            default: break
+            }
+            if token == .leftParenthesis { return try parseCall(name, at: start) }
+            if Self.keywords.contains(name) { throw ODataError("unexpected token '\(name)'", position: start) }
+            return .member(name)
+        default:
+            throw unexpected()
+        }
+    }
+
+    private mutating func parseCall(_ name: String, at start: Int) throws(ODataError) -> ODataExpression {
+        if name == "cast" { return try parseCast() }
+        guard let function = ODataFunction(rawValue: name) else {
+            throw ODataError("unknown function '\(name)'", position: start)
+        }
+        try advance()  // '('
+        var arguments: [ODataExpression] = []
+        if token != .rightParenthesis {
+            while true {
+                arguments.append(try parseBinary(minimumPrecedence: 1))
+                guard token == .comma else { break }
+                try advance()
+            }
+        }
+        try expect(.rightParenthesis)
+        guard function.arity.contains(arguments.count) else {
+            let expected = function.arity.count == 1
+                ? "\(function.arity.lowerBound)" : "\(function.arity.lowerBound) or \(function.arity.upperBound)"
+            throw ODataError(
+                "function '\(name)' takes \(expected) argument\(function.arity.upperBound == 1 ? "" : "s"), "
+                    + "not \(arguments.count)",
+                position: start
+            )
+        }
+        return .function(function, arguments)
+    }
+
+    /// `cast('2012-05-21T00:00:29.300Z',Edm.DateTimeOffset)`, with or without the quotes.
+    private mutating func parseCast() throws(ODataError) -> ODataExpression {
+        // The token after `cast` is '(' and the lexer stands just past it.
+        var text: String
+        let argumentStart = lexer.index
+        var probe = lexer
+        if case (.string(let quoted), _) = try probe.next() {
+            lexer = probe
+            text = quoted
+        } else {
+            text = lexer.rawArgument()
+        }
+        try advance()
+        guard token == .comma else { throw unexpected() }
+        try advance()
+        guard token == .identifier("Edm") else {
+            throw ODataError("only cast(…,Edm.DateTimeOffset) is supported", position: position)
+        }
+        // `Edm.DateTimeOffset` lexes as 'Edm' followed by an unexpected '.'; read the rest by hand.
+        let typeName = "Edm" + lexer.rawArgument()
+        guard typeName == "Edm.DateTimeOffset" else {
+            throw ODataError("only cast(…,Edm.DateTimeOffset) is supported", position: position)
+        }
+        try advance()
+        try expect(.rightParenthesis)
+        text = text.trimmingASCIIWhitespace()
+        guard let date = WireDate(parsing: text) else {
+            throw ODataError("invalid date in cast", position: argumentStart)
+        }
+        return .literal(.date(date, .cast))
+    }
+
+    private mutating func expect(_ expected: ODataToken) throws(ODataError) {
+        guard token == expected else {
+            if token == .end {
+                throw ODataError("unexpected end of filter, expected \(expected.display)", position: position)
+            }
+            throw ODataError("unexpected token \(token.display), expected \(expected.display)", position: position)
+        }
+        try advance()
+    }
+
+    static func number(_ text: String, isInteger: Bool, at position: Int) throws(ODataError) -> ODataLiteral {
+        if isInteger {
+            guard let value = Int64(text) else { throw ODataError("integer out of range", position: position) }
+            return .int(value)
+        }
+        guard let value = Double(text), value.isFinite else {
+            throw ODataError("number out of range", position: position)
+        }
+        return .double(value)
+    }
+
+    static func typedLiteral(prefix: String, text: String, at position: Int) throws(ODataError) -> ODataLiteral {
+        switch prefix {
+        case "guid":
+            guard isGUID(text) else { throw ODataError("invalid guid literal", position: position) }
+            return .guid(text)
+        default:
+            guard let date = WireDate(parsing: text) else {
+                throw ODataError("invalid \(prefix) literal", position: position)
+            }
+            return .date(date, prefix == "datetime" ? .datetime : .datetimeoffset)
+        }
+    }
+
+    private static func isGUID(_ text: String) -> Bool {
+        let groups = text.split(separator: "-", omittingEmptySubsequences: false)
+        guard groups.map(\.count) == [8, 4, 4, 4, 12] else { return false }
+        return groups.allSatisfy { $0.allSatisfy(\.isHexDigit) }
+    }
+}

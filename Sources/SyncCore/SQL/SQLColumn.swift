@@ -1,0 +1,38 @@
+/// What a column holds, as the translator needs to know it.
+public enum SQLColumnType: String, Sendable, Hashable, CaseIterable, Codable {
+    /// Text (SQLite `TEXT`, PostgreSQL `text`).
+    case string
+    /// A 64-bit integer (`INTEGER`, `bigint`).
+    case integer
+    /// A double (`REAL`, `double precision`).
+    case double
+    /// A Boolean (SQLite `INTEGER` 0/1, PostgreSQL `boolean`).
+    case bool
+    /// A date, stored as milliseconds since 1970 (`INTEGER`, `bigint`).
+    case date
+    /// A nested object or array, stored as JSON text; it can only be compared with `null`.
+    case json
+}
+
+/// A column that a `$filter` field name resolves to.
+public struct SQLColumn: Sendable, Hashable {
+    /// The column's name in the database (quoted by the translator, never spliced raw).
+    public var name: String
+    /// What it holds.
+    public var type: SQLColumnType
+    /// Whether it can hold `NULL`. Comparisons on columns that cannot are plain SQL operators, which
+    /// indexes serve best.
+    public var isNullable: Bool
+
+    /// Describes a column.
+    ///
+    /// - Parameters:
+    ///   - name: The column's name in the database.
+    ///   - type: What it holds.
+    ///   - isNullable: Whether it can hold `NULL`; true by default.
+    public init(name: String, type: SQLColumnType, isNullable: Bool = true) {
+        self.name = name
+        self.type = type
+        self.isNullable = isNullable
+    }
+}

@@ -1,0 +1,151 @@
+extension SQLTranslator {
+    /// Translates any expression into a typed SQL value.
+    func value(_ expression: ODataExpression) throws(ODataError) -> TypedSQL {
+        switch expression {
+        case .literal(let literal):
+            return literalValue(literal)
+        case .member(let field):
+            let (sql, column) = try self.column(field)
+            return TypedSQL(sql: sql, type: SQLValueType(column.type), isNullable: column.isNullable)
+        case .not(let operand):
+            return condition(SQLFragment("(NOT ") + (try predicate(operand)) + SQLFragment(")"))
+        case .negate(let operand):
+            let typed = try value(operand)
+            guard typed.type.isNumeric || typed.type == .null else {
+                throw ODataError("'-' needs a number, not a \(typed.type.name)")
+            }
+            return TypedSQL(
+                sql: SQLFragment("(- ") + typed.sql + SQLFragment(")"),
+                type: typed.type == .null ? .integer : typed.type, isNullable: typed.isNullable)
+        case .binary(let op, let left, let right) where op.isLogical:
+            let keyword = op == .and ? " AND " : " OR "
+            return condition(
+                SQLFragment("(") + (try predicate(left)) + SQLFragment(keyword) + (try predicate(right))
+                    + SQLFragment(")"))
+        case .binary(let op, let left, let right) where op.isComparison:
+            return try comparison(op, try value(left), try value(right))
+        case .binary(let op, let left, let right):
+            return try arithmetic(op, try value(left), try value(right))
+        case .function(let function, let arguments):
+            return try call(function, try arguments.map { (argument) throws(ODataError) in try value(argument) })
+        }
+    }
+
+    /// A two-valued condition (never `NULL`).
+    func condition(_ sql: SQLFragment) -> TypedSQL {
+        TypedSQL(sql: sql, type: .bool, isNullable: false)
+    }
+
+    private func parameter(_ value: SQLValue, cast: String) -> SQLFragment {
+        dialect == .postgres ? SQLFragment(parameter: value) + SQLFragment("::" + cast) : SQLFragment(parameter: value)
+    }
+
+    func literalValue(_ literal: ODataLiteral) -> TypedSQL {
+        let (sql, type): (SQLFragment, SQLValueType)
+        switch literal {
+        case .null: return TypedSQL(sql: SQLFragment("NULL"), type: .null, isNullable: true, literal: literal)
+        case .bool(let bool): (sql, type) = (parameter(.bool(bool), cast: "boolean"), .bool)
+        case .int(let int): (sql, type) = (parameter(.int(int), cast: "bigint"), .integer)
+        case .double(let double): (sql, type) = (parameter(.double(double), cast: "double precision"), .double)
+        case .string(let string), .guid(let string): (sql, type) = (parameter(.text(string), cast: "text"), .string)
+        case .date(let date, _): (sql, type) = (parameter(.int(date.millisecondsSince1970), cast: "bigint"), .date)
+        }
+        return TypedSQL(sql: sql, type: type, isNullable: false, literal: literal)
+    }
+
+    // MARK: Comparisons
+
+    private func comparison(_ op: ODataBinaryOperator, _ left: TypedSQL, _ right: TypedSQL) throws(ODataError)
+        -> TypedSQL
+    {
+        if left.type == .null || right.type == .null {
+            let other = left.type == .null ? right : left
+            switch op {
+            case .eq where other.type == .null: return condition(SQLFragment("(1 = 1)"))
+            case .ne where other.type == .null: return condition(SQLFragment("(1 = 0)"))
+            case .eq: return condition(SQLFragment("(") + other.sql + SQLFragment(" IS NULL)"))
+            case .ne: return condition(SQLFragment("(") + other.sql + SQLFragment(" IS NOT NULL)"))
+            default: return condition(SQLFragment("(1 = 0)"))
+            }
+        }
+        let (left, right) = try comparable(left, right)
+        let symbol: String
+        switch op {
+        case .eq: symbol = "="
+        case .ne: symbol = "<>"
+        case .gt: symbol = ">"
+        case .ge: symbol = ">="
+        case .lt: symbol = "<"
+        default: symbol = "<="
+        }
+        var leftSQL = left.sql
+        if dialect == .postgres, left.type == .string, op != .eq, op != .ne {
+            leftSQL += SQLFragment(" COLLATE \"C\"")
+        }
+        if !left.isNullable && !right.isNullable {
+            return condition(SQLFragment("(") + leftSQL + SQLFragment(" \(symbol) ") + right.sql + SQLFragment(")"))
+        }
+        switch (op, dialect) {
+        case (.eq, .sqlite): return condition(SQLFragment("(") + leftSQL + SQLFragment(" IS ") + right.sql + SQLFragment(")"))
+        case (.ne, .sqlite):
+            return condition(SQLFragment("(") + leftSQL + SQLFragment(" IS NOT ") + right.sql + SQLFragment(")"))
+        case (.eq, .postgres):
+            return condition(
+                SQLFragment("(") + leftSQL + SQLFragment(" IS NOT DISTINCT FROM ") + right.sql + SQLFragment(")"))
+        case (.ne, .postgres):
+            return condition(SQLFragment("(") + leftSQL + SQLFragment(" IS DISTINCT FROM ") + right.sql + SQLFragment(")"))
+        default:
+            return condition(
+                SQLFragment("COALESCE((") + leftSQL + SQLFragment(" \(symbol) ") + right.sql
+                    + SQLFragment("), FALSE)"))
+        }
+    }
+
+    /// Checks that two values can be compared; a string literal compared with a date becomes a date.
+    private func comparable(_ left: TypedSQL, _ right: TypedSQL) throws(ODataError) -> (TypedSQL, TypedSQL) {
+        if left.type == right.type, left.type != .json { return (left, right) }
+        if left.type.isNumeric, right.type.isNumeric { return (left, right) }
+        if left.type == .date, let date = dateLiteral(right) { return (left, date) }
+        if right.type == .date, let date = dateLiteral(left) { return (date, right) }
+        if left.type == .json || right.type == .json {
+            throw ODataError("a JSON value can only be compared with null")
+        }
+        throw ODataError("cannot compare a \(left.type.name) with a \(right.type.name)")
+    }
+
+    private func dateLiteral(_ typed: TypedSQL) -> TypedSQL? {
+        guard case .string(let text)? = typed.literal, let date = WireDate(parsing: text) else { return nil }
+        return literalValue(.date(date, .datetimeoffset))
+    }
+
+    // MARK: Arithmetic
+
+    private func arithmetic(_ op: ODataBinaryOperator, _ left: TypedSQL, _ right: TypedSQL) throws(ODataError)
+        -> TypedSQL
+    {
+        for operand in [left, right] where !operand.type.isNumeric && operand.type != .null {
+            throw ODataError("'\(op.rawValue)' needs numbers, not a \(operand.type.name)")
+        }
+        let type: SQLValueType = left.type == .double || right.type == .double ? .double : .integer
+        let isNullable = left.isNullable || right.isNullable || op == .div || op == .mod
+        let divisor = dialect == .postgres ? SQLFragment("NULLIF(") + right.sql + SQLFragment(", 0)") : right.sql
+        let sql: SQLFragment
+        switch op {
+        case .add: sql = SQLFragment("(") + left.sql + SQLFragment(" + ") + right.sql + SQLFragment(")")
+        case .sub: sql = SQLFragment("(") + left.sql + SQLFragment(" - ") + right.sql + SQLFragment(")")
+        case .mul: sql = SQLFragment("(") + left.sql + SQLFragment(" * ") + right.sql + SQLFragment(")")
+        case .div: sql = SQLFragment("(") + left.sql + SQLFragment(" / ") + divisor + SQLFragment(")")
+        default:
+            if type == .integer {
+                sql = SQLFragment("(") + left.sql + SQLFragment(" % ") + divisor + SQLFragment(")")
+            } else {
+                // The remainder of a truncated division, with the dividend's sign, on both databases.
+                let truncate = dialect == .postgres ? "trunc(" : "CAST(("
+                let close = dialect == .postgres ? ")" : ") AS INTEGER)"
+                sql = SQLFragment("(") + left.sql + SQLFragment(" - ") + right.sql + SQLFragment(" * \(truncate)")
+                    + left.sql + SQLFragment(" / ") + divisor + SQLFragment(close + ")")
+            }
+        }
+        return TypedSQL(sql: sql, type: type, isNullable: isNullable)
+    }
+}

@@ -1,0 +1,2 @@
+// The server library re-exports the wire model it serves.
+@_exported public import SyncCore
