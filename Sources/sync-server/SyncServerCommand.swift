@@ -1,5 +1,89 @@
+import ArgumentParser
 import Foundation
+import Hummingbird
+import Logging
+import Metrics
+import Prometheus
+import SyncServer
 
-// The table API arrives with issue 3; until then this says so instead of pretending to serve.
-FileHandle.standardError.write(Data("sync-server: not built yet; the table API arrives with issue 3.\n".utf8))
-exit(1)
+/// `sync-server`: the OfflineSync backend, an Azure-Mobile-Apps-compatible table API.
+@main
+struct SyncServerCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "sync-server",
+        abstract: "Serve sync tables over HTTP (Azure Mobile Apps 2.0.0 protocol).",
+        discussion: "With no --table and no --config, serves the tutorial's TodoItem table (dynamic schema, soft delete)."
+    )
+
+    @Option(help: "The address to listen on.")
+    var host = "127.0.0.1"
+
+    @Option(help: "The port to listen on; 0 picks any free port.")
+    var port = 8080
+
+    @Option(help: "Where the tables live: sqlite:PATH (or postgres://USER:PASS@HOST:PORT/DB, not yet available).")
+    var database = "sqlite:sync.sqlite"
+
+    @Option(name: .customLong("table"), help: "A table to serve, with a dynamic schema and soft delete (repeatable).")
+    var tables: [String] = []
+
+    @Option(help: "A JSON or YAML file describing the tables (softDelete, pageSize, maxTop, columns).")
+    var config: String?
+
+    @Option(help: "trace, debug, info, notice, warning, error or critical.")
+    var logLevel = "info"
+
+    @Flag(help: "Accept table requests without ZUMO-API-VERSION.")
+    var skipVersionCheck = false
+
+    @Option(help: "The largest request body accepted, in bytes.")
+    var maxBodySize = 1 << 20
+
+    func run() async throws {
+        guard let level = Logger.Level(rawValue: logLevel) else {
+            throw ValidationError("--log-level must be one of trace, debug, info, notice, warning, error, critical")
+        }
+        LoggingSystem.bootstrap { label in
+            var handler = StreamLogHandler.standardError(label: label)
+            handler.logLevel = level
+            return handler
+        }
+        let registry = PrometheusCollectorRegistry()
+        MetricsSystem.bootstrap(PrometheusMetricsFactory(registry: registry))
+
+        var configuration = SyncServerConfiguration()
+        configuration.host = host
+        configuration.port = port
+        configuration.checksAPIVersion = !skipVersionCheck
+        configuration.maxBodySize = maxBodySize
+        configuration.metricsRegistry = registry
+        configuration.logger = Logger(label: "sync-server")
+        do {
+            configuration.database = try DatabaseLocation(parsing: database)
+            configuration.tables = try tables.map { try TableConfiguration(name: $0) }
+            if let config {
+                let fromFile = try TableConfiguration.load(from: URL(fileURLWithPath: config))
+                let named = Set(configuration.tables.map(\.name.canonical))
+                if let clash = fromFile.first(where: { named.contains($0.name.canonical) }) {
+                    throw ConfigurationError("table '\(clash.name)' is given both by --table and in \(config)")
+                }
+                configuration.tables += fromFile
+            }
+        } catch let error as ConfigurationError {
+            throw ValidationError(error.message)
+        }
+
+        let host = self.host
+        do {
+            let app = try await buildApplication(configuration) { port in
+                FileHandle.standardOutput.write(Data("listening on http://\(host):\(port)\n".utf8))
+            }
+            try await app.runService()
+        } catch let error as ConfigurationError {
+            throw ValidationError(error.message)
+        } catch let error as TableStoreError {
+            FileHandle.standardError.write(Data("sync-server: \(error)\n".utf8))
+            throw ExitCode.failure
+        }
+    }
+}

@@ -1,0 +1,85 @@
+import Foundation
+public import Hummingbird
+import Logging
+import Prometheus
+import SyncCore
+
+/// Builds the sync server: opens the store, prepares the tables, and wires the routes.
+///
+/// Routes: the table API under `/tables` (PROTOCOL.md §3), `GET /health`, `GET /metrics` (Prometheus
+/// text, when a registry is configured) and `GET /openapi.yaml`.
+///
+/// For example:
+/// ```swift
+/// var configuration = SyncServerConfiguration()
+/// configuration.port = 0
+/// let app = try await buildApplication(configuration) { port in print("listening on port \(port)") }
+/// try await app.runService()    // until SIGINT or SIGTERM; in-flight requests finish
+/// ```
+/// - Parameters:
+///   - configuration: The server's settings.
+///   - onServerRunning: Called once the server listens, with the real port.
+/// - Returns: The application, ready to run.
+/// - Throws: ``ConfigurationError`` or ``TableStoreError`` when the store cannot be opened or prepared.
+public func buildApplication(
+    _ configuration: SyncServerConfiguration,
+    onServerRunning: @escaping @Sendable (_ port: Int) async -> Void = { _ in }
+) async throws -> some ApplicationProtocol {
+    let store = try await makeStore(configuration)
+    let router = try buildRouter(configuration, store: store)
+    return Application(
+        router: router,
+        configuration: .init(address: .hostname(configuration.host, port: configuration.port), serverName: "sync-server"),
+        onServerRunning: { channel in await onServerRunning(channel.localAddress?.port ?? configuration.port) },
+        logger: configuration.logger
+    )
+}
+
+/// Opens the configured store and prepares the served tables.
+func makeStore(_ configuration: SyncServerConfiguration) async throws -> any TableStore {
+    switch configuration.database {
+    case .sqlite(let path):
+        let store = try SQLiteTableStore(path: path, now: configuration.now)
+        try await store.prepare(configuration.servedTables)
+        return store
+    case .postgres:
+        throw ConfigurationError("PostgreSQL storage is not available yet; use --database sqlite:PATH")
+    }
+}
+
+/// The server's routes and middleware.
+func buildRouter(_ configuration: SyncServerConfiguration, store: any TableStore) throws -> Router<SyncRequestContext> {
+    let router = Router(context: SyncRequestContext.self)
+    router.add(middleware: MetricsMiddleware())
+    router.add(middleware: LogRequestsMiddleware(.debug))
+    router.add(middleware: UnexpectedErrorMiddleware())
+    router.get("health") { _, _ in JSONResponse.make(.ok, ["status": "ok"]) }
+    let registry = configuration.metricsRegistry
+    router.get("metrics") { _, _ in
+        guard let registry else { throw APIError(.notFound, "Metrics are not enabled on this server") }
+        return Response(
+            status: .ok, headers: [.contentType: "text/plain; version=0.0.4; charset=utf-8"],
+            body: .init(byteBuffer: ByteBuffer(bytes: registry.emitToBuffer())))
+    }
+    let openAPI = try OpenAPIDocument.load()
+    router.get("openapi.yaml") { _, _ in
+        Response(
+            status: .ok, headers: [.contentType: "application/yaml; charset=utf-8"],
+            body: .init(byteBuffer: ByteBuffer(string: openAPI)))
+    }
+    let tables = router.group("tables")
+    if configuration.checksAPIVersion { tables.add(middleware: APIVersionMiddleware()) }
+    TableController(store: store, maxBodySize: configuration.maxBodySize, makeID: configuration.makeID)
+        .addRoutes(to: tables)
+    return router
+}
+
+/// The OpenAPI document of the table API, shipped as a resource.
+enum OpenAPIDocument {
+    static func load() throws -> String {
+        guard let url = Bundle.module.url(forResource: "openapi", withExtension: "yaml") else {
+            throw ConfigurationError("the OpenAPI document is missing from the SyncServer bundle")
+        }
+        return try String(contentsOf: url, encoding: .utf8)
+    }
+}

@@ -1,0 +1,77 @@
+public import Foundation
+public import Logging
+public import Prometheus
+
+/// Everything the server needs to run, with a documented default for each setting.
+///
+/// For example:
+/// ```swift
+/// var configuration = SyncServerConfiguration()
+/// configuration.port = 0                      // any free port
+/// configuration.tables = [.todoItem]
+/// let app = try await buildApplication(configuration)
+/// try await app.runService()
+/// ```
+public struct SyncServerConfiguration: Sendable {
+    /// The address to listen on. Default `127.0.0.1`.
+    public var host = "127.0.0.1"
+    /// The port to listen on; 0 picks any free port. Default 8080.
+    public var port = 8080
+    /// Where the tables live. Default `sqlite:sync.sqlite`.
+    public var database = DatabaseLocation.sqlite(path: "sync.sqlite")
+    /// The tables to serve; when empty, the tutorial's `TodoItem` (dynamic schema, soft delete).
+    public var tables: [TableConfiguration] = []
+    /// Whether table requests must carry `ZUMO-API-VERSION: 2.0.x`. Default true.
+    public var checksAPIVersion = true
+    /// The largest request body accepted; larger is a 413. Default 1 MiB.
+    public var maxBodySize = 1 << 20
+    /// Where the server logs. Default: nowhere (the executable passes its own).
+    public var logger = Logger(label: "sync-server", factory: { _ in SwiftLogNoOpLogHandler() })
+    /// The registry `GET /metrics` renders; nil answers 404. Default nil.
+    public var metricsRegistry: PrometheusCollectorRegistry?
+    /// The clock that stamps `createdAt` and `updatedAt`. Default: the system clock.
+    public var now: @Sendable () -> Date = { Date() }
+    /// Makes the id of an item inserted without one. Default: a lowercase UUID.
+    public var makeID: @Sendable () -> String = { UUID().uuidString.lowercased() }
+
+    /// A configuration with every default.
+    public init() {}
+
+    /// The tables actually served: ``tables``, or `TodoItem` when none are configured.
+    public var servedTables: [TableConfiguration] { tables.isEmpty ? [.todoItem] : tables }
+}
+
+/// Where the server keeps its tables.
+public enum DatabaseLocation: Sendable, Hashable, CustomStringConvertible {
+    /// An SQLite file (created when missing).
+    case sqlite(path: String)
+    /// A PostgreSQL database, as `postgres://USER:PASS@HOST:PORT/DB`.
+    case postgres(url: String)
+
+    /// Reads `sqlite:PATH` or `postgres://…` (also `postgresql://…`).
+    ///
+    /// - Parameter text: The location.
+    /// - Throws: ``ConfigurationError`` for any other form.
+    public init(parsing text: String) throws {
+        if text.hasPrefix("sqlite:") {
+            let path = String(text.dropFirst("sqlite:".count))
+            guard !path.isEmpty else { throw ConfigurationError("--database sqlite: needs a file path, as in sqlite:sync.sqlite") }
+            self = .sqlite(path: path)
+        } else if text.hasPrefix("postgres://") || text.hasPrefix("postgresql://") {
+            self = .postgres(url: text)
+        } else {
+            throw ConfigurationError("--database must be sqlite:PATH or postgres://USER:PASS@HOST:PORT/DB")
+        }
+    }
+
+    /// The location without any password.
+    public var description: String {
+        switch self {
+        case .sqlite(let path):
+            return "sqlite:\(path)"
+        case .postgres(let url):
+            guard let components = URLComponents(string: url), let host = components.host else { return "postgres://…" }
+            return "postgres://\(host)\(components.port.map { ":\($0)" } ?? "")\(components.path)"
+        }
+    }
+}

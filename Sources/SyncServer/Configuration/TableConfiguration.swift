@@ -1,0 +1,83 @@
+public import SyncCore
+
+/// How one table behaves: soft delete, paging limits, and its columns (declared, or grown from
+/// the data it receives).
+///
+/// For example:
+/// ```swift
+/// let todo = try TableConfiguration(name: "TodoItem", columns: ["text": .string, "complete": .bool])
+/// ```
+public struct TableConfiguration: Sendable, Hashable {
+    /// The table's name, as in `/tables/{name}` (matched case-insensitively).
+    public var name: TableName
+    /// Whether deletes leave a tombstone (`deleted: true`) that incremental pulls see. Default true.
+    public var softDelete: Bool
+    /// The most rows one response carries. Default 50.
+    public var pageSize: Int
+    /// The largest `$top` a query may ask for; more is a 400. Default 1000.
+    public var maxTop: Int
+    /// The user columns and their types; nil for a dynamic schema, where a column is added on the
+    /// first write that carries a field of that name, with the JSON type seen.
+    public var columns: [String: SQLColumnType]?
+
+    /// The tutorial's table: `TodoItem`, dynamic schema, soft delete.
+    public static let todoItem = TableConfiguration(validName: TableName(rawValue: "TodoItem")!)
+
+    /// Describes a table, checking every setting.
+    ///
+    /// - Parameters:
+    ///   - name: The table's name.
+    ///   - softDelete: Whether deletes leave tombstones; true by default.
+    ///   - pageSize: The most rows per response; 50 by default.
+    ///   - maxTop: The largest `$top` allowed; 1000 by default.
+    ///   - columns: Declared user columns, or nil for a dynamic schema.
+    /// - Throws: ``ConfigurationError`` for a bad name, limit or column.
+    public init(
+        name: String, softDelete: Bool = true, pageSize: Int = 50, maxTop: Int = 1000,
+        columns: [String: SQLColumnType]? = nil
+    ) throws {
+        let tableName: TableName
+        do { tableName = try TableName(name) } catch { throw ConfigurationError("table '\(name)': \(error)") }
+        self.init(validName: tableName)
+        self.softDelete = softDelete
+        self.pageSize = pageSize
+        self.maxTop = maxTop
+        self.columns = columns
+        try validate()
+    }
+
+    private init(validName: TableName) {
+        name = validName
+        softDelete = true
+        pageSize = 50
+        maxTop = 1000
+        columns = nil
+    }
+
+    private func validate() throws {
+        let label = "table '\(name)'"
+        for prefix in ["sqlite_", "pg_"] where name.canonical.hasPrefix(prefix) {
+            throw ConfigurationError("\(label): names starting with '\(prefix)' are reserved by the database")
+        }
+        guard pageSize >= 1 else { throw ConfigurationError("\(label): pageSize must be at least 1") }
+        guard maxTop >= 1 else { throw ConfigurationError("\(label): maxTop must be at least 1") }
+        for (column, type) in columns ?? [:] {
+            if let reason = FieldName.validate(column) { throw ConfigurationError("\(label), column '\(column)': \(reason)") }
+            if type == .json { throw ConfigurationError("\(label), column '\(column)': declared columns cannot be JSON") }
+        }
+    }
+}
+
+/// Why the server's configuration was refused; the message names the setting.
+public struct ConfigurationError: Error, Sendable, Equatable, CustomStringConvertible {
+    /// What is wrong, naming the file, table or key.
+    public let message: String
+
+    /// Creates an error.
+    ///
+    /// - Parameter message: What is wrong.
+    public init(_ message: String) { self.message = message }
+
+    /// The message.
+    public var description: String { message }
+}

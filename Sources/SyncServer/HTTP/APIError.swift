@@ -1,0 +1,48 @@
+import HTTPTypes
+import Hummingbird
+import NIOCore
+import SyncCore
+
+/// An error the table API answers with: a status and a JSON body, `{"error": "…"}` or, for
+/// conflicts, the stored item with its `ETag`.
+struct APIError: HTTPResponseError {
+    let status: HTTPResponse.Status
+    let body: JSONValue
+
+    init(_ status: HTTPResponse.Status, _ message: String) {
+        self.status = status
+        body = ["error": .string(message)]
+    }
+
+    /// A conflict (409 or 412) whose body is the server's copy of the item.
+    init(conflict status: HTTPResponse.Status, storedItem: JSONValue) {
+        self.status = status
+        body = storedItem
+    }
+
+    static func badRequest(_ message: String) -> APIError { APIError(.badRequest, message) }
+
+    func response(from request: Request, context: some RequestContext) throws -> Response {
+        JSONResponse.make(status, body, eTag: status == .conflict || status == .preconditionFailed ? body.version : nil)
+    }
+}
+
+/// JSON responses with the protocol's headers.
+enum JSONResponse {
+    static func make(_ status: HTTPResponse.Status, _ body: JSONValue, eTag: Version? = nil, location: String? = nil)
+        -> Response
+    {
+        var headers: HTTPFields = [.contentType: "application/json; charset=utf-8", .cacheControl: "no-cache"]
+        if let eTag { headers[.eTag] = eTag.entityTag }
+        if let location { headers[.location] = location }
+        var bytes: [UInt8] = []
+        bytes.reserveCapacity(256)
+        body.write(to: &bytes)
+        return Response(status: status, headers: headers, body: .init(byteBuffer: ByteBuffer(bytes: bytes)))
+    }
+
+    /// A single item, with its version as the `ETag`.
+    static func item(_ status: HTTPResponse.Status, _ item: JSONValue, location: String? = nil) -> Response {
+        make(status, item, eTag: item.version, location: location)
+    }
+}

@@ -1,0 +1,45 @@
+import HTTPTypes
+import Hummingbird
+
+/// Requires `ZUMO-API-VERSION: 2.0.x` on table requests, as a header or a query parameter (any case).
+struct APIVersionMiddleware: RouterMiddleware {
+    typealias Context = SyncRequestContext
+
+    static let headerName = HTTPField.Name("ZUMO-API-VERSION")!
+
+    func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws
+        -> Response
+    {
+        let version = request.headers[Self.headerName] ?? Self.queryVersion(request.uri.query ?? "")
+        guard let version else {
+            throw APIError.badRequest(
+                "The request could not be completed because it needs to specify a ZUMO-API-VERSION of 2.0.0 "
+                    + "(header or query parameter)")
+        }
+        if version.hasPrefix("3.0.") {
+            throw APIError.badRequest("ZUMO-API-VERSION \(version) (the Datasync protocol) is not supported yet; use 2.0.0")
+        }
+        guard Self.isSupported(version) else {
+            throw APIError.badRequest("ZUMO-API-VERSION \(version) is not supported; use 2.0.0")
+        }
+        return try await next(request, context)
+    }
+
+    static func isSupported(_ version: String) -> Bool {
+        let parts = version.split(separator: ".", omittingEmptySubsequences: false)
+        return parts.count == 3 && parts[0] == "2" && parts[1] == "0" && !parts[2].isEmpty
+            && parts[2].allSatisfy(\.isASCIIDigitCharacter)
+    }
+
+    static func queryVersion(_ query: String) -> String? {
+        for pair in query.split(separator: "&") {
+            let parts = pair.split(separator: "=", maxSplits: 1)
+            if parts.count == 2, parts[0].lowercased() == "zumo-api-version" { return String(parts[1]) }
+        }
+        return nil
+    }
+}
+
+extension Character {
+    var isASCIIDigitCharacter: Bool { isASCII && isNumber }
+}

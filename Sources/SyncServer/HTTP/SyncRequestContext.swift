@@ -1,0 +1,14 @@
+public import Hummingbird
+
+/// The per-request context of the sync server's routes.
+public struct SyncRequestContext: RequestContext {
+    /// Hummingbird's storage for the context (logger, parameters, coders, request id).
+    public var coreContext: CoreRequestContextStorage
+
+    /// Creates the context of a request.
+    ///
+    /// - Parameter source: Where the request came from.
+    public init(source: Source) {
+        coreContext = .init(source: source)
+    }
+}

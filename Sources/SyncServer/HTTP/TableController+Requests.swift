@@ -1,0 +1,119 @@
+import Foundation
+import HTTPTypes
+import Hummingbird
+import Metrics
+import NIOCore
+import SyncCore
+
+extension TableController {
+    /// The table named in the path: 400 for an invalid name, 404 for one not served.
+    func schema(_ context: SyncRequestContext) async throws -> TableSchema {
+        let text = context.parameters.get("name") ?? ""
+        let name: TableName
+        do { name = try TableName(text) } catch { throw APIError.badRequest("\(error)") }
+        guard let schema = try await store.schema(of: name) else {
+            throw APIError(.notFound, TableStoreError.unknownTable(name).description)
+        }
+        return schema
+    }
+
+    /// The table and the item id named in the path.
+    func target(_ context: SyncRequestContext) async throws -> (TableSchema, ItemID) {
+        let schema = try await schema(context)
+        let raw = context.parameters.get("id") ?? ""
+        guard let text = ODataQuery.percentDecode(raw) else { throw APIError.badRequest("Invalid item id: bad percent-encoding") }
+        do { return (schema, try ItemID(text)) } catch { throw APIError.badRequest("\(error)") }
+    }
+
+    /// The request body as a JSON object: 413 past the size limit, 400 when it is not an object.
+    func body(_ request: Request) async throws -> [String: JSONValue] {
+        var request = request
+        let buffer: ByteBuffer
+        do {
+            buffer = try await request.collectBody(upTo: maxBodySize)
+        } catch is NIOTooManyBytesError {
+            throw APIError(.contentTooLarge, "The request body is larger than \(maxBodySize) bytes")
+        }
+        let value: JSONValue
+        do {
+            value = try buffer.withUnsafeReadableBytes { raw in
+                try JSONValue(parsingUTF8: raw.bindMemory(to: UInt8.self))
+            }
+        } catch {
+            throw APIError.badRequest("The body is not valid JSON: \(error)")
+        }
+        guard case .object(let members) = value else { throw APIError.badRequest("The body must be a JSON object") }
+        return members
+    }
+
+    /// The `If-Match` precondition, if any; 400 when malformed.
+    func ifMatch(_ request: Request) throws -> Precondition? {
+        guard let header = request.headers[.ifMatch] else { return nil }
+        do { return try Precondition(ifMatch: header) } catch { throw APIError.badRequest("If-Match: \(error)") }
+    }
+
+    /// Whether `__includeDeleted=true` (any case) is in the query string.
+    func includesDeleted(_ request: Request) throws -> Bool {
+        let pairs = (request.uri.query ?? "").split(separator: "&").filter {
+            $0.lowercased().hasPrefix("__includedeleted=")
+        }
+        do { return try ODataQuery(parsing: pairs.joined(separator: "&")).includeDeleted } catch {
+            throw APIError.badRequest(error.description)
+        }
+    }
+
+    /// Runs a store call, turning its errors into API errors. A precondition failure answers
+    /// `conflictStatus` (412 when the precondition came from `If-Match`, 409 from a body `version`).
+    func perform<T>(
+        table: TableName? = nil, conflictStatus: HTTPResponse.Status = .preconditionFailed,
+        _ body: () async throws -> T
+    ) async throws -> T {
+        do {
+            return try await body()
+        } catch let error as TableStoreError {
+            switch error {
+            case .unknownTable, .notFound: throw APIError(.notFound, error.description)
+            case .alreadyExists(let stored):
+                countConflict(table)
+                throw APIError(conflict: .conflict, storedItem: stored)
+            case .preconditionFailed(let stored):
+                countConflict(table)
+                throw APIError(conflict: conflictStatus, storedItem: stored)
+            case .invalidItem, .invalidQuery: throw APIError.badRequest(error.description)
+            case .unavailable: throw APIError(.serviceUnavailable, error.description)
+            }
+        }
+    }
+
+    private func countConflict(_ table: TableName?) {
+        Counter(label: MetricLabel.conflicts, dimensions: [(MetricLabel.table, table?.canonical ?? "unknown")]).increment()
+    }
+
+    /// The absolute URL of this request's base (`http://host`), from the `Host` header.
+    func baseURL(_ request: Request) -> String {
+        let scheme = request.headers[HTTPField.Name("X-Forwarded-Proto")!] ?? "http"
+        let host = request.head.authority ?? request.headers[HTTPField.Name("Host")!] ?? "localhost"
+        return "\(scheme)://\(host)"
+    }
+
+    func itemURL(_ request: Request, id: ItemID) -> String {
+        baseURL(request) + request.uri.path + "/" + ODataQuery.percentEncode(id.rawValue)
+    }
+
+    /// The next page's URL: this request's, with `$skip` advanced and `$top` reduced by `returned`.
+    func nextLink(_ request: Request, query: ODataQuery, returned: Int) -> String {
+        var pairs = (request.uri.query ?? "").split(separator: "&").map(String.init).filter {
+            !$0.hasPrefix("$skip=") && !$0.hasPrefix("$top=")
+        }
+        pairs.append("$skip=\((query.skip ?? 0) + returned)")
+        if let top = query.top { pairs.append("$top=\(top - returned)") }
+        return baseURL(request) + request.uri.path + "?" + pairs.joined(separator: "&")
+    }
+}
+
+/// Metric labels and dimensions, declared once.
+enum MetricLabel {
+    static let rowsReturned = "sync.rows.returned"
+    static let conflicts = "sync.conflicts"
+    static let table = "sync.table"
+}

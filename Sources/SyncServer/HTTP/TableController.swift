@@ -1,0 +1,112 @@
+import Foundation
+import HTTPTypes
+import Hummingbird
+import Metrics
+import NIOCore
+import SyncCore
+
+/// The `/tables/{name}` routes (PROTOCOL.md §3–§4), over a ``TableStore``.
+struct TableController: Sendable {
+    let store: any TableStore
+    let maxBodySize: Int
+    let makeID: @Sendable () -> String
+
+    func addRoutes(to group: RouterGroup<SyncRequestContext>) {
+        group.get("{name}") { request, context in try await query(request, context) }
+        group.post("{name}") { request, context in try await insert(request, context) }
+        group.get("{name}/{id}") { request, context in try await read(request, context) }
+        group.patch("{name}/{id}") { request, context in try await update(request, context) }
+        group.delete("{name}/{id}") { request, context in try await delete(request, context) }
+        group.post("{name}/{id}") { request, context in try await undelete(request, context) }
+    }
+
+    // MARK: Handlers
+
+    func query(_ request: Request, _ context: SyncRequestContext) async throws -> Response {
+        let schema = try await schema(context)
+        let query: ODataQuery
+        do { query = try ODataQuery(parsing: request.uri.query ?? "") } catch { throw APIError.badRequest(error.description) }
+        let configuration = schema.configuration
+        if let top = query.top, top > configuration.maxTop {
+            throw APIError.badRequest("$top: you cannot request more than \(configuration.maxTop) records")
+        }
+        let limit = min(query.top ?? configuration.pageSize, configuration.pageSize)
+        let page = try await perform { try await store.query(schema.name, query, limit: limit) }
+        Counter(label: MetricLabel.rowsReturned, dimensions: [(MetricLabel.table, schema.name.canonical)])
+            .increment(by: page.items.count)
+        var response: Response
+        if let total = page.totalCount {
+            response = JSONResponse.make(.ok, ["results": .array(page.items), "count": .int(Int64(total))])
+        } else {
+            response = JSONResponse.make(.ok, .array(page.items))
+        }
+        if page.hasMore, query.top.map({ $0 > page.items.count }) ?? true {
+            response.headers[HTTPField.Name("Link")!] = nextLink(request, query: query, returned: page.items.count) + "; rel=next"
+        }
+        return response
+    }
+
+    func read(_ request: Request, _ context: SyncRequestContext) async throws -> Response {
+        let (schema, id) = try await target(context)
+        let includeDeleted = try includesDeleted(request)
+        guard let item = try await perform({ try await store.item(id, in: schema.name, includeDeleted: includeDeleted) }) else {
+            throw APIError(.notFound, TableStoreError.notFound.description)
+        }
+        return JSONResponse.item(.ok, item)
+    }
+
+    func insert(_ request: Request, _ context: SyncRequestContext) async throws -> Response {
+        let schema = try await schema(context)
+        var fields = try await body(request)
+        let id: ItemID
+        switch fields[SystemProperty.id.rawValue] {
+        case nil, .null?:
+            id = try ItemID(makeID())
+        case .string(let text)?:
+            do { id = try ItemID(text) } catch { throw APIError.badRequest("\(error)") }
+        default:
+            throw APIError.badRequest("Invalid item: 'id' must be a string")
+        }
+        fields[SystemProperty.id.rawValue] = nil
+        let item = try await perform(table: schema.name) { try await store.insert(fields, id: id, into: schema.name) }
+        return JSONResponse.item(.created, item, location: itemURL(request, id: id))
+    }
+
+    func update(_ request: Request, _ context: SyncRequestContext) async throws -> Response {
+        let (schema, id) = try await target(context)
+        var fields = try await body(request)
+        if let bodyID = fields[SystemProperty.id.rawValue], bodyID != .null, bodyID != .string(id.rawValue) {
+            throw APIError.badRequest("The item ID and querystring ID did not match")
+        }
+        fields[SystemProperty.id.rawValue] = nil
+        var precondition = try ifMatch(request)
+        let fromHeader = precondition != nil
+        if precondition == nil, let version = fields[SystemProperty.version.rawValue] {
+            guard let text = version.stringValue else { throw APIError.badRequest("Invalid item: 'version' must be a string") }
+            precondition = .version(Version(text))
+        }
+        let includeDeleted = try includesDeleted(request)
+        let item = try await perform(table: schema.name, conflictStatus: fromHeader ? .preconditionFailed : .conflict) {
+            try await store.update(id, with: fields, in: schema.name, precondition: precondition, includeDeleted: includeDeleted)
+        }
+        return JSONResponse.item(.ok, item)
+    }
+
+    func delete(_ request: Request, _ context: SyncRequestContext) async throws -> Response {
+        let (schema, id) = try await target(context)
+        let precondition = try ifMatch(request)
+        let item = try await perform(table: schema.name) {
+            try await store.delete(id, from: schema.name, precondition: precondition)
+        }
+        return JSONResponse.item(.ok, item)
+    }
+
+    func undelete(_ request: Request, _ context: SyncRequestContext) async throws -> Response {
+        let (schema, id) = try await target(context)
+        let precondition = try ifMatch(request)
+        let item = try await perform(table: schema.name) {
+            try await store.undelete(id, in: schema.name, precondition: precondition)
+        }
+        return JSONResponse.item(.ok, item)
+    }
+}

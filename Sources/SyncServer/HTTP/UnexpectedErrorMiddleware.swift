@@ -1,0 +1,22 @@
+import Hummingbird
+import Logging
+
+/// Turns any error that is not already an HTTP answer into a generic 500 with a JSON body, logged at
+/// `error` level with the request id (Hummingbird's logger carries it).
+struct UnexpectedErrorMiddleware: RouterMiddleware {
+    typealias Context = SyncRequestContext
+
+    func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws
+        -> Response
+    {
+        do {
+            return try await next(request, context)
+        } catch let error as any HTTPResponseError {
+            throw error
+        } catch {
+            context.logger.error(
+                "Unexpected error", metadata: ["sync.error": "\(String(reflecting: type(of: error)))"])
+            throw APIError(.internalServerError, "The server could not complete the request")
+        }
+    }
+}

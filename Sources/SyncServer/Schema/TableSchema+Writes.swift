@@ -1,0 +1,128 @@
+import SyncCore
+
+/// What a write needs: the values to store, and the schema changes a dynamic table makes first.
+struct WritePlan: Sendable {
+    /// User columns and the values to store in them.
+    var values: [(column: String, value: SQLValue)] = []
+    /// Columns to add before writing.
+    var newColumns: [(name: String, type: SQLColumnType)] = []
+    /// Integer columns that received a fraction and become double columns.
+    var widenedColumns: [String] = []
+
+    var changesSchema: Bool { !newColumns.isEmpty || !widenedColumns.isEmpty }
+}
+
+extension TableSchema {
+    /// Checks an item's user fields against the schema and turns them into column values.
+    ///
+    /// System properties in `fields` are skipped (the caller deals with `id` and `version`; the others
+    /// are server-managed). A null for a column a dynamic table does not have yet adds nothing.
+    /// - Throws: ``TableStoreError/invalidItem(_:)`` naming the field and the rule it breaks.
+    func plan(_ fields: [String: JSONValue]) throws(TableStoreError) -> WritePlan {
+        var plan = WritePlan()
+        for (field, value) in fields.sorted(by: { $0.key < $1.key }) {
+            if SystemProperty.isSystemProperty(field) { continue }
+            if let reason = FieldName.validate(field) { throw .invalidItem("field '\(field)': \(reason)") }
+            if columns[field] == nil,
+                let other = columns.keys.first(where: { $0.lowercased() == field.lowercased() })
+            {
+                throw .invalidItem("field '\(field)' differs from the existing field '\(other)' only in case")
+            }
+            guard let kind = FieldKind(value) else {
+                if columns[field] != nil { plan.values.append((field, .null)) }
+                else if !isDynamic { throw .invalidItem("field '\(field)' is not a column of this table") }
+                continue
+            }
+            if kind == .json, !isDynamic {
+                throw .invalidItem("field '\(field)': nested objects and arrays are not allowed in this table")
+            }
+            guard let type = columns[field] else {
+                guard isDynamic else { throw .invalidItem("field '\(field)' is not a column of this table") }
+                plan.newColumns.append((field, kind.columnType))
+                plan.values.append((field, try Self.sqlValue(value, as: kind.columnType, field: field)))
+                continue
+            }
+            var target = type
+            if type == .integer, kind == .double {
+                if isDynamic { target = .double; plan.widenedColumns.append(field) }
+            }
+            plan.values.append((field, try Self.sqlValue(value, as: target, field: field)))
+        }
+        return plan
+    }
+
+    /// The schema with a plan's changes applied.
+    func applying(_ plan: WritePlan) -> TableSchema {
+        var schema = self
+        for (name, type) in plan.newColumns { schema.columns[name] = type }
+        for name in plan.widenedColumns { schema.columns[name] = .double }
+        return schema
+    }
+
+    /// Converts a JSON value for a column of `type`, or explains why it does not fit.
+    static func sqlValue(_ value: JSONValue, as type: SQLColumnType, field: String) throws(TableStoreError) -> SQLValue {
+        switch (type, value) {
+        case (_, .null): return .null
+        case (.string, .string(let text)): return .text(text)
+        case (.date, .string(let text)):
+            guard let date = WireDate(parsing: text) else {
+                throw .invalidItem("field '\(field)' holds dates; '\(text)' is not a date such as 2024-01-31T12:00:00.000Z")
+            }
+            return .int(date.millisecondsSince1970)
+        case (.integer, .int(let int)): return .int(int)
+        case (.integer, .double(let double)):
+            guard let int = Int64(exactly: double) else {
+                throw .invalidItem("field '\(field)' holds integers; \(double) is not one")
+            }
+            return .int(int)
+        case (.double, .int(let int)): return .double(Double(int))
+        case (.double, .double(let double)): return .double(double)
+        case (.bool, .bool(let bool)): return .bool(bool)
+        case (.json, .array), (.json, .object): return .text(value.serialized())
+        default:
+            throw .invalidItem("field '\(field)' holds \(type.noun); got \(FieldKind(value)?.columnType.noun ?? "null")")
+        }
+    }
+}
+
+/// The kind of a JSON value, as a dynamic schema types a new column.
+enum FieldKind: Equatable {
+    case string, date, int, double, bool, json
+
+    /// The kind of `value`, or nil for null.
+    init?(_ value: JSONValue) {
+        switch value {
+        case .null: return nil
+        case .bool: self = .bool
+        case .int: self = .int
+        case .double: self = .double
+        case .string(let text): self = WireDate(parsing: text) == nil ? .string : .date
+        case .array, .object: self = .json
+        }
+    }
+
+    var columnType: SQLColumnType {
+        switch self {
+        case .string: .string
+        case .date: .date
+        case .int: .integer
+        case .double: .double
+        case .bool: .bool
+        case .json: .json
+        }
+    }
+}
+
+extension SQLColumnType {
+    /// What a column of this type holds, for messages: "strings", "dates", …
+    var noun: String {
+        switch self {
+        case .string: "strings"
+        case .integer: "integers"
+        case .double: "numbers"
+        case .bool: "true or false"
+        case .date: "dates"
+        case .json: "objects or arrays"
+        }
+    }
+}

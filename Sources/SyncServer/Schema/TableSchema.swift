@@ -1,0 +1,48 @@
+public import SyncCore
+
+/// A table as the server knows it right now: its configuration plus every user column it has,
+/// including those a dynamic schema added.
+public struct TableSchema: Sendable, Hashable {
+    /// The table's configuration.
+    public var configuration: TableConfiguration
+    /// The user columns (system properties excluded) and their types.
+    public var columns: [String: SQLColumnType]
+
+    /// Creates a schema.
+    ///
+    /// - Parameters:
+    ///   - configuration: The table's configuration.
+    ///   - columns: The user columns it has.
+    public init(configuration: TableConfiguration, columns: [String: SQLColumnType]) {
+        self.configuration = configuration
+        self.columns = columns
+    }
+
+    /// The table's name.
+    public var name: TableName { configuration.name }
+
+    /// Whether columns are added as new fields arrive.
+    public var isDynamic: Bool { configuration.columns == nil }
+
+    /// The column a `$filter`/`$orderby` field refers to: a system property, or a user column matched
+    /// exactly, else case-insensitively when only one matches.
+    ///
+    /// - Parameter field: The field name.
+    /// - Returns: The column, or nil for an unknown field.
+    public func column(for field: String) -> SQLColumn? {
+        if let system = SystemProperty(rawValue: field) { return Self.systemColumns[system] }
+        if let type = columns[field] { return SQLColumn(name: field, type: type) }
+        let matches = columns.filter { $0.key.lowercased() == field.lowercased() }
+        guard matches.count == 1, let match = matches.first else { return nil }
+        return SQLColumn(name: match.key, type: match.value)
+    }
+
+    /// The system properties as columns: never null.
+    static let systemColumns: [SystemProperty: SQLColumn] = [
+        .id: SQLColumn(name: "id", type: .string, isNullable: false),
+        .createdAt: SQLColumn(name: "createdAt", type: .date, isNullable: false),
+        .updatedAt: SQLColumn(name: "updatedAt", type: .date, isNullable: false),
+        .version: SQLColumn(name: "version", type: .string, isNullable: false),
+        .deleted: SQLColumn(name: "deleted", type: .bool, isNullable: false),
+    ]
+}

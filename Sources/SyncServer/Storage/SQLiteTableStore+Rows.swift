@@ -1,0 +1,56 @@
+import Foundation
+import GRDB
+import SyncCore
+
+extension SQLiteTableStore {
+    /// The item a row holds, as the wire shows it; with `select`, only those user fields.
+    static func item(from row: Row, schema: TableSchema, select: Set<String>? = nil) -> JSONValue {
+        var members: [String: JSONValue] = [:]
+        members.reserveCapacity(row.count)
+        for (column, value) in row {
+            switch column {
+            case "id", "version":
+                members[column] = String.fromDatabaseValue(value).map(JSONValue.string) ?? .null
+            case "createdAt", "updatedAt":
+                members[column] = Int64.fromDatabaseValue(value).map { .string(WireDate(millisecondsSince1970: $0).description) } ?? .null
+            case "deleted":
+                members[column] = .bool((Int64.fromDatabaseValue(value) ?? 0) != 0)
+            default:
+                if let select, !select.contains(column) { continue }
+                members[column] = json(value, type: schema.columns[column])
+            }
+        }
+        return .object(members)
+    }
+
+    /// A stored value as JSON, by the column's type (or by its storage when the type is unknown).
+    static func json(_ value: DatabaseValue, type: SQLColumnType?) -> JSONValue {
+        switch (value.storage, type) {
+        case (.null, _): return .null
+        case (.int64(let int), .bool): return .bool(int != 0)
+        case (.int64(let int), .date): return .string(WireDate(millisecondsSince1970: int).description)
+        case (.int64(let int), .double): return .double(Double(int))
+        case (.int64(let int), .string): return .string(String(int))
+        case (.int64(let int), _): return .int(int)
+        case (.double(let double), .integer): return Int64(exactly: double).map(JSONValue.int) ?? .double(double)
+        case (.double(let double), _): return .double(double)
+        case (.string(let text), .json): return (try? JSONValue(parsing: text)) ?? .string(text)
+        case (.string(let text), _): return .string(text)
+        case (.blob(let data), _): return .string(data.base64EncodedString())
+        }
+    }
+
+    static func databaseValue(_ value: SQLValue) -> DatabaseValue {
+        switch value {
+        case .null: .null
+        case .bool(let bool): bool.databaseValue
+        case .int(let int): int.databaseValue
+        case .double(let double): double.databaseValue
+        case .text(let text): text.databaseValue
+        }
+    }
+
+    static func arguments(_ values: [SQLValue]) -> StatementArguments {
+        StatementArguments(values.map(databaseValue))
+    }
+}

@@ -1,0 +1,83 @@
+import GRDB
+import SyncCore
+
+extension SQLiteTableStore {
+    /// Creates the table if needed, adds declared columns it lacks, and returns its schema.
+    static func prepare(_ configuration: TableConfiguration, in db: Database) throws -> TableSchema {
+        let table = quoted(configuration.name.canonical)
+        var columns = try storedColumns(of: configuration.name, in: db)
+        if columns == nil {
+            try db.execute(sql: """
+                CREATE TABLE \(table) (
+                    "id" TEXT PRIMARY KEY NOT NULL,
+                    "createdAt" INTEGER NOT NULL,
+                    "updatedAt" INTEGER NOT NULL,
+                    "version" TEXT NOT NULL,
+                    "deleted" INTEGER NOT NULL DEFAULT 0
+                )
+                """)
+            try db.execute(sql: "CREATE INDEX \(quoted(configuration.name.canonical + "_cursor")) ON \(table) (\"updatedAt\", \"id\")")
+            columns = [:]
+        }
+        var schema = TableSchema(configuration: configuration, columns: columns ?? [:])
+        for (name, type) in configuration.columns ?? [:] where schema.columns[name] != type {
+            if schema.columns[name] == nil {
+                try db.execute(sql: "ALTER TABLE \(table) ADD COLUMN \(quoted(name)) \(sqlType(type))")
+            }
+            schema.columns[name] = type
+        }
+        try save(schema, in: db)
+        return schema
+    }
+
+    /// The user columns recorded for a table, or nil when the table was never created.
+    static func storedColumns(of table: TableName, in db: Database) throws -> [String: SQLColumnType]? {
+        guard let text = try String.fetchOne(
+            db, sql: "SELECT \"columns\" FROM \"__sync_tables\" WHERE \"name\" = ?", arguments: [table.canonical])
+        else { return nil }
+        guard case .object(let members) = try JSONValue(parsing: text) else { return [:] }
+        return members.compactMapValues { $0.stringValue.flatMap(SQLColumnType.init(rawValue:)) }
+    }
+
+    static func save(_ schema: TableSchema, in db: Database) throws {
+        let columns = JSONValue.object(schema.columns.mapValues { .string($0.rawValue) })
+        try db.execute(
+            sql: """
+                INSERT INTO "__sync_tables" ("name", "displayName", "columns") VALUES (?, ?, ?)
+                ON CONFLICT ("name") DO UPDATE SET "displayName" = excluded."displayName", "columns" = excluded."columns"
+                """,
+            arguments: [schema.name.canonical, schema.name.rawValue, columns.serialized()])
+    }
+
+    /// Applies a write plan's schema changes inside the write transaction, starting from the schema
+    /// the database holds (the cache may lag behind a write that committed a moment ago).
+    /// Returns the plan recomputed against that schema, and the schema after the changes.
+    static func applySchemaChanges(
+        for fields: [String: JSONValue], cached: TableSchema, in db: Database
+    ) throws -> (WritePlan, TableSchema) {
+        var current = cached
+        current.columns = try storedColumns(of: cached.name, in: db) ?? cached.columns
+        let plan = try current.plan(fields)
+        guard plan.changesSchema else { return (plan, current) }
+        for (name, type) in plan.newColumns {
+            try db.execute(
+                sql: "ALTER TABLE \(quoted(current.name.canonical)) ADD COLUMN \(quoted(name)) \(sqlType(type))")
+        }
+        let updated = current.applying(plan)
+        try save(updated, in: db)
+        return (plan, updated)
+    }
+
+    static func sqlType(_ type: SQLColumnType) -> String {
+        switch type {
+        case .string, .json: "TEXT"
+        case .integer, .bool, .date: "INTEGER"
+        case .double: "REAL"
+        }
+    }
+
+    /// A name already validated as an identifier, in double quotes.
+    static func quoted(_ name: String) -> String {
+        "\"" + name + "\""
+    }
+}

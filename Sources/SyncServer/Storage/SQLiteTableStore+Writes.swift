@@ -1,0 +1,122 @@
+import Foundation
+import GRDB
+public import SyncCore
+
+extension SQLiteTableStore {
+    public func insert(_ fields: [String: JSONValue], id: ItemID, into table: TableName) async throws -> JSONValue {
+        let cached = try requireSchema(table)
+        let now = self.now
+        let (item, schema) = try await write { db in
+            var (plan, schema) = (try cached.plan(fields), cached)
+            if let existing = try Self.row(id, schema: schema, in: db) {
+                throw TableStoreError.alreadyExists(Self.item(from: existing, schema: schema))
+            }
+            if plan.changesSchema { (plan, schema) = try Self.applySchemaChanges(for: fields, cached: cached, in: db) }
+            let stamp = try Self.nextStamp(for: schema, now: now, in: db)
+            var columns = ["id", "createdAt", "updatedAt", "version", "deleted"]
+            var values: [SQLValue] = [.text(id.rawValue), .int(stamp), .int(stamp), .text(Self.version(stamp)), .bool(false)]
+            for (column, value) in plan.values {
+                columns.append(column)
+                values.append(value)
+            }
+            try db.execute(
+                sql: "INSERT INTO \(Self.quoted(schema.name.canonical)) (\(columns.map(Self.quoted).joined(separator: ", "))) "
+                    + "VALUES (\(Array(repeating: "?", count: values.count).joined(separator: ", ")))",
+                arguments: Self.arguments(values))
+            return (try Self.storedItem(id, schema: schema, in: db), schema)
+        }
+        publish(schema)
+        return item
+    }
+
+    public func update(
+        _ id: ItemID, with fields: [String: JSONValue], in table: TableName, precondition: Precondition?,
+        includeDeleted: Bool
+    ) async throws -> JSONValue {
+        let cached = try requireSchema(table)
+        let now = self.now
+        let (item, schema) = try await write { db in
+            var (plan, schema) = (try cached.plan(fields), cached)
+            _ = try Self.checked(id, schema: schema, precondition: precondition, includeDeleted: includeDeleted, in: db)
+            if plan.changesSchema { (plan, schema) = try Self.applySchemaChanges(for: fields, cached: cached, in: db) }
+            let stamp = try Self.nextStamp(for: schema, now: now, in: db)
+            var assignments = ["\"updatedAt\" = ?", "\"version\" = ?"]
+            var values: [SQLValue] = [.int(stamp), .text(Self.version(stamp))]
+            for (column, value) in plan.values {
+                assignments.append("\(Self.quoted(column)) = ?")
+                values.append(value)
+            }
+            try db.execute(
+                sql: "UPDATE \(Self.quoted(schema.name.canonical)) SET \(assignments.joined(separator: ", ")) WHERE \"id\" = ?",
+                arguments: Self.arguments(values + [.text(id.rawValue)]))
+            return (try Self.storedItem(id, schema: schema, in: db), schema)
+        }
+        publish(schema)
+        return item
+    }
+
+    public func delete(_ id: ItemID, from table: TableName, precondition: Precondition?) async throws -> JSONValue {
+        let schema = try requireSchema(table)
+        let now = self.now
+        return try await write { db in
+            let current = try Self.checked(id, schema: schema, precondition: precondition, includeDeleted: false, in: db)
+            let name = Self.quoted(schema.name.canonical)
+            guard schema.configuration.softDelete else {
+                try db.execute(sql: "DELETE FROM \(name) WHERE \"id\" = ?", arguments: [id.rawValue])
+                return current
+            }
+            let stamp = try Self.nextStamp(for: schema, now: now, in: db)
+            try db.execute(
+                sql: "UPDATE \(name) SET \"deleted\" = 1, \"updatedAt\" = ?, \"version\" = ? WHERE \"id\" = ?",
+                arguments: [stamp, Self.version(stamp), id.rawValue])
+            return try Self.storedItem(id, schema: schema, in: db)
+        }
+    }
+
+    public func undelete(_ id: ItemID, in table: TableName, precondition: Precondition?) async throws -> JSONValue {
+        let schema = try requireSchema(table)
+        let now = self.now
+        return try await write { db in
+            let current = try Self.checked(id, schema: schema, precondition: precondition, includeDeleted: true, in: db)
+            guard current.isDeleted else { return current }
+            let stamp = try Self.nextStamp(for: schema, now: now, in: db)
+            try db.execute(
+                sql: "UPDATE \(Self.quoted(schema.name.canonical)) SET \"deleted\" = 0, \"updatedAt\" = ?, \"version\" = ? WHERE \"id\" = ?",
+                arguments: [stamp, Self.version(stamp), id.rawValue])
+            return try Self.storedItem(id, schema: schema, in: db)
+        }
+    }
+
+    /// The stored item, after checking that it exists (a tombstone only with `includeDeleted`) and
+    /// satisfies the precondition.
+    static func checked(
+        _ id: ItemID, schema: TableSchema, precondition: Precondition?, includeDeleted: Bool, in db: Database
+    ) throws -> JSONValue {
+        guard let row = try row(id, schema: schema, in: db) else { throw TableStoreError.notFound }
+        let item = item(from: row, schema: schema)
+        if item.isDeleted, !includeDeleted { throw TableStoreError.notFound }
+        if let precondition, !precondition.isSatisfied(by: item.version ?? Version("")) {
+            throw TableStoreError.preconditionFailed(item)
+        }
+        return item
+    }
+
+    static func storedItem(_ id: ItemID, schema: TableSchema, in db: Database) throws -> JSONValue {
+        guard let row = try row(id, schema: schema, in: db) else { throw TableStoreError.notFound }
+        return item(from: row, schema: schema)
+    }
+
+    /// The next `updatedAt` of a table, in milliseconds: `max(now, greatest updatedAt + 1)`, so that
+    /// stamps strictly increase in commit order (writes are serialized by SQLite).
+    static func nextStamp(for schema: TableSchema, now: @Sendable () -> Date, in db: Database) throws -> Int64 {
+        let last = try Int64.fetchOne(db, sql: "SELECT MAX(\"updatedAt\") FROM \(quoted(schema.name.canonical))")
+        let clock = WireDate(now()).millisecondsSince1970
+        guard let last else { return clock }
+        return max(clock, last + 1)
+    }
+
+    /// An opaque version for a write stamped `stamp`: the stamp's 8 bytes, base64 (like a SQL Server rowversion).
+    static func version(_ stamp: Int64) -> String {
+        withUnsafeBytes(of: UInt64(bitPattern: stamp).bigEndian) { Data($0).base64EncodedString() }
+    }
+}

@@ -1,0 +1,112 @@
+public import Foundation
+import GRDB
+public import SyncCore
+
+/// The embedded store: every table in one SQLite file, in WAL mode, read through a pool of
+/// connections while writes take turns.
+///
+/// The §5 cursor guarantee holds because SQLite runs one write transaction at a time and each write
+/// takes its `updatedAt` inside its transaction as `max(now, the table's greatest updatedAt + 1 ms)`:
+/// stamps strictly increase in commit order, and an index on `(updatedAt, id)` makes cursor queries
+/// cost O(changes), not O(table).
+///
+/// For example:
+/// ```swift
+/// let store = try SQLiteTableStore(path: "sync.sqlite")
+/// try await store.prepare([.todoItem])
+/// ```
+public final class SQLiteTableStore: TableStore {
+    let pool: DatabasePool
+    let now: @Sendable () -> Date
+    /// Committed schemas by canonical table name; they only ever grow.
+    let schemas = Locked<[String: TableSchema]>([:])
+
+    /// Opens (or creates) the database file and brings its bookkeeping up to date.
+    ///
+    /// - Parameters:
+    ///   - path: The SQLite file.
+    ///   - now: The clock that stamps `createdAt` and `updatedAt`.
+    /// - Throws: ``TableStoreError/unavailable(_:)`` when the file cannot be opened or migrated.
+    public init(path: String, now: @escaping @Sendable () -> Date = { Date() }) throws {
+        var configuration = Configuration()
+        configuration.busyMode = .timeout(10)
+        do {
+            pool = try DatabasePool(path: path, configuration: configuration)
+            try Self.migrator.migrate(pool)
+        } catch {
+            throw TableStoreError.unavailable("cannot open the SQLite database at \(path): \(Self.reason(error))")
+        }
+        self.now = now
+    }
+
+    static func reason(_ error: any Error) -> String {
+        (error as? DatabaseError)?.message ?? "\(error)"
+    }
+
+    /// The store's own bookkeeping, versioned; never touches the user tables' rows.
+    static var migrator: DatabaseMigrator {
+        var migrator = DatabaseMigrator()
+        migrator.registerMigration("v1: table registry") { db in
+            try db.execute(sql: """
+                CREATE TABLE "__sync_tables" (
+                    "name" TEXT PRIMARY KEY NOT NULL,
+                    "displayName" TEXT NOT NULL,
+                    "columns" TEXT NOT NULL
+                )
+                """)
+        }
+        return migrator
+    }
+
+    public func prepare(_ tables: [TableConfiguration]) async throws {
+        for configuration in tables {
+            let schema = try await write { db in try Self.prepare(configuration, in: db) }
+            publish(schema)
+        }
+    }
+
+    public func schema(of table: TableName) async throws -> TableSchema? {
+        schemas.withLock { $0[table.canonical] }
+    }
+
+    func requireSchema(_ table: TableName) throws(TableStoreError) -> TableSchema {
+        guard let schema = schemas.withLock({ $0[table.canonical] }) else { throw .unknownTable(table) }
+        return schema
+    }
+
+    /// Merges a committed schema into the cache: columns are only added or widened, never lost.
+    func publish(_ schema: TableSchema) {
+        schemas.withLock { cache in
+            guard var merged = cache[schema.name.canonical] else {
+                cache[schema.name.canonical] = schema
+                return
+            }
+            for (name, type) in schema.columns where merged.columns[name] == nil || type == .double {
+                merged.columns[name] = type
+            }
+            cache[schema.name.canonical] = merged
+        }
+    }
+
+    /// Runs a write transaction, mapping database failures to ``TableStoreError``.
+    func write<T: Sendable>(_ body: @escaping @Sendable (Database) throws -> T) async throws -> T {
+        do {
+            return try await pool.write(body)
+        } catch let error as TableStoreError {
+            throw error
+        } catch let error as DatabaseError {
+            throw TableStoreError.unavailable(Self.reason(error))
+        }
+    }
+
+    /// Runs a read, mapping database failures to ``TableStoreError``.
+    func read<T: Sendable>(_ body: @escaping @Sendable (Database) throws -> T) async throws -> T {
+        do {
+            return try await pool.read(body)
+        } catch let error as TableStoreError {
+            throw error
+        } catch let error as DatabaseError {
+            throw TableStoreError.unavailable(Self.reason(error))
+        }
+    }
+}

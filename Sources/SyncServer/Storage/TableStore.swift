@@ -1,0 +1,142 @@
+public import SyncCore
+
+/// The storage role of the server: tables of items with system properties, queried with OData and
+/// written under optimistic concurrency (PROTOCOL.md §3–§5).
+///
+/// Implementations must keep the cursor guarantee of §5: within a table, every write that commits
+/// after a query returned rows up to `(updatedAt, id) = (T, I)` gets a greater cursor.
+/// `SQLiteTableStore` is the embedded one.
+public protocol TableStore: Sendable {
+    /// Creates the configured tables that do not exist yet, and adds declared columns they lack.
+    ///
+    /// - Parameter tables: Every table the server serves.
+    /// - Throws: A storage error when the database cannot be prepared.
+    func prepare(_ tables: [TableConfiguration]) async throws
+
+    /// The table's current schema, or nil for a table that is not configured.
+    ///
+    /// - Parameter table: The table's name (any case).
+    /// - Returns: Its schema.
+    func schema(of table: TableName) async throws -> TableSchema?
+
+    /// The rows matching `query`, in its order with `id` as the final key, at most `limit` of them.
+    ///
+    /// - Parameters:
+    ///   - table: The table.
+    ///   - query: The filter, order, skip and selection (its `top` is ignored: use `limit`).
+    ///   - limit: The most rows to return.
+    /// - Returns: The rows, whether more match, and the total count when the query asks for it.
+    /// - Throws: ``TableStoreError``.
+    func query(_ table: TableName, _ query: ODataQuery, limit: Int) async throws -> QueryPage
+
+    /// One item by id; nil when missing, or soft-deleted and `includeDeleted` is false.
+    ///
+    /// - Parameters:
+    ///   - id: The item's id.
+    ///   - table: The table.
+    ///   - includeDeleted: Whether a tombstone counts.
+    /// - Returns: The item, or nil.
+    /// - Throws: ``TableStoreError``.
+    func item(_ id: ItemID, in table: TableName, includeDeleted: Bool) async throws -> JSONValue?
+
+    /// Inserts an item, stamping its system properties.
+    ///
+    /// - Parameters:
+    ///   - fields: The item's fields (system properties other than `id` are ignored).
+    ///   - id: The id to store it under.
+    ///   - table: The table.
+    /// - Returns: The stored item.
+    /// - Throws: ``TableStoreError/alreadyExists(_:)`` with the stored item (even a tombstone), or
+    ///   ``TableStoreError/invalidItem(_:)``.
+    func insert(_ fields: [String: JSONValue], id: ItemID, into table: TableName) async throws -> JSONValue
+
+    /// Changes the given fields of an item; absent fields stay as they are.
+    ///
+    /// - Parameters:
+    ///   - id: The item's id.
+    ///   - fields: The fields to change.
+    ///   - table: The table.
+    ///   - precondition: The version the stored item must have, if any.
+    ///   - includeDeleted: Whether a tombstone may be updated.
+    /// - Returns: The stored item.
+    /// - Throws: ``TableStoreError/notFound``, ``TableStoreError/preconditionFailed(_:)`` with the
+    ///   stored item, or ``TableStoreError/invalidItem(_:)``.
+    func update(
+        _ id: ItemID, with fields: [String: JSONValue], in table: TableName, precondition: Precondition?,
+        includeDeleted: Bool
+    ) async throws -> JSONValue
+
+    /// Deletes an item: a tombstone in a soft-delete table, gone otherwise.
+    ///
+    /// - Parameters:
+    ///   - id: The item's id.
+    ///   - table: The table.
+    ///   - precondition: The version the stored item must have, if any.
+    /// - Returns: The item as deleted (a tombstone, or the last stored copy).
+    /// - Throws: ``TableStoreError/notFound`` (also for an item already deleted) or
+    ///   ``TableStoreError/preconditionFailed(_:)``.
+    func delete(_ id: ItemID, from table: TableName, precondition: Precondition?) async throws -> JSONValue
+
+    /// Brings a soft-deleted item back; a live item is returned unchanged.
+    ///
+    /// - Parameters:
+    ///   - id: The item's id.
+    ///   - table: The table.
+    ///   - precondition: The version the stored item must have, if any.
+    /// - Returns: The live item.
+    /// - Throws: ``TableStoreError/notFound`` or ``TableStoreError/preconditionFailed(_:)``.
+    func undelete(_ id: ItemID, in table: TableName, precondition: Precondition?) async throws -> JSONValue
+}
+
+/// One page of query results.
+public struct QueryPage: Sendable {
+    /// The rows, in order.
+    public var items: [JSONValue]
+    /// Whether more rows match after these.
+    public var hasMore: Bool
+    /// The number of rows matching the filter, ignoring skip and limit, when the query asked for it.
+    public var totalCount: Int?
+
+    /// Creates a page.
+    ///
+    /// - Parameters:
+    ///   - items: The rows.
+    ///   - hasMore: Whether more rows match.
+    ///   - totalCount: The total count, if asked for.
+    public init(items: [JSONValue], hasMore: Bool, totalCount: Int?) {
+        self.items = items
+        self.hasMore = hasMore
+        self.totalCount = totalCount
+    }
+}
+
+/// Why a store refused an operation. The HTTP layer turns each case into a status and a body.
+public enum TableStoreError: Error, Sendable, Equatable, CustomStringConvertible {
+    /// The table is not configured.
+    case unknownTable(TableName)
+    /// No such item (or it is soft-deleted).
+    case notFound
+    /// An insert's id is taken; the payload is the stored item.
+    case alreadyExists(JSONValue)
+    /// The stored item's version does not satisfy the precondition; the payload is the stored item.
+    case preconditionFailed(JSONValue)
+    /// The item does not fit the table; the message names the field.
+    case invalidItem(String)
+    /// The query does not fit the table; the message names the field or option.
+    case invalidQuery(String)
+    /// The database is unreachable or failed; the message is safe to show.
+    case unavailable(String)
+
+    /// One readable line without item contents.
+    public var description: String {
+        switch self {
+        case .unknownTable(let name): "Table '\(name)' does not exist"
+        case .notFound: "The item does not exist"
+        case .alreadyExists: "An item with this id already exists"
+        case .preconditionFailed: "The item has changed: its version does not match"
+        case .invalidItem(let message): "Invalid item: \(message)"
+        case .invalidQuery(let message): "Invalid query: \(message)"
+        case .unavailable(let message): "The database is unavailable: \(message)"
+        }
+    }
+}
