@@ -1,5 +1,8 @@
 /// A JSON value that keeps integers and doubles apart.
 ///
+/// It is deliberately not `ExpressibleByNilLiteral`: `nil` always means a missing value, and JSON
+/// `null` is written `.null`.
+///
 /// Items travel as `JSONValue` between the local store, the transport and the server, so that no
 /// field is ever widened or rounded on the way: `1` stays an integer, `1.0` stays a double, and
 /// every 64-bit integer survives exactly. Use ``init(parsing:)-(String)`` and ``serialized()``
@@ -78,11 +81,6 @@ extension JSONValue {
             self = .object(members)
         }
     }
-}
-
-extension JSONValue: ExpressibleByNilLiteral {
-    /// Creates `null`.
-    public init(nilLiteral: ()) { self = .null }
 }
 
 extension JSONValue: ExpressibleByBooleanLiteral {

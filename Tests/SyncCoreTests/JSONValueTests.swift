@@ -15,7 +15,7 @@ import Testing
         ("0.1", .double(0.1)),
         ("1.7976931348623157e308", .double(.greatestFiniteMagnitude)),
         ("\"a\\u00e9\\ud83d\\ude00\\n\"", .string("aé😀\n")),
-        ("[1, 2.5, \"x\", null, true]", .array([1, 2.5, "x", nil, true])),
+        ("[1, 2.5, \"x\", null, true]", .array([1, 2.5, "x", .null, true])),
         (" {\"b\": {\"c\": []}, \"a\": false} ", .object(["a": false, "b": ["c": []]])),
     ])
     func parsesEachKindExactly(text: String, expected: JSONValue) throws {
@@ -38,7 +38,7 @@ import Testing
     }
 
     @Test func serializesCompactlyWithSortedKeysAndEscapes() {
-        let value: JSONValue = ["b": 1, "a": ["x\"y\\z\u{1}\n", 2.5, 1.0, nil, true]]
+        let value: JSONValue = ["b": 1, "a": ["x\"y\\z\u{1}\n", 2.5, 1.0, .null, true]]
         #expect(value.serialized() == #"{"a":["x\"y\\z\u0001\n",2.5,1.0,null,true],"b":1}"#)
     }
 
@@ -63,7 +63,7 @@ import Testing
 
     @Test func decodesAndEncodesThroughCodable() throws {
         struct Wrapper: Codable, Equatable { var payload: JSONValue }
-        let wrapper = Wrapper(payload: ["a": [1, "two", nil, false], "b": 2.5])
+        let wrapper = Wrapper(payload: ["a": [1, "two", .null, false], "b": 2.5])
         let data = try JSONEncoder().encode(wrapper)
         #expect(try JSONDecoder().decode(Wrapper.self, from: data) == wrapper)
     }

@@ -1,0 +1,289 @@
+import Foundation
+import HTTPTypes
+import Hummingbird
+import HummingbirdTesting
+import SyncCore
+import SyncServer
+import Testing
+
+/// Every row of PROTOCOL.md §3, with its success and failure codes.
+@Suite struct TableOperationTests {
+    @Test func insertReturns201WithTheStoredItemETagAndLocation() async throws {
+        try await Fixture.withServer { client in
+            let reply = try await client.send(.post, "/tables/TodoItem", json: ["id": "a", "text": "milk", "complete": false])
+            #expect(reply.status == .created)
+            let item = try #require(reply.json)
+            #expect(item["text"] == "milk")
+            #expect(item["complete"] == false)
+            #expect(item["deleted"] == false)
+            #expect(item.updatedAt != nil)
+            #expect(item["createdAt"] == item["updatedAt"])
+            #expect(reply["ETag"] == item.version?.entityTag)
+            #expect(reply["Location"]?.hasSuffix("/tables/TodoItem/a") == true)
+        }
+    }
+
+    @Test func insertWithoutAnIDGetsALowercaseUUID() async throws {
+        try await Fixture.withServer { client in
+            let reply = try await client.send(.post, "/tables/TodoItem", json: ["text": "x"])
+            let id = try #require(reply.json?["id"]?.stringValue)
+            #expect(UUID(uuidString: id) != nil)
+            #expect(id == id.lowercased())
+        }
+    }
+
+    @Test func insertIgnoresServerManagedFields() async throws {
+        try await Fixture.withServer { client in
+            let reply = try await client.send(
+                .post, "/tables/TodoItem",
+                json: ["id": "a", "createdAt": "2000-01-01T00:00:00.000Z", "updatedAt": "2000-01-01T00:00:00.000Z",
+                       "deleted": true, "version": "forged"])
+            #expect(reply.status == .created)
+            #expect(reply.json?["deleted"] == false)
+            #expect(reply.json?["createdAt"] != "2000-01-01T00:00:00.000Z")
+            #expect(reply.json?["version"] != "forged")
+        }
+    }
+
+    @Test func duplicateInsertIs409WithTheStoredItem() async throws {
+        try await Fixture.withServer { client in
+            let first = try await client.send(.post, "/tables/TodoItem", json: ["id": "a", "text": "stored"])
+            let second = try await client.send(.post, "/tables/TodoItem", json: ["id": "a", "text": "mine"])
+            #expect(second.status == .conflict)
+            #expect(second.json == first.json)
+            #expect(second["ETag"] == first["ETag"])
+        }
+    }
+
+    @Test func insertOverATombstoneIs409WithTheDeletedItem() async throws {
+        try await Fixture.withServer { client in
+            _ = try await client.send(.post, "/tables/TodoItem", json: ["id": "a", "text": "x"])
+            _ = try await client.send(.delete, "/tables/TodoItem/a")
+            let reply = try await client.send(.post, "/tables/TodoItem", json: ["id": "a", "text": "again"])
+            #expect(reply.status == .conflict)
+            #expect(reply.json?["deleted"] == true)
+        }
+    }
+
+    @Test(arguments: [
+        ("[1]", "The body must be a JSON object"),
+        ("{\"id\": 5}", "Invalid item: 'id' must be a string"),
+        ("{\"id\": \"a/b\"}", "Invalid item id: it contains '/'"),
+        ("{\"__meta\": 1}", "Invalid item: field '__meta': names starting with '__' are reserved"),
+        ("{\"bad name\": 1}", "Invalid item: field 'bad name': use 1–128 letters, digits and '_', starting with a letter"),
+        ("{\"Deleted\": 1}", "Invalid item: field 'Deleted': it differs from the system property 'deleted' only in case"),
+    ])
+    func insertRefusesBadBodiesWith400(body: String, message: String) async throws {
+        try await Fixture.withServer { client in
+            let reply = try await client.send(.post, "/tables/TodoItem", body: body)
+            #expect(reply.status == .badRequest)
+            #expect(reply.error == message)
+        }
+    }
+
+    @Test func invalidJSONIs400() async throws {
+        try await Fixture.withServer { client in
+            let reply = try await client.send(.post, "/tables/TodoItem", body: "{\"a\": ")
+            #expect(reply.status == .badRequest)
+            #expect(reply.error?.hasPrefix("The body is not valid JSON") == true)
+        }
+    }
+
+    @Test func oversizedBodyIs413() async throws {
+        try await Fixture.withServer(configure: { $0.maxBodySize = 1000 }) { client in
+            let reply = try await client.send(.post, "/tables/TodoItem", json: ["text": .string(String(repeating: "x", count: 2000))])
+            #expect(reply.status == .contentTooLarge)
+            #expect(reply.error == "The request body is larger than 1000 bytes")
+        }
+    }
+
+    @Test func readReturnsTheItemWithItsETag() async throws {
+        try await Fixture.withServer { client in
+            let inserted = try await client.send(.post, "/tables/TodoItem", json: ["id": "a b", "text": "x"])
+            let reply = try await client.send(.get, "/tables/TodoItem/a%20b")
+            #expect(reply.status == .ok)
+            #expect(reply.json == inserted.json)
+            #expect(reply["ETag"] == inserted["ETag"])
+            #expect(try await client.send(.get, "/tables/TodoItem/missing").status == .notFound)
+        }
+    }
+
+    @Test func softDeletedItemsAreHiddenUnlessIncludeDeleted() async throws {
+        try await Fixture.withServer { client in
+            _ = try await client.send(.post, "/tables/TodoItem", json: ["id": "a"])
+            let deleted = try await client.send(.delete, "/tables/TodoItem/a")
+            #expect(deleted.status == .ok)
+            #expect(deleted.json?["deleted"] == true)
+            let hidden = try await client.send(.get, "/tables/TodoItem/a")
+            #expect(hidden.status == .notFound)
+            #expect(try await client.send(.get, "/tables/TodoItem/a?__includeDeleted=true").json?["deleted"] == true)
+            #expect(try await client.send(.get, "/tables/TodoItem/a?__includedeleted=TRUE").status == .ok)
+            #expect(try await client.send(.get, "/tables/TodoItem").ids == [])
+            #expect(try await client.send(.get, "/tables/TodoItem?__includeDeleted=true").ids == ["a"])
+            #expect(try await client.send(.delete, "/tables/TodoItem/a").status == .notFound)
+        }
+    }
+
+    @Test func deleteGivesTheTombstoneANewVersionAndUpdatedAt() async throws {
+        try await Fixture.withServer { client in
+            let inserted = try #require(try await client.send(.post, "/tables/TodoItem", json: ["id": "a"]).json)
+            let tombstone = try #require(try await client.send(.delete, "/tables/TodoItem/a").json)
+            #expect(tombstone.version != inserted.version)
+            #expect(try #require(tombstone.updatedAt) > (try #require(inserted.updatedAt)))
+        }
+    }
+
+    @Test func undeleteBringsAnItemBackAndIsANoOpOnALiveItem() async throws {
+        try await Fixture.withServer { client in
+            _ = try await client.send(.post, "/tables/TodoItem", json: ["id": "a", "text": "x"])
+            let tombstone = try await client.send(.delete, "/tables/TodoItem/a")
+            let wrong = try await client.send(.post, "/tables/TodoItem/a", headers: [.ifMatch: "\"nope\""])
+            #expect(wrong.status == .preconditionFailed)
+            #expect(wrong.json == tombstone.json)
+            let restored = try await client.send(.post, "/tables/TodoItem/a", headers: [.ifMatch: tombstone["ETag"]!])
+            #expect(restored.status == .ok)
+            #expect(restored.json?["deleted"] == false)
+            #expect(restored.json?["text"] == "x")
+            let again = try await client.send(.post, "/tables/TodoItem/a")
+            #expect(again.status == .ok)
+            #expect(again.json == restored.json)
+            #expect(try await client.send(.post, "/tables/TodoItem/missing").status == .notFound)
+        }
+    }
+
+    @Test func hardDeleteTablesRemoveTheRow() async throws {
+        try await Fixture.withServer(tables: [Fixture.table("Notes", softDelete: false)]) { client in
+            _ = try await client.send(.post, "/tables/Notes", json: ["id": "a", "text": "x"])
+            let deleted = try await client.send(.delete, "/tables/Notes/a")
+            #expect(deleted.status == .ok)
+            #expect(deleted.json?["text"] == "x")
+            #expect(try await client.send(.get, "/tables/Notes/a?__includeDeleted=true").status == .notFound)
+            #expect(try await client.send(.post, "/tables/Notes", json: ["id": "a"]).status == .created)
+        }
+    }
+
+    @Test func updateChangesOnlyTheGivenFields() async throws {
+        try await Fixture.withServer { client in
+            let inserted = try #require(try await client.send(.post, "/tables/TodoItem", json: ["id": "a", "text": "x", "complete": false]).json)
+            let reply = try await client.send(.patch, "/tables/TodoItem/a", json: ["complete": true])
+            #expect(reply.status == .ok)
+            #expect(reply.json?["text"] == "x")
+            #expect(reply.json?["complete"] == true)
+            #expect(reply.json?.version != inserted.version)
+            #expect(reply["ETag"] == reply.json?.version?.entityTag)
+            #expect(try await client.send(.patch, "/tables/TodoItem/missing", json: ["text": "y"]).status == .notFound)
+        }
+    }
+
+    @Test func updateOfATombstoneIs404UnlessIncludeDeleted() async throws {
+        try await Fixture.withServer { client in
+            _ = try await client.send(.post, "/tables/TodoItem", json: ["id": "a", "text": "x"])
+            _ = try await client.send(.delete, "/tables/TodoItem/a")
+            #expect(try await client.send(.patch, "/tables/TodoItem/a", json: ["text": "y"]).status == .notFound)
+            #expect(try await client.send(.patch, "/tables/TodoItem/a?__includeDeleted=true", json: ["text": "y"]).status == .ok)
+        }
+    }
+
+    @Test(arguments: [true, false])
+    func staleIfMatchIs412WithTheStoredItem(quoted: Bool) async throws {
+        try await Fixture.withServer { client in
+            let v1 = try #require(try await client.send(.post, "/tables/TodoItem", json: ["id": "a", "text": "v1"]).json?.version)
+            let stored = try await client.send(.patch, "/tables/TodoItem/a", json: ["text": "v2"])
+            let header = quoted ? v1.entityTag : v1.rawValue
+            let reply = try await client.send(.patch, "/tables/TodoItem/a", json: ["text": "mine"], headers: [.ifMatch: header])
+            #expect(reply.status == .preconditionFailed)
+            #expect(reply.json == stored.json)
+            #expect(reply["ETag"] == stored["ETag"])
+        }
+    }
+
+    @Test func matchingIfMatchQuotedUnquotedOrStarSucceeds() async throws {
+        try await Fixture.withServer { client in
+            let v1 = try #require(try await client.send(.post, "/tables/TodoItem", json: ["id": "a"]).json?.version)
+            let quoted = try await client.send(.patch, "/tables/TodoItem/a", json: ["n": 1], headers: [.ifMatch: v1.entityTag])
+            #expect(quoted.status == .ok)
+            let v2 = try #require(quoted.json?.version)
+            let bare = try await client.send(.patch, "/tables/TodoItem/a", json: ["n": 2], headers: [.ifMatch: v2.rawValue])
+            #expect(bare.status == .ok)
+            let any = try await client.send(.patch, "/tables/TodoItem/a", json: ["n": 3], headers: [.ifMatch: "*"])
+            #expect(any.status == .ok)
+            #expect(any.json?["n"] == 3)
+        }
+    }
+
+    @Test func staleBodyVersionIs409AndIfMatchWinsOverIt() async throws {
+        try await Fixture.withServer { client in
+            let v1 = try #require(try await client.send(.post, "/tables/TodoItem", json: ["id": "a", "text": "v1"]).json?.version)
+            let v2 = try #require(try await client.send(.patch, "/tables/TodoItem/a", json: ["text": "v2"]).json?.version)
+            let conflict = try await client.send(.patch, "/tables/TodoItem/a", json: ["text": "mine", "version": .string(v1.rawValue)])
+            #expect(conflict.status == .conflict)
+            #expect(conflict.json?["text"] == "v2")
+            let winning = try await client.send(
+                .patch, "/tables/TodoItem/a", json: ["text": "mine", "version": .string(v1.rawValue)],
+                headers: [.ifMatch: v2.entityTag])
+            #expect(winning.status == .ok)
+            #expect(winning.json?["text"] == "mine")
+        }
+    }
+
+    @Test func deleteWithAStaleIfMatchIs412() async throws {
+        try await Fixture.withServer { client in
+            _ = try await client.send(.post, "/tables/TodoItem", json: ["id": "a"])
+            let reply = try await client.send(.delete, "/tables/TodoItem/a", headers: [.ifMatch: "\"stale\""])
+            #expect(reply.status == .preconditionFailed)
+            #expect(reply.json?["deleted"] == false)
+        }
+    }
+
+    @Test func updateWithAMismatchedBodyIDIs400() async throws {
+        try await Fixture.withServer { client in
+            _ = try await client.send(.post, "/tables/TodoItem", json: ["id": "a"])
+            let reply = try await client.send(.patch, "/tables/TodoItem/a", json: ["id": "b", "text": "x"])
+            #expect(reply.status == .badRequest)
+            #expect(reply.error == "The item ID and querystring ID did not match")
+            #expect(try await client.send(.patch, "/tables/TodoItem/a", json: ["id": "a", "text": "x"]).status == .ok)
+        }
+    }
+
+    @Test(arguments: ["W/\"weak\"", "\"a\", \"b\""])
+    func malformedIfMatchIs400(header: String) async throws {
+        try await Fixture.withServer { client in
+            _ = try await client.send(.post, "/tables/TodoItem", json: ["id": "a"])
+            #expect(try await client.send(.patch, "/tables/TodoItem/a", json: ["n": 1], headers: [.ifMatch: header]).status == .badRequest)
+        }
+    }
+
+    @Test func tableNamesMatchCaseInsensitivelyAndUnknownOnesAre404() async throws {
+        try await Fixture.withServer { client in
+            _ = try await client.send(.post, "/tables/TODOITEM", json: ["id": "a"])
+            #expect(try await client.send(.get, "/tables/todoitem/a").status == .ok)
+            let unknown = try await client.send(.get, "/tables/Nope")
+            #expect(unknown.status == .notFound)
+            #expect(unknown.error == "Table 'Nope' does not exist")
+            let invalid = try await client.send(.get, "/tables/1bad")
+            #expect(invalid.status == .badRequest)
+        }
+    }
+
+    @Test func apiVersionIsRequiredAsHeaderOrQueryParameter() async throws {
+        try await Fixture.withServer { client in
+            let missing = try await client.send(.get, "/tables/TodoItem", versioned: false)
+            #expect(missing.status == .badRequest)
+            #expect(missing.error?.contains("ZUMO-API-VERSION of 2.0.0") == true)
+            #expect(try await client.send(.get, "/tables/TodoItem?zumo-api-version=2.0.0", versioned: false).status == .ok)
+            #expect(try await client.send(.get, "/tables/TodoItem", headers: [HTTPField.Name("ZUMO-API-VERSION")!: "2.0.7"], versioned: false).status == .ok)
+            let v3 = try await client.send(.get, "/tables/TodoItem", headers: [HTTPField.Name("ZUMO-API-VERSION")!: "3.0.0"], versioned: false)
+            #expect(v3.status == .badRequest)
+            #expect(v3.error?.contains("Datasync") == true)
+            #expect(try await client.send(.get, "/tables/TodoItem?ZUMO-API-VERSION=1.0.0", versioned: false).status == .badRequest)
+            #expect(try await client.send(.get, "/health", versioned: false).status == .ok)
+        }
+    }
+
+    @Test func theVersionCheckCanBeTurnedOff() async throws {
+        try await Fixture.withServer(configure: { $0.checksAPIVersion = false }) { client in
+            let reply = try await client.send(.get, "/tables/TodoItem", versioned: false)
+            #expect(reply.status == .ok)
+        }
+    }
+}
