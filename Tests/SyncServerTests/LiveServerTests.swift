@@ -1,0 +1,152 @@
+import Foundation
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+import HTTPTypes
+import Hummingbird
+import HummingbirdTesting
+import SyncCore
+@testable import SyncServer
+import Testing
+
+/// A real server on 127.0.0.1 (any port) with a real SQLite file, reached over the network.
+@Suite struct LiveServerTests {
+    /// A small HTTP client over URLSession for tests that need many concurrent connections.
+    struct HTTP: Sendable {
+        let base: URL
+        let session: URLSession
+
+        init(port: Int) {
+            base = URL(string: "http://127.0.0.1:\(port)")!
+            let configuration = URLSessionConfiguration.ephemeral
+            configuration.httpMaximumConnectionsPerHost = 16
+            configuration.timeoutIntervalForRequest = 30
+            session = URLSession(configuration: configuration)
+        }
+
+        func send(_ method: String, _ path: String, json: JSONValue? = nil) async throws -> (status: Int, body: JSONValue?) {
+            var request = URLRequest(url: URL(string: base.absoluteString + path)!)
+            request.httpMethod = method
+            request.setValue("2.0.0", forHTTPHeaderField: "ZUMO-API-VERSION")
+            if let json {
+                request.httpBody = json.serializedData()
+                request.setValue("application/json", forHTTPHeaderField: "Content-Type")
+            }
+            let (data, response) = try await session.data(for: request)
+            return ((response as? HTTPURLResponse)?.statusCode ?? 0, try? JSONValue(parsing: data))
+        }
+    }
+
+    @Test func answersTheQuickStartRequestWithAnEmptyArray() async throws {
+        try await Fixture.withServer(setup: .live) { client in
+            let reply = try await client.send(.get, "/tables/TodoItem")
+            #expect(reply.status == .ok)
+            #expect(reply.text == "[]")
+        }
+    }
+
+    @Test func restartingOnTheSameFileKeepsEveryRow() async throws {
+        let directory = try TemporaryDirectory()
+        let configuration = Fixture.configuration(directory)
+        let written: [JSONValue] = try await buildApplication(configuration).test(.live) { client in
+            var items: [JSONValue] = []
+            for index in 0..<60 {
+                let reply = try await client.send(.post, "/tables/TodoItem", json: ["text": .string("item \(index)"), "n": .int(Int64(index))])
+                items.append(try #require(reply.json))
+            }
+            _ = try await client.send(.delete, "/tables/TodoItem/\(items[0]["id"]!.stringValue!)")
+            return items
+        }
+        let reread: [JSONValue] = try await buildApplication(configuration).test(.live) { client in
+            var items: [JSONValue] = []
+            var skip = 0
+            while true {
+                let page = try await client.send(.get, "/tables/TodoItem?__includeDeleted=true&$orderby=n&$top=50&$skip=\(skip)")
+                items += page.items
+                skip += page.items.count
+                if page.items.count < 50 { return items }
+            }
+        }
+        #expect(reread.count == 60)
+        #expect(Array(reread.dropFirst()) == Array(written.dropFirst()))
+        #expect(reread.first?["deleted"] == true)
+    }
+
+    /// 8 writers × 500 writes on one table while a reader follows the §5 cursor: the reader ends with
+    /// every row's final version, and never sees a row at or behind its cursor.
+    @Test(.timeLimit(.minutes(2)))
+    func aCursorReaderMissesNothingWhileEightWritersWrite() async throws {
+        let directory = try TemporaryDirectory()
+        let configuration = Fixture.configuration(directory, tables: [Fixture.table("Race", pageSize: 200, maxTop: 200)])
+        try await buildApplication(configuration).test(.live) { client in
+            let http = HTTP(port: try #require(client.port))
+            let (writers, writesPerWriter) = (8, 500)
+            let reader = CursorReader()
+            let writing = Locked(true)
+            async let polls: Int = {
+                var polls = 0
+                while writing.withLock({ $0 }) {
+                    if try await reader.pullPage(http) == 0 { await Task.yield() }
+                    polls += 1
+                }
+                return polls
+            }()
+            try await withThrowingTaskGroup(of: Void.self) { group in
+                for writer in 0..<writers {
+                    group.addTask {
+                        var mine: [String] = []
+                        for step in 0..<writesPerWriter {
+                            if step % 3 == 2, let id = mine.randomElement() {
+                                let (status, _) = try await http.send("PATCH", "/tables/Race/\(id)", json: ["step": .int(Int64(step))])
+                                #expect(status == 200)
+                            } else {
+                                let id = "w\(writer)-\(step)"
+                                let (status, _) = try await http.send("POST", "/tables/Race", json: ["id": .string(id), "step": .int(Int64(step))])
+                                #expect(status == 201)
+                                mine.append(id)
+                            }
+                        }
+                    }
+                }
+                try await group.waitForAll()
+            }
+            writing.withLock { $0 = false }
+            #expect(try await polls > 0)
+            // After the writers stop, the reader catches up incrementally, from its cursor.
+            while try await reader.pullPage(http) > 0 {}
+            // A fresh full read is the truth to compare with.
+            let truth = CursorReader()
+            while try await truth.pullPage(http) > 0 {}
+            let expectedRows = writers * (writesPerWriter - writesPerWriter / 3)
+            #expect(await truth.versions.count == expectedRows)
+            #expect(await reader.versions == truth.versions)
+            #expect(await reader.outOfOrder == 0)
+        }
+    }
+
+    /// A reader that pulls `(updatedAt, id) > (T, I)` pages and keeps the last version of each row.
+    actor CursorReader {
+        private var cursor: (updatedAt: String, id: String)?
+        private(set) var versions: [String: String] = [:]
+        /// Rows that came back at or behind the cursor (a skipped or re-read row).
+        private(set) var outOfOrder = 0
+
+        /// Pulls one page after the cursor and applies it; returns how many rows it had.
+        func pullPage(_ http: HTTP) async throws -> Int {
+            var path = "/tables/Race?__includeDeleted=true&$orderby=updatedAt%20asc,id%20asc&$top=200"
+            if let (t, i) = cursor {
+                let filter = "(updatedAt gt datetimeoffset'\(t)') or ((updatedAt eq datetimeoffset'\(t)') and (id gt '\(i)'))"
+                path += "&$filter=" + ODataQuery.percentEncode(filter)
+            }
+            let (status, body) = try await http.send("GET", path)
+            guard status == 200, let items = body?.arrayValue else { throw HTTPError(.badGateway) }
+            for item in items {
+                guard let id = item["id"]?.stringValue, let updatedAt = item["updatedAt"]?.stringValue else { continue }
+                if let (t, i) = cursor, (updatedAt, id) <= (t, i) { outOfOrder += 1 }
+                cursor = (updatedAt, id)
+                versions[id] = item["version"]?.stringValue
+            }
+            return items.count
+        }
+    }
+}

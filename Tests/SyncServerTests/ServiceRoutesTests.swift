@@ -1,0 +1,65 @@
+import Foundation
+import HTTPTypes
+import Hummingbird
+import HummingbirdTesting
+import Metrics
+import Prometheus
+import SyncCore
+@testable import SyncServer
+import Testing
+import Yams
+
+@Suite struct ServiceRoutesTests {
+    @Test func everyRegisteredRouteIsInTheOpenAPIDocument() async throws {
+        let directory = try TemporaryDirectory()
+        let configuration = Fixture.configuration(directory)
+        let router = try buildRouter(configuration, store: try await makeStore(configuration))
+        let document = try #require(try Yams.load(yaml: try OpenAPIDocument.load()) as? [String: Any])
+        let paths = try #require(document["paths"] as? [String: Any])
+        let registered = router.routes.map { route in
+            // Hummingbird writes captures as {name}; the document names them {table} and {id}.
+            let path = "/" + route.path.description.split(separator: "/").map { segment in
+                segment == "{name}" ? "{table}" : String(segment)
+            }.joined(separator: "/")
+            return (path, route.method.rawValue.lowercased())
+        }
+        #expect(registered.count == 9)
+        for (path, method) in registered {
+            let operations = paths[path] as? [String: Any]
+            #expect(operations?[method] != nil, "\(method.uppercased()) \(path) is missing from openapi.yaml")
+        }
+    }
+
+    @Test func servesTheOpenAPIDocumentAndHealth() async throws {
+        try await Fixture.withServer { client in
+            let document = try await client.send(.get, "/openapi.yaml", versioned: false)
+            #expect(document.status == .ok)
+            #expect(document.text.hasPrefix("openapi: 3.1.0"))
+            let health = try await client.send(.get, "/health", versioned: false)
+            #expect(health.json == ["status": "ok"])
+        }
+    }
+
+    @Test func metricsCountRequestsByRouteConflictsAndRows() async throws {
+        let registry = PrometheusCollectorRegistry()
+        try await withMetricsFactory(PrometheusMetricsFactory(registry: registry)) {
+            try await Fixture.withServer(configure: { $0.metricsRegistry = registry }) { client in
+                _ = try await client.send(.post, "/tables/TodoItem", json: ["id": "a"])
+                _ = try await client.send(.post, "/tables/TodoItem", json: ["id": "a"])
+                _ = try await client.send(.get, "/tables/TodoItem")
+                let metrics = try await client.send(.get, "/metrics", versioned: false)
+                #expect(metrics.status == .ok)
+                #expect(metrics.text.contains(#"hb_requests{http_route="/tables/{name}",http_request_method="POST",http_response_status_code="409"} 1"#))
+                #expect(metrics.text.contains(#"sync_conflicts{sync_table="todoitem"} 1"#))
+                #expect(metrics.text.contains(#"sync_rows_returned{sync_table="todoitem"} 1"#))
+            }
+        }
+    }
+
+    @Test func metricsAre404WhenNoRegistryIsConfigured() async throws {
+        try await Fixture.withServer { client in
+            let reply = try await client.send(.get, "/metrics", versioned: false)
+            #expect(reply.status == .notFound)
+        }
+    }
+}
