@@ -34,7 +34,15 @@ let package = Package(
     ],
     targets: [
         .target(name: "SyncCore", swiftSettings: swiftSettings),
-        .target(name: "OfflineSync", dependencies: ["SyncCore"], swiftSettings: swiftSettings),
+        .target(
+            name: "OfflineSync",
+            dependencies: [
+                "SyncCore",
+                .product(name: "GRDB", package: "GRDB.swift"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: swiftSettings
+        ),
         .target(name: "OfflineSyncTesting", dependencies: ["OfflineSync"], swiftSettings: swiftSettings),
         .target(
             name: "SyncServer",
@@ -75,6 +83,19 @@ let package = Package(
             dependencies: [
                 "SyncCore",
                 .product(name: "GRDB", package: "GRDB.swift"),
+                .product(name: "PropertyBased", package: "swift-property-based"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+        .testTarget(
+            name: "OfflineSyncTests",
+            dependencies: [
+                "OfflineSync",
+                "OfflineSyncTesting",
+                "SyncServer",
+                .product(name: "GRDB", package: "GRDB.swift"),
+                .product(name: "HummingbirdTesting", package: "hummingbird"),
+                .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "PropertyBased", package: "swift-property-based"),
             ],
             swiftSettings: swiftSettings

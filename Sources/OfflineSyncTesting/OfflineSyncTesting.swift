@@ -1,2 +1,2 @@
-// Test doubles for apps that use OfflineSync; they arrive with the client SDK.
+// Test doubles for apps that use OfflineSync.
 @_exported public import OfflineSync

@@ -84,3 +84,17 @@ import Testing
         }
     }
 }
+
+/// Regression: a query prepared before a dynamic column existed kept reading the old column list.
+@Suite struct SchemaGrowthRegressionTests {
+    @Test func aColumnAddedAfterAQueryRanIsReturnedByTheNextQuery() async throws {
+        try await Fixture.withServer { client in
+            _ = try await client.send(.post, "/tables/TodoItem", json: ["id": "a"])
+            #expect(try await client.send(.get, "/tables/TodoItem").items.first?["text"] == nil)
+            _ = try await client.send(.post, "/tables/TodoItem", json: ["id": "b", "text": "new column"])
+            let reply = try await client.send(.get, "/tables/TodoItem?$orderby=id")
+            #expect(reply.items.last?["text"] == "new column")
+            #expect(try await client.send(.get, "/tables/TodoItem/b").json?["text"] == "new column")
+        }
+    }
+}

@@ -12,6 +12,9 @@ public enum SQLColumnType: String, Sendable, Hashable, CaseIterable, Codable {
     case date
     /// A nested object or array, stored as JSON text; it can only be compared with `null`.
     case json
+    /// Any JSON value, as SQLite's `json_extract` returns it (dates are wire strings, Booleans 0 or 1):
+    /// comparisons and functions accept it with any other type (SQLite only).
+    case dynamic
 }
 
 /// A column that a `$filter` field name resolves to.
@@ -24,15 +27,21 @@ public struct SQLColumn: Sendable, Hashable {
     /// indexes serve best.
     public var isNullable: Bool
 
+    /// Trusted SQL that computes the value instead of the quoted column name, such as
+    /// `json_extract("data", '$.text')`; nil for a plain column. Never built from user text.
+    public var expression: String?
+
     /// Describes a column.
     ///
     /// - Parameters:
     ///   - name: The column's name in the database.
     ///   - type: What it holds.
     ///   - isNullable: Whether it can hold `NULL`; true by default.
-    public init(name: String, type: SQLColumnType, isNullable: Bool = true) {
+    ///   - expression: Trusted SQL computing the value, or nil for the quoted column name.
+    public init(name: String, type: SQLColumnType, isNullable: Bool = true, expression: String? = nil) {
         self.name = name
         self.type = type
         self.isNullable = isNullable
+        self.expression = expression
     }
 }

@@ -11,7 +11,7 @@ extension SQLTranslator {
             return condition(SQLFragment("(NOT ") + (try predicate(operand)) + SQLFragment(")"))
         case .negate(let operand):
             let typed = try value(operand)
-            guard typed.type.isNumeric || typed.type == .null else {
+            guard typed.type.isNumeric || typed.type == .null || typed.type == .dynamic else {
                 throw ODataError("'-' needs a number, not a \(typed.type.name)")
             }
             return TypedSQL(
@@ -103,6 +103,10 @@ extension SQLTranslator {
 
     /// Checks that two values can be compared; a string literal compared with a date becomes a date.
     private func comparable(_ left: TypedSQL, _ right: TypedSQL) throws(ODataError) -> (TypedSQL, TypedSQL) {
+        if left.type == .dynamic || right.type == .dynamic {
+            // A dynamic value holds dates as wire strings: compare a date literal as its text.
+            return (textDate(left) ?? left, textDate(right) ?? right)
+        }
         if left.type == right.type, left.type != .json { return (left, right) }
         if left.type.isNumeric, right.type.isNumeric { return (left, right) }
         if left.type == .date, let date = dateLiteral(right) { return (left, date) }
@@ -111,6 +115,11 @@ extension SQLTranslator {
             throw ODataError("a JSON value can only be compared with null")
         }
         throw ODataError("cannot compare a \(left.type.name) with a \(right.type.name)")
+    }
+
+    private func textDate(_ typed: TypedSQL) -> TypedSQL? {
+        guard case .date(let date, _)? = typed.literal else { return nil }
+        return literalValue(.string(date.description))
     }
 
     private func dateLiteral(_ typed: TypedSQL) -> TypedSQL? {
@@ -123,10 +132,12 @@ extension SQLTranslator {
     private func arithmetic(_ op: ODataBinaryOperator, _ left: TypedSQL, _ right: TypedSQL) throws(ODataError)
         -> TypedSQL
     {
-        for operand in [left, right] where !operand.type.isNumeric && operand.type != .null {
+        for operand in [left, right] where !operand.type.isNumeric && operand.type != .null && operand.type != .dynamic {
             throw ODataError("'\(op.rawValue)' needs numbers, not a \(operand.type.name)")
         }
-        let type: SQLValueType = left.type == .double || right.type == .double ? .double : .integer
+        let type: SQLValueType =
+            left.type == .dynamic || right.type == .dynamic
+            ? .dynamic : left.type == .double || right.type == .double ? .double : .integer
         let isNullable = left.isNullable || right.isNullable || op == .div || op == .mod
         let divisor = dialect == .postgres ? SQLFragment("NULLIF(") + right.sql + SQLFragment(", 0)") : right.sql
         let sql: SQLFragment

@@ -38,12 +38,12 @@ extension SQLTranslator {
                 .string, arguments)
         case .year, .month, .day, .hour, .minute, .second:
             try require(arguments, [.date], function)
-            return derived(datePart(function, arguments[0].sql), .integer, arguments)
+            return derived(datePart(function, arguments[0]), .integer, arguments)
         case .round, .floor, .ceiling:
-            guard arguments[0].type.isNumeric || arguments[0].type == .null else {
+            guard arguments[0].type.isNumeric || arguments[0].type == .null || arguments[0].type == .dynamic else {
                 throw ODataError("function '\(function.rawValue)' needs a number, not a \(arguments[0].type.name)")
             }
-            if arguments[0].type != .double { return arguments[0] }
+            if arguments[0].type != .double, arguments[0].type != .dynamic { return arguments[0] }
             return derived(rounding(function, arguments[0].sql), .double, arguments)
         }
     }
@@ -56,7 +56,7 @@ extension SQLTranslator {
     private func require(_ arguments: [TypedSQL], _ types: [SQLValueType], _ function: ODataFunction)
         throws(ODataError)
     {
-        for (index, argument) in arguments.enumerated() where argument.type != .null {
+        for (index, argument) in arguments.enumerated() where argument.type != .null && argument.type != .dynamic {
             let expected = types[index]
             guard argument.type == expected else {
                 let wanted = expected == .integer ? "an integer" : "a \(expected.name)"
@@ -116,7 +116,8 @@ extension SQLTranslator {
         return condition(sql)
     }
 
-    private func datePart(_ function: ODataFunction, _ sql: SQLFragment) -> SQLFragment {
+    private func datePart(_ function: ODataFunction, _ argument: TypedSQL) -> SQLFragment {
+        let sql = argument.sql
         switch dialect {
         case .sqlite:
             let format: String
@@ -127,6 +128,9 @@ extension SQLTranslator {
             case .hour: format = "%H"
             case .minute: format = "%M"
             default: format = "%S"
+            }
+            if argument.type == .dynamic {  // a wire-date string, which strftime reads as it is
+                return SQLFragment("CAST(strftime('\(format)', ") + sql + SQLFragment(") AS INTEGER)")
             }
             return SQLFragment("CAST(strftime('\(format)', ") + sql + SQLFragment(" / 1000.0, 'unixepoch') AS INTEGER)")
         case .postgres:

@@ -39,7 +39,7 @@ public struct SQLTranslator: Sendable {
     public func predicate(_ filter: ODataExpression) throws(ODataError) -> SQLFragment {
         let typed = try value(filter)
         switch typed.type {
-        case .bool: return typed.isNullable ? SQLFragment("(") + typed.sql + SQLFragment(" IS TRUE)") : typed.sql
+        case .bool, .dynamic: return typed.isNullable || typed.type == .dynamic ? SQLFragment("(") + typed.sql + SQLFragment(" IS TRUE)") : typed.sql
         case .null: return SQLFragment("(1 = 0)")
         default: throw ODataError("the filter must be a condition, not a \(typed.type.name)")
         }
@@ -84,6 +84,7 @@ public struct SQLTranslator: Sendable {
     }
 
     private func quoted(_ column: SQLColumn) throws(ODataError) -> SQLFragment {
+        if let expression = column.expression { return SQLFragment(expression) }
         guard let identifier = dialect.quotedIdentifier(column.name) else {
             throw ODataError("'\(column.name)' is not a valid column name")
         }
@@ -93,10 +94,11 @@ public struct SQLTranslator: Sendable {
 
 /// The type of a translated expression.
 enum SQLValueType: Equatable {
-    case string, integer, double, bool, date, json, null
+    case string, integer, double, bool, date, json, dynamic, null
 
     init(_ column: SQLColumnType) {
         switch column {
+        case .dynamic: self = .dynamic
         case .string: self = .string
         case .integer: self = .integer
         case .double: self = .double
@@ -115,6 +117,7 @@ enum SQLValueType: Equatable {
         case .bool: "Boolean"
         case .date: "date"
         case .json: "JSON value"
+        case .dynamic: "value"
         case .null: "null"
         }
     }

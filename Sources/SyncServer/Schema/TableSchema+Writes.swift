@@ -123,6 +123,7 @@ extension SQLColumnType {
         case .bool: "true or false"
         case .date: "dates"
         case .json: "objects or arrays"
+        case .dynamic: "any value"
         }
     }
 }

@@ -8,7 +8,7 @@ extension SQLiteTableStore {
         let (whereClause, orderBy) = try Self.clauses(for: query, schema: schema, dialect: .sqlite)
         let (whereSQL, whereArguments) = whereClause.render(for: .sqlite)
         let name = Self.quoted(schema.name.canonical)
-        let rowsSQL = "SELECT * FROM \(name) WHERE \(whereSQL) ORDER BY \(orderBy.render(for: .sqlite).sql) LIMIT ? OFFSET ?"
+        let rowsSQL = "SELECT \(Self.columnList(schema)) FROM \(name) WHERE \(whereSQL) ORDER BY \(orderBy.render(for: .sqlite).sql) LIMIT ? OFFSET ?"
         let rowsArguments = Self.arguments(whereArguments + [.int(Int64(limit) + 1), .int(Int64(query.skip ?? 0))])
         return try await read { db in
             var items: [JSONValue] = []
@@ -37,7 +37,16 @@ extension SQLiteTableStore {
     }
 
     static func row(_ id: ItemID, schema: TableSchema, in db: Database) throws -> Row? {
-        try Row.fetchOne(db, sql: "SELECT * FROM \(quoted(schema.name.canonical)) WHERE \"id\" = ?", arguments: [id.rawValue])
+        try Row.fetchOne(
+            db, sql: "SELECT \(columnList(schema)) FROM \(quoted(schema.name.canonical)) WHERE \"id\" = ?",
+            arguments: [id.rawValue])
+    }
+
+    /// The columns to read, named one by one: a cached `SELECT *` statement would keep the column
+    /// list it was prepared with after a dynamic schema adds a column.
+    static func columnList(_ schema: TableSchema) -> String {
+        (["id", "createdAt", "updatedAt", "version", "deleted"] + schema.columns.keys.sorted()).map(quoted)
+            .joined(separator: ", ")
     }
 
     /// The user fields `$select` names (nil for all), each checked against the schema.

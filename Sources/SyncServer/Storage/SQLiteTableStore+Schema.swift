@@ -70,7 +70,7 @@ extension SQLiteTableStore {
 
     static func sqlType(_ type: SQLColumnType) -> String {
         switch type {
-        case .string, .json: "TEXT"
+        case .string, .json, .dynamic: "TEXT"
         case .integer, .bool, .date: "INTEGER"
         case .double: "REAL"
         }

@@ -1,0 +1,29 @@
+import Foundation
+import SyncCore
+
+/// Turns typed items into JSON and back: dates as wire dates, and `JSONValue` items untouched.
+enum ItemCoder {
+    static func json<Item: Encodable>(_ item: Item) throws -> JSONValue {
+        if let value = item as? JSONValue { return value }
+        let encoder = JSONEncoder()
+        encoder.dateEncodingStrategy = .custom { date, encoder in
+            var container = encoder.singleValueContainer()
+            try container.encode(WireDate(date).description)
+        }
+        return try JSONValue(parsing: try encoder.encode(item))
+    }
+
+    static func item<Item: Decodable>(_ value: JSONValue, as type: Item.Type) throws -> Item {
+        if let item = value as? Item { return item }
+        let decoder = JSONDecoder()
+        decoder.dateDecodingStrategy = .custom { decoder in
+            let container = try decoder.singleValueContainer()
+            let text = try container.decode(String.self)
+            guard let date = WireDate(parsing: text) else {
+                throw DecodingError.dataCorruptedError(in: container, debugDescription: "Not a date: \(text)")
+            }
+            return date.date
+        }
+        return try decoder.decode(Item.self, from: value.serializedData())
+    }
+}

@@ -1,0 +1,93 @@
+public import SyncCore
+
+/// A table used online only: each call is one request (PROTOCOL.md §3); the local store is not
+/// touched. Network errors are thrown.
+public struct RemoteTable<Item: Codable & Sendable>: Sendable {
+    /// The table's name.
+    public let name: TableName
+    let endpoint: TableEndpoint
+
+    /// Items matching a query.
+    ///
+    /// - Parameter query: The query.
+    /// - Returns: The items of one page (the server's page size caps it).
+    /// - Throws: ``RemoteTableError`` or ``TransportError``.
+    public func items(matching query: ODataQuery = ODataQuery()) async throws -> [Item] {
+        let response = try await endpoint.send("GET", endpoint.url(name, query: query.queryString), features: ["TQ"])
+        let body = try Self.check(response, expecting: [200])
+        let items = body.arrayValue ?? body["results"]?.arrayValue ?? []
+        return try items.map { try ItemCoder.item($0, as: Item.self) }
+    }
+
+    /// One item.
+    ///
+    /// - Parameter id: The item's id.
+    /// - Returns: The item, or nil when the server has none.
+    /// - Throws: ``RemoteTableError`` or ``TransportError``.
+    public func item(id: ItemID) async throws -> Item? {
+        let response = try await endpoint.send("GET", endpoint.url(name, id: id), features: [])
+        if response.status == 404 { return nil }
+        _ = try Self.check(response, expecting: [200])
+        return try ItemCoder.item(response.item ?? .null, as: Item.self)
+    }
+
+    /// Inserts an item.
+    ///
+    /// - Parameter item: The item.
+    /// - Returns: The stored item.
+    /// - Throws: ``RemoteTableError`` (409 carries the stored item) or ``TransportError``.
+    @discardableResult
+    public func insert(_ item: Item) async throws -> Item {
+        let body = try ItemCoder.json(item).removing(SystemProperty.serverManaged)
+        let response = try await endpoint.send("POST", endpoint.url(name), body: body, features: [])
+        _ = try Self.check(response, expecting: [200, 201])
+        return try ItemCoder.item(response.item ?? .null, as: Item.self)
+    }
+
+    /// Updates an item, with its `version` as the precondition.
+    ///
+    /// - Parameter item: The changed item.
+    /// - Returns: The stored item.
+    /// - Throws: ``RemoteTableError`` (412 carries the server's copy) or ``TransportError``.
+    @discardableResult
+    public func update(_ item: Item) async throws -> Item {
+        let value = try ItemCoder.json(item)
+        guard let id = value.itemID else { throw ValueError(kind: "item", reason: "it has no valid 'id'") }
+        let response = try await endpoint.send(
+            "PATCH", endpoint.url(name, id: id), body: value.removing(SystemProperty.serverManaged), ifMatch: value.version,
+            features: value.version == nil ? [] : ["OC"])
+        _ = try Self.check(response, expecting: [200])
+        return try ItemCoder.item(response.item ?? .null, as: Item.self)
+    }
+
+    /// Deletes an item, with its `version` as the precondition when it has one.
+    ///
+    /// - Parameter item: The item.
+    /// - Throws: ``RemoteTableError`` or ``TransportError``.
+    public func delete(_ item: Item) async throws {
+        let value = try ItemCoder.json(item)
+        guard let id = value.itemID else { throw ValueError(kind: "item", reason: "it has no valid 'id'") }
+        let response = try await endpoint.send("DELETE", endpoint.url(name, id: id), ifMatch: value.version, features: [])
+        _ = try Self.check(response, expecting: [200, 204])
+    }
+
+    private static func check(_ response: HTTPResponseData, expecting statuses: Set<Int>) throws -> JSONValue {
+        guard statuses.contains(response.status) else {
+            throw RemoteTableError(status: response.status, message: response.message, serverItem: response.item)
+        }
+        return response.json ?? .null
+    }
+}
+
+/// The server refused an online request.
+public struct RemoteTableError: Error, Sendable, Hashable, CustomStringConvertible {
+    /// The HTTP status.
+    public var status: Int
+    /// The server's message.
+    public var message: String?
+    /// The server's copy of the item, for 409 and 412.
+    public var serverItem: JSONValue?
+
+    /// One line.
+    public var description: String { "Server refused the request (\(status)): \(message ?? "no message")" }
+}

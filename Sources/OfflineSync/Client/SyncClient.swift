@@ -1,0 +1,153 @@
+public import Foundation
+public import Logging
+import SyncCore
+
+/// The entry point of the SDK: a backend URL, a local store, and the sync tables on them.
+///
+/// Sync in five steps:
+/// ```swift
+/// struct TodoItem: Codable, Sendable {
+///     var id: String
+///     var text: String
+///     var complete: Bool
+///     var version: String?
+/// }
+/// let store = try SQLiteLocalStore(path: "todo.sqlite")                         // 1. a local store
+/// let client = try await SyncClient(url: URL(string: "http://127.0.0.1:8080")!, store: store)  // 2. a client
+/// let todos = client.syncTable("TodoItem", of: TodoItem.self)                   // 3. a sync table
+/// try await todos.insert(TodoItem(id: UUID().uuidString, text: "Buy milk", complete: false))  // 4. work offline
+/// try await todos.pull(queryID: "allTodoItems")                                 // 5. sync: push, then pull
+/// ```
+public final class SyncClient: Sendable {
+    /// Settings of a client, each with a default.
+    public struct Configuration: Sendable {
+        /// How requests are sent. Default: `URLSessionTransport()`.
+        public var transport: any HTTPTransport = URLSessionTransport()
+        /// The user's token, asked before requests and again after a 401. Default: none (anonymous).
+        public var tokenProvider: TokenProvider?
+        /// Decides conflicts during a push. Default: none (a push with conflicts fails and parks them).
+        public var conflictHandler: ConflictHandler?
+        /// Rows per pull request. Default 1000 (the client follows a server's smaller page).
+        public var pullPageSize = 1000
+        /// How long to wait for each response. Default 30 seconds.
+        public var requestTimeout: Duration = .seconds(30)
+        /// Where the SDK logs (trace: HTTP; debug: push and pull; info: retries and conflicts). Default: nowhere.
+        public var logger = Logger(label: "OfflineSync", factory: { _ in SwiftLogNoOpLogHandler() })
+        /// Makes ids for items inserted without one. Default: a lowercase UUID.
+        public var makeID: @Sendable () -> String = { UUID().uuidString.lowercased() }
+
+        /// A configuration with every default.
+        public init() {}
+    }
+
+    /// The backend.
+    public let url: URL
+    /// The local store.
+    public let store: any LocalStore
+    /// This installation's id, kept in the store and sent as `X-ZUMO-INSTALLATION-ID`.
+    public let installationID: String
+    let context: SyncContext
+    let endpoint: TableEndpoint
+    let configuration: Configuration
+
+    /// Opens a client on a store: clears in-flight marks left by a previous run, and creates the
+    /// installation id on first use.
+    ///
+    /// - Parameters:
+    ///   - url: The backend's base URL (tables are under `/tables`).
+    ///   - store: The local store.
+    ///   - configuration: Settings.
+    /// - Throws: ``LocalStoreError`` when the store cannot be prepared.
+    public init(url: URL, store: any LocalStore, configuration: Configuration = Configuration()) async throws {
+        self.url = url
+        self.store = store
+        self.configuration = configuration
+        installationID = try await store.write { writer in
+            try writer.clearInFlightFlags()
+            if let id = try writer.setting("installationID") { return id }
+            let id = UUID().uuidString
+            try writer.setSetting(id, for: "installationID")
+            return id
+        }
+        endpoint = TableEndpoint(
+            baseURL: url, transport: configuration.transport, installationID: installationID,
+            tokenProvider: configuration.tokenProvider, timeout: configuration.requestTimeout, logger: configuration.logger)
+        context = SyncContext(
+            store: store, endpoint: endpoint, logger: configuration.logger,
+            conflictHandler: configuration.conflictHandler, makeID: configuration.makeID)
+    }
+
+    /// A table used offline: reads and writes go to the local store; push and pull sync it.
+    ///
+    /// - Parameters:
+    ///   - name: The table's name on the server.
+    ///   - type: The item type (`JSONValue` for untyped items).
+    /// - Returns: The sync table.
+    /// - Precondition: `name` is a valid table name (letters, digits, `_`, starting with a letter).
+    public func syncTable<Item: Codable & Sendable>(_ name: String, of type: Item.Type) -> SyncTable<Item> {
+        SyncTable(name: Self.tableName(name), client: self)
+    }
+
+    /// A sync table of untyped items (see ``syncTable(_:of:)``).
+    ///
+    /// - Parameter name: The table's name on the server.
+    /// - Returns: The sync table.
+    public func syncTable(_ name: String) -> SyncTable<JSONValue> {
+        syncTable(name, of: JSONValue.self)
+    }
+
+    /// A table used online only: every call is a request; the local store is not touched.
+    ///
+    /// - Parameters:
+    ///   - name: The table's name on the server.
+    ///   - type: The item type (`JSONValue` for untyped items).
+    /// - Returns: The online table.
+    /// - Precondition: `name` is a valid table name.
+    public func table<Item: Codable & Sendable>(_ name: String, of type: Item.Type) -> RemoteTable<Item> {
+        RemoteTable(name: Self.tableName(name), endpoint: endpoint)
+    }
+
+    private static func tableName(_ name: String) -> TableName {
+        guard let table = TableName(rawValue: name) else {
+            preconditionFailure("'\(name)' is not a valid table name: use letters, digits and '_', starting with a letter")
+        }
+        return table
+    }
+
+    /// Pushes every pending operation of every table, in queue order.
+    ///
+    /// - Returns: What was pushed.
+    /// - Throws: ``PushError`` when the server refused operations or could not be reached; every
+    ///   operation not pushed stays queued.
+    @discardableResult
+    public func push() async throws -> PushResult {
+        try await context.push()
+    }
+
+    /// The queued local changes, in push order.
+    ///
+    /// - Returns: The pending operations.
+    /// - Throws: ``LocalStoreError``.
+    public func pendingOperations() async throws -> [PendingOperation] {
+        try await store.read { try $0.operations(after: nil, limit: nil) }
+    }
+
+    /// The operations the server refused, until they are resolved or pushed.
+    ///
+    /// - Returns: The errors, in queue order.
+    /// - Throws: ``LocalStoreError``.
+    public func operationErrors() async throws -> [OperationError] {
+        try await store.read { try $0.operationErrors() }
+    }
+
+    /// Resolves a refused operation: take the server's item, discard, keep mine and retry, change
+    /// the kind, or leave it.
+    ///
+    /// - Parameters:
+    ///   - error: The error, from ``operationErrors()`` or a ``PushError``.
+    ///   - resolution: What to do.
+    /// - Throws: ``ResolutionError`` when the operation is no longer queued.
+    public func resolve(_ error: OperationError, with resolution: ConflictResolution) async throws {
+        try await context.resolve(error, with: resolution)
+    }
+}

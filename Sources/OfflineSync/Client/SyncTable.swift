@@ -1,0 +1,141 @@
+public import SyncCore
+
+/// A table used offline. Reads and writes run on the local store at once; each write also queues
+/// an operation that ``SyncClient/push()`` sends later. ``pull(_:queryID:progress:)`` brings the
+/// server's changes.
+///
+/// Items are `Codable & Sendable` with a `String` `id`; the system properties `createdAt`,
+/// `updatedAt`, `version` and `deleted` are mapped by name when the type declares them.
+public struct SyncTable<Item: Codable & Sendable>: Sendable {
+    /// The table's name.
+    public let name: TableName
+    let client: SyncClient
+
+    /// Inserts an item locally and queues its insert; an item without an `id` gets one.
+    ///
+    /// - Parameter item: The new item.
+    /// - Returns: The item as stored.
+    /// - Throws: ``LocalWriteError`` when the item exists (locally or with a pending insert).
+    @discardableResult
+    public func insert(_ item: Item) async throws -> Item {
+        try await insert(contentsOf: [item])[0]
+    }
+
+    /// Inserts items locally and queues their inserts, all in one transaction.
+    ///
+    /// - Parameter items: The new items.
+    /// - Returns: The items as stored.
+    /// - Throws: ``LocalWriteError`` for the first item that cannot be inserted; then none is.
+    @discardableResult
+    public func insert(contentsOf items: [Item]) async throws -> [Item] {
+        let values = try items.map { item in
+            var value = try ItemCoder.json(item)
+            if value["id"]?.stringValue?.isEmpty ?? true { value["id"] = .string(client.configuration.makeID()) }
+            return value
+        }
+        return try await client.context.write(.insert, values, in: name).map { try ItemCoder.item($0, as: Item.self) }
+    }
+
+    /// Replaces an item locally and queues its update.
+    ///
+    /// - Parameter item: The changed item (keep its `version`: it is the push's precondition).
+    /// - Returns: The item as stored.
+    /// - Throws: ``LocalWriteError`` when the item does not exist locally or its delete is pending.
+    @discardableResult
+    public func update(_ item: Item) async throws -> Item {
+        let stored = try await client.context.write(.update, [try ItemCoder.json(item)], in: name)
+        return try ItemCoder.item(stored[0], as: Item.self)
+    }
+
+    /// Deletes an item locally and queues its delete.
+    ///
+    /// - Parameter item: The item.
+    /// - Throws: ``LocalWriteError`` when the item does not exist locally.
+    public func delete(_ item: Item) async throws {
+        _ = try await client.context.write(.delete, [try ItemCoder.json(item)], in: name)
+    }
+
+    /// Deletes the item with `id` locally and queues its delete.
+    ///
+    /// - Parameter id: The item's id.
+    /// - Throws: ``LocalWriteError`` when the item does not exist locally.
+    public func delete(id: ItemID) async throws {
+        _ = try await client.context.write(.delete, [.object(["id": .string(id.rawValue)])], in: name)
+    }
+
+    /// One item from the local store.
+    ///
+    /// - Parameter id: The item's id.
+    /// - Returns: The item, or nil.
+    /// - Throws: ``LocalStoreError``, or a decoding error when the row does not fit `Item`.
+    public func item(id: ItemID) async throws -> Item? {
+        let name = self.name
+        guard let value = try await client.store.read({ try $0.item(id, in: name) }) else { return nil }
+        return try ItemCoder.item(value, as: Item.self)
+    }
+
+    /// Items from the local store, with a filter, order, skip and top.
+    ///
+    /// For example:
+    /// ```swift
+    /// let open = try await todos.items(matching: ODataQuery()
+    ///     .filter(QueryExpression.field("complete") == false).orderBy("text").top(50))
+    /// ```
+    /// - Parameter query: The query; all items by default.
+    /// - Returns: The matching items.
+    /// - Throws: ``ODataError`` for a query the store cannot run, ``LocalStoreError``.
+    public func items(matching query: ODataQuery = ODataQuery()) async throws -> [Item] {
+        let name = self.name
+        return try await client.store.read { try $0.items(in: name, matching: query) }
+            .map { try ItemCoder.item($0, as: Item.self) }
+    }
+
+    /// How many local items match a filter.
+    ///
+    /// - Parameter filter: The filter; nil counts every item.
+    /// - Returns: The count.
+    /// - Throws: ``ODataError``, ``LocalStoreError``.
+    public func count(matching filter: QueryExpression? = nil) async throws -> Int {
+        let name = self.name
+        return try await client.store.read { try $0.count(in: name, matching: filter?.expression) }
+    }
+
+    /// Pulls the server's rows into the local store. With a `queryID` the pull is incremental: only
+    /// rows changed since that query's last pull are fetched. Pending operations of the table are
+    /// pushed first.
+    ///
+    /// - Parameters:
+    ///   - query: The rows to pull (its filter; order, skip and top are the pull's own).
+    ///   - queryID: Names the incremental pull; nil pulls every matching row.
+    ///   - progress: Called after each page with the rows applied so far and the total when known.
+    /// - Returns: What the pull did.
+    /// - Throws: ``PullError``.
+    @discardableResult
+    public func pull(
+        _ query: ODataQuery = ODataQuery(), queryID: QueryID? = nil,
+        progress: (@Sendable (PullProgress) -> Void)? = nil
+    ) async throws -> PullSummary {
+        try await client.context.pull(
+            name, filter: query.filter, queryID: queryID, pageSize: client.configuration.pullPageSize, progress: progress)
+    }
+
+    /// Clears the local table, or the rows matching a query.
+    ///
+    /// - Parameters:
+    ///   - query: The rows to clear; all by default. Clearing all resets every cursor of the table.
+    ///   - queryID: A cursor to reset along with the rows.
+    ///   - mode: Whether pending operations prevent the purge.
+    /// - Throws: ``PurgeError`` when operations are pending and `mode` is `.refuseIfPending`.
+    /// - Warning: `.evenIfPending` drops the table's local changes that were not pushed.
+    public func purge(_ query: ODataQuery? = nil, queryID: QueryID? = nil, mode: PurgeMode = .refuseIfPending) async throws {
+        try await client.context.purge(name, filter: query?.filter, queryID: queryID, mode: mode)
+    }
+
+    /// This table's pending operations.
+    ///
+    /// - Returns: The operations, in push order.
+    /// - Throws: ``LocalStoreError``.
+    public func pendingOperations() async throws -> [PendingOperation] {
+        try await client.pendingOperations().filter { $0.table == name }
+    }
+}

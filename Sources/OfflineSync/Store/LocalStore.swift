@@ -1,0 +1,75 @@
+public import SyncCore
+
+/// The device-side database: table rows, the ordered queue of pending operations, their errors, and
+/// the pull cursors. `SQLiteLocalStore` is the default; an app may bring its own (an encrypted one,
+/// say) by implementing this role. Every local change runs in one ``write(_:)`` transaction, so a
+/// crash leaves the row and the queue both changed or both unchanged.
+public protocol LocalStore: Sendable {
+    /// Runs `body` in one write transaction: all its changes are kept, or none if it throws.
+    ///
+    /// - Parameter body: The work, given a writer valid only during the call.
+    /// - Returns: What `body` returns.
+    /// - Throws: What `body` throws, or a store failure.
+    func write<T: Sendable>(_ body: @escaping @Sendable (any LocalStoreWriter) throws -> T) async throws -> T
+
+    /// Runs `body` on a consistent snapshot.
+    ///
+    /// - Parameter body: The work, given a reader valid only during the call.
+    /// - Returns: What `body` returns.
+    /// - Throws: What `body` throws, or a store failure.
+    func read<T: Sendable>(_ body: @escaping @Sendable (any LocalStoreReader) throws -> T) async throws -> T
+}
+
+/// What a ``LocalStore`` lets its callers read.
+public protocol LocalStoreReader {
+    /// One item, or nil.
+    func item(_ id: ItemID, in table: TableName) throws -> JSONValue?
+    /// The items matching a query's filter, in its order (then by id), with its skip and top.
+    func items(in table: TableName, matching query: ODataQuery) throws -> [JSONValue]
+    /// How many items match `filter` (all items when nil).
+    func count(in table: TableName, matching filter: ODataExpression?) throws -> Int
+    /// Pending operations in queue order, after `sequence` when given, at most `limit` of them.
+    func operations(after sequence: Int64?, limit: Int?) throws -> [PendingOperation]
+    /// The item's last pending operation, or nil.
+    func lastOperation(for id: ItemID, in table: TableName) throws -> PendingOperation?
+    /// The ids of a table's items that have pending operations.
+    func itemIDsWithOperations(in table: TableName) throws -> Set<String>
+    /// How many operations are pending, in one table or in all.
+    func operationCount(in table: TableName?) throws -> Int
+    /// Every kept operation error, in queue order.
+    func operationErrors() throws -> [OperationError]
+    /// The cursor of an incremental pull, or nil before its first page.
+    func cursor(for table: TableName, queryID: QueryID) throws -> PullCursor?
+    /// A stored setting (such as the installation id), or nil.
+    func setting(_ key: String) throws -> String?
+}
+
+/// What a ``LocalStore`` lets a write transaction change.
+public protocol LocalStoreWriter: LocalStoreReader {
+    /// Inserts or replaces an item (by its `id`).
+    func upsert(_ item: JSONValue, in table: TableName) throws
+    /// Removes an item; nothing happens when it is absent.
+    func deleteItem(_ id: ItemID, in table: TableName) throws
+    /// Removes the items matching `filter` (all items when nil).
+    func deleteItems(in table: TableName, matching filter: ODataExpression?) throws
+    /// Appends an operation to the queue, giving it the next sequence number.
+    func enqueue(_ kind: OperationKind, itemID: ItemID, in table: TableName, item: JSONValue?) throws -> PendingOperation
+    /// Saves an operation's changed kind, item, edit count or in-flight flag.
+    func updateOperation(_ operation: PendingOperation) throws
+    /// Removes an operation and its error.
+    func removeOperation(_ id: Int64) throws
+    /// Removes every operation of a table, and their errors.
+    func removeOperations(in table: TableName) throws
+    /// Clears every in-flight flag (after a restart, nothing is in flight).
+    func clearInFlightFlags() throws
+    /// Keeps (or replaces) the error of an operation.
+    func saveError(_ error: OperationError) throws
+    /// Removes the error of an operation.
+    func removeError(operationID: Int64) throws
+    /// Sets or clears the cursor of an incremental pull.
+    func setCursor(_ cursor: PullCursor?, for table: TableName, queryID: QueryID) throws
+    /// Clears every cursor of a table.
+    func removeCursors(in table: TableName) throws
+    /// Stores or clears a setting.
+    func setSetting(_ value: String?, for key: String) throws
+}

@@ -1,0 +1,222 @@
+import GRDB
+import SyncCore
+
+/// Reads and writes one `Database` connection on behalf of ``SQLiteLocalStore``, inside a transaction
+/// or read that GRDB holds open for the duration of the call.
+struct SQLiteLocalStoreAccess: LocalStoreWriter {
+    let db: Database
+    let store: SQLiteLocalStore
+
+    // MARK: Rows
+
+    /// Whether the sync table has a row table yet (reads of a table never written are empty).
+    private func hasRowTable(_ table: TableName) throws -> Bool {
+        if store.knownTables.withLock({ $0.contains(table.canonical) }) { return true }
+        guard try db.tableExists("rows_\(table.canonical)") else { return false }
+        store.knownTables.withLock { _ = $0.insert(table.canonical) }
+        return true
+    }
+
+    private func ensureRowTable(_ table: TableName) throws {
+        guard try !hasRowTable(table) else { return }
+        let name = SQLiteLocalStore.rowTable(table)
+        try db.execute(sql: """
+            CREATE TABLE IF NOT EXISTS \(name) ("id" TEXT PRIMARY KEY NOT NULL, "updatedAt" TEXT, "data" TEXT NOT NULL);
+            CREATE INDEX IF NOT EXISTS "rows_\(table.canonical)_updatedAt" ON \(name) ("updatedAt");
+            """)
+        store.knownTables.withLock { _ = $0.insert(table.canonical) }
+    }
+
+    func item(_ id: ItemID, in table: TableName) throws -> JSONValue? {
+        guard try hasRowTable(table) else { return nil }
+        let text = try String.fetchOne(
+            db, sql: "SELECT \"data\" FROM \(SQLiteLocalStore.rowTable(table)) WHERE \"id\" = ?", arguments: [id.rawValue])
+        return try text.map { try JSONValue(parsing: $0) }
+    }
+
+    func items(in table: TableName, matching query: ODataQuery) throws -> [JSONValue] {
+        guard try hasRowTable(table) else { return [] }
+        let (whereSQL, orderSQL, arguments) = try LocalQueryTranslation.clauses(query)
+        var sql = "SELECT \"data\" FROM \(SQLiteLocalStore.rowTable(table)) WHERE \(whereSQL) ORDER BY \(orderSQL)"
+        var values = arguments
+        if query.top != nil || query.skip != nil {
+            sql += " LIMIT ? OFFSET ?"
+            values.append(.int(Int64(query.top ?? -1)))
+            values.append(.int(Int64(query.skip ?? 0)))
+        }
+        let texts = try String.fetchCursor(db, sql: sql, arguments: LocalQueryTranslation.arguments(values))
+        var items: [JSONValue] = []
+        while let text = try texts.next() { items.append(try JSONValue(parsing: text)) }
+        return items
+    }
+
+    func count(in table: TableName, matching filter: ODataExpression?) throws -> Int {
+        guard try hasRowTable(table) else { return 0 }
+        let (whereSQL, _, arguments) = try LocalQueryTranslation.clauses(ODataQuery(filter: filter))
+        return try Int.fetchOne(
+            db, sql: "SELECT COUNT(*) FROM \(SQLiteLocalStore.rowTable(table)) WHERE \(whereSQL)",
+            arguments: LocalQueryTranslation.arguments(arguments)) ?? 0
+    }
+
+    func upsert(_ item: JSONValue, in table: TableName) throws {
+        guard let id = item.itemID else { throw ValueError(kind: "item", reason: "it has no valid id") }
+        try ensureRowTable(table)
+        let statement = try db.cachedStatement(sql: """
+            INSERT INTO \(SQLiteLocalStore.rowTable(table)) ("id", "updatedAt", "data") VALUES (?, ?, ?)
+            ON CONFLICT ("id") DO UPDATE SET "updatedAt" = excluded."updatedAt", "data" = excluded."data"
+            """)
+        try statement.execute(arguments: [id.rawValue, item["updatedAt"]?.stringValue, item.serialized()])
+    }
+
+    func deleteItem(_ id: ItemID, in table: TableName) throws {
+        guard try hasRowTable(table) else { return }
+        try db.cachedStatement(sql: "DELETE FROM \(SQLiteLocalStore.rowTable(table)) WHERE \"id\" = ?")
+            .execute(arguments: [id.rawValue])
+    }
+
+    func deleteItems(in table: TableName, matching filter: ODataExpression?) throws {
+        guard try hasRowTable(table) else { return }
+        let (whereSQL, _, arguments) = try LocalQueryTranslation.clauses(ODataQuery(filter: filter))
+        try db.execute(
+            sql: "DELETE FROM \(SQLiteLocalStore.rowTable(table)) WHERE \(whereSQL)",
+            arguments: LocalQueryTranslation.arguments(arguments))
+    }
+
+    // MARK: Operations
+
+    private static let operationColumns = "\"id\", \"tableName\", \"itemID\", \"kind\", \"item\", \"editCount\", \"isInFlight\""
+
+    private func operation(_ row: Row) throws -> PendingOperation {
+        let itemText: String? = row["item"]
+        return PendingOperation(
+            id: row["id"], table: try TableName(row["tableName"] as String), itemID: try ItemID(row["itemID"] as String),
+            kind: OperationKind(rawValue: row["kind"]) ?? .update, item: try itemText.map { try JSONValue(parsing: $0) },
+            editCount: row["editCount"], isInFlight: row["isInFlight"])
+    }
+
+    func operations(after sequence: Int64?, limit: Int?) throws -> [PendingOperation] {
+        let rows = try Row.fetchAll(
+            db,
+            sql: "SELECT \(Self.operationColumns) FROM \"sync_operations\" WHERE \"id\" > ? ORDER BY \"id\" LIMIT ?",
+            arguments: [sequence ?? Int64.min, limit ?? -1])
+        return try rows.map(operation)
+    }
+
+    func lastOperation(for id: ItemID, in table: TableName) throws -> PendingOperation? {
+        try Row.fetchOne(
+            db,
+            sql: "SELECT \(Self.operationColumns) FROM \"sync_operations\" WHERE \"tableName\" = ? AND \"itemID\" = ? ORDER BY \"id\" DESC LIMIT 1",
+            arguments: [table.canonical, id.rawValue]
+        ).map(operation)
+    }
+
+    func itemIDsWithOperations(in table: TableName) throws -> Set<String> {
+        Set(try String.fetchAll(
+            db, sql: "SELECT DISTINCT \"itemID\" FROM \"sync_operations\" WHERE \"tableName\" = ?", arguments: [table.canonical]))
+    }
+
+    func operationCount(in table: TableName?) throws -> Int {
+        if let table {
+            return try Int.fetchOne(
+                db, sql: "SELECT COUNT(*) FROM \"sync_operations\" WHERE \"tableName\" = ?", arguments: [table.canonical]) ?? 0
+        }
+        return try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM \"sync_operations\"") ?? 0
+    }
+
+    func enqueue(_ kind: OperationKind, itemID: ItemID, in table: TableName, item: JSONValue?) throws -> PendingOperation {
+        try db.execute(
+            sql: "INSERT INTO \"sync_operations\" (\"tableName\", \"itemID\", \"kind\", \"item\") VALUES (?, ?, ?, ?)",
+            arguments: [table.canonical, itemID.rawValue, kind.rawValue, item?.serialized()])
+        return PendingOperation(id: db.lastInsertedRowID, table: table, itemID: itemID, kind: kind, item: item)
+    }
+
+    func updateOperation(_ operation: PendingOperation) throws {
+        try db.execute(
+            sql: "UPDATE \"sync_operations\" SET \"kind\" = ?, \"item\" = ?, \"editCount\" = ?, \"isInFlight\" = ? WHERE \"id\" = ?",
+            arguments: [operation.kind.rawValue, operation.item?.serialized(), operation.editCount, operation.isInFlight, operation.id])
+    }
+
+    func removeOperation(_ id: Int64) throws {
+        try db.execute(sql: "DELETE FROM \"sync_operations\" WHERE \"id\" = ?", arguments: [id])
+        try removeError(operationID: id)
+    }
+
+    func removeOperations(in table: TableName) throws {
+        try db.execute(
+            sql: "DELETE FROM \"sync_errors\" WHERE \"operationID\" IN (SELECT \"id\" FROM \"sync_operations\" WHERE \"tableName\" = ?)",
+            arguments: [table.canonical])
+        try db.execute(sql: "DELETE FROM \"sync_operations\" WHERE \"tableName\" = ?", arguments: [table.canonical])
+    }
+
+    func clearInFlightFlags() throws {
+        try db.execute(sql: "UPDATE \"sync_operations\" SET \"isInFlight\" = 0 WHERE \"isInFlight\" <> 0")
+    }
+
+    // MARK: Errors
+
+    func operationErrors() throws -> [OperationError] {
+        try Row.fetchAll(db, sql: "SELECT * FROM \"sync_errors\" ORDER BY \"operationID\"").map { row in
+            let operationJSON = try JSONValue(parsing: row["operation"] as String)
+            let texts: [String?] = [row["sentItem"], row["serverItem"]]
+            let parsed = try texts.map { try $0.map { try JSONValue(parsing: $0) } }
+            return OperationError(
+                operation: try OperationCoding.operation(from: operationJSON), status: row["status"],
+                message: row["message"], sentItem: parsed[0], serverItem: parsed[1])
+        }
+    }
+
+    func saveError(_ error: OperationError) throws {
+        try db.execute(
+            sql: """
+                INSERT OR REPLACE INTO "sync_errors" ("operationID", "operation", "status", "message", "sentItem", "serverItem")
+                VALUES (?, ?, ?, ?, ?, ?)
+                """,
+            arguments: [
+                error.operation.id, OperationCoding.json(error.operation).serialized(), error.status, error.message,
+                error.sentItem?.serialized(), error.serverItem?.serialized(),
+            ])
+    }
+
+    func removeError(operationID: Int64) throws {
+        try db.execute(sql: "DELETE FROM \"sync_errors\" WHERE \"operationID\" = ?", arguments: [operationID])
+    }
+
+    // MARK: Cursors and settings
+
+    func cursor(for table: TableName, queryID: QueryID) throws -> PullCursor? {
+        guard let row = try Row.fetchOne(
+            db, sql: "SELECT \"updatedAt\", \"itemID\" FROM \"sync_cursors\" WHERE \"tableName\" = ? AND \"queryID\" = ?",
+            arguments: [table.canonical, queryID.rawValue])
+        else { return nil }
+        return PullCursor(updatedAt: WireDate(millisecondsSince1970: row["updatedAt"]), itemID: try ItemID(row["itemID"] as String))
+    }
+
+    func setCursor(_ cursor: PullCursor?, for table: TableName, queryID: QueryID) throws {
+        guard let cursor else {
+            try db.execute(
+                sql: "DELETE FROM \"sync_cursors\" WHERE \"tableName\" = ? AND \"queryID\" = ?",
+                arguments: [table.canonical, queryID.rawValue])
+            return
+        }
+        try db.cachedStatement(sql: """
+            INSERT INTO "sync_cursors" ("tableName", "queryID", "updatedAt", "itemID") VALUES (?, ?, ?, ?)
+            ON CONFLICT ("tableName", "queryID") DO UPDATE SET "updatedAt" = excluded."updatedAt", "itemID" = excluded."itemID"
+            """).execute(arguments: [table.canonical, queryID.rawValue, cursor.updatedAt.millisecondsSince1970, cursor.itemID.rawValue])
+    }
+
+    func removeCursors(in table: TableName) throws {
+        try db.execute(sql: "DELETE FROM \"sync_cursors\" WHERE \"tableName\" = ?", arguments: [table.canonical])
+    }
+
+    func setting(_ key: String) throws -> String? {
+        try String.fetchOne(db, sql: "SELECT \"value\" FROM \"sync_settings\" WHERE \"key\" = ?", arguments: [key])
+    }
+
+    func setSetting(_ value: String?, for key: String) throws {
+        if let value {
+            try db.execute(sql: "INSERT OR REPLACE INTO \"sync_settings\" (\"key\", \"value\") VALUES (?, ?)", arguments: [key, value])
+        } else {
+            try db.execute(sql: "DELETE FROM \"sync_settings\" WHERE \"key\" = ?", arguments: [key])
+        }
+    }
+}

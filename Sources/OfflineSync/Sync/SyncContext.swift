@@ -1,0 +1,106 @@
+import Foundation
+import Logging
+import SyncCore
+
+/// Owns the operation queue and coordinates local writes, push, pull and purge for one client.
+/// One push runs at a time; a second caller waits for the first to finish, then pushes.
+actor SyncContext {
+    let store: any LocalStore
+    let endpoint: TableEndpoint
+    let logger: Logger
+    let conflictHandler: ConflictHandler?
+    let makeID: @Sendable () -> String
+    /// The push running now, which the next push waits for.
+    private var currentPush: Task<PushResult, any Error>?
+
+    init(
+        store: any LocalStore, endpoint: TableEndpoint, logger: Logger, conflictHandler: ConflictHandler?,
+        makeID: @escaping @Sendable () -> String
+    ) {
+        self.store = store
+        self.endpoint = endpoint
+        self.logger = logger
+        self.conflictHandler = conflictHandler
+        self.makeID = makeID
+    }
+
+    // MARK: Local writes
+
+    /// Writes items locally and queues their operations, all in one transaction.
+    func write(_ kind: OperationKind, _ items: [JSONValue], in table: TableName) async throws -> [JSONValue] {
+        try await store.write { writer in
+            try items.map { item in try Self.apply(kind, item, in: table, writer: writer) }
+        }
+    }
+
+    /// One local write: the row, then the queue per PROTOCOL.md §6 (in the caller's transaction).
+    static func apply(_ kind: OperationKind, _ item: JSONValue, in table: TableName, writer: any LocalStoreWriter)
+        throws -> JSONValue
+    {
+        guard let id = item.itemID else { throw ValueError(kind: "item", reason: "it has no valid 'id'") }
+        let existing = try writer.item(id, in: table)
+        let pending = try writer.lastOperation(for: id, in: table)
+        if pending == nil {
+            if kind == .insert, existing != nil { throw LocalWriteError(.alreadyExists, table: table, itemID: id) }
+            if kind != .insert, existing == nil { throw LocalWriteError(.notFound, table: table, itemID: id) }
+        }
+        let decision = PendingOperationQueue.decide(kind, after: pending)
+        if case .reject(let reason) = decision {
+            throw LocalWriteError(reason, table: table, itemID: id, pendingOperation: pending)
+        }
+        // The row.
+        var stored = item
+        switch kind {
+        case .insert:
+            stored = item.removing([.createdAt, .updatedAt, .deleted])
+            if existing == nil { stored = stored.removing([.version]) }
+            try writer.upsert(stored, in: table)
+        case .update:
+            stored = item.removing([.deleted])
+            for property in [SystemProperty.createdAt, .updatedAt, .version] where stored[property.rawValue] == nil {
+                stored[property.rawValue] = existing?[property.rawValue]
+            }
+            try writer.upsert(stored, in: table)
+        case .delete:
+            stored = existing ?? item
+            try writer.deleteItem(id, in: table)
+        }
+        // The queue.
+        switch decision {
+        case .append(let newKind):
+            _ = try writer.enqueue(newKind, itemID: id, in: table, item: newKind == .delete ? stored : nil)
+        case .keep:
+            guard var operation = pending else { break }
+            operation.editCount += 1
+            try writer.updateOperation(operation)
+        case .change(let newKind):
+            guard var operation = pending else { break }
+            operation.kind = newKind
+            operation.item = newKind == .delete ? stored : nil
+            operation.editCount += 1
+            try writer.updateOperation(operation)
+        case .remove:
+            if let operation = pending { try writer.removeOperation(operation.id) }
+        case .reject:
+            break
+        }
+        return stored
+    }
+
+    // MARK: Push serialization
+
+    /// Pushes every pending operation, after any push already running.
+    func push() async throws -> PushResult {
+        let previous = currentPush
+        let task = Task { [self] in
+            _ = try? await previous?.value
+            return try await self.pushAll()
+        }
+        currentPush = task
+        return try await withTaskCancellationHandler {
+            try await task.value
+        } onCancel: {
+            task.cancel()
+        }
+    }
+}

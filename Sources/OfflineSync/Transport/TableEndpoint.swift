@@ -1,0 +1,99 @@
+import Foundation
+import Logging
+import SyncCore
+
+/// Supplies the user's token; `refresh` is true after the server answered 401 to the last one.
+public typealias TokenProvider = @Sendable (_ refresh: Bool) async throws -> String?
+
+/// Sends the table API's requests with the protocol's headers (PROTOCOL.md §2), asking the token
+/// provider again once after a 401.
+struct TableEndpoint: Sendable {
+    let baseURL: URL
+    let transport: any HTTPTransport
+    let installationID: String
+    let tokenProvider: TokenProvider?
+    let timeout: Duration
+    let logger: Logger
+
+    static let userAgent = "OfflineSync/1.0 (lang=Swift; os=\(osName))"
+    #if os(Linux)
+    static let osName = "Linux"
+    #elseif os(iOS)
+    static let osName = "iOS"
+    #elseif os(macOS)
+    static let osName = "macOS"
+    #else
+    static let osName = "other"
+    #endif
+
+    /// The URL of a table, or of one of its items, with a query string.
+    func url(_ table: TableName, id: ItemID? = nil, query: String? = nil) -> URL {
+        var text = baseURL.absoluteString
+        if text.hasSuffix("/") { text.removeLast() }
+        text += "/tables/" + table.rawValue
+        if let id { text += "/" + ODataQuery.percentEncode(id.rawValue) }
+        if let query, !query.isEmpty { text += "?" + query }
+        return URL(string: text) ?? baseURL
+    }
+
+    /// Sends a request; a 401 is retried once with a refreshed token.
+    func send(
+        _ method: String, _ url: URL, body: JSONValue? = nil, ifMatch: Version? = nil, features: [String]
+    ) async throws -> HTTPResponseData {
+        var token = try await tokenProvider?(false)
+        var attempt = 0
+        while true {
+            var headers = [
+                "ZUMO-API-VERSION": "2.0.0", "X-ZUMO-INSTALLATION-ID": installationID,
+                "X-ZUMO-FEATURES": features.joined(separator: ","), "User-Agent": Self.userAgent,
+                "X-ZUMO-VERSION": Self.userAgent, "Accept": "application/json",
+            ]
+            if body != nil { headers["Content-Type"] = "application/json" }
+            if let ifMatch { headers["If-Match"] = ifMatch.entityTag }
+            if let token { headers["X-ZUMO-AUTH"] = token }
+            let request = HTTPRequestData(
+                method: method, url: url, headers: headers, body: body?.serializedData(), timeout: timeout)
+            logger.trace("HTTP request", metadata: [SyncLogKey.method: "\(method)", SyncLogKey.url: "\(url.path)"])
+            let response = try await transport.send(request)
+            logger.trace("HTTP response", metadata: [SyncLogKey.status: "\(response.status)"])
+            if response.status == 401, attempt == 0, let tokenProvider {
+                attempt += 1
+                token = try await tokenProvider(true)
+                continue
+            }
+            return response
+        }
+    }
+}
+
+/// Log metadata keys, declared once.
+enum SyncLogKey {
+    static let method = "sync.http.method"
+    static let url = "sync.http.path"
+    static let status = "sync.http.status"
+    static let table = "sync.table"
+    static let operations = "sync.push.operations"
+    static let failed = "sync.push.failed"
+    static let rows = "sync.pull.rows"
+    static let pages = "sync.pull.pages"
+}
+
+extension HTTPResponseData {
+    /// The body as JSON, or nil when it is empty or not JSON.
+    var json: JSONValue? { body.isEmpty ? nil : try? JSONValue(parsing: body) }
+
+    /// The item the body holds, with its `version` taken from the `ETag` when there is one.
+    var item: JSONValue? {
+        guard case .object(var members) = json else { return nil }
+        if let tag = header("ETag"), let version = try? Version(entityTag: tag) {
+            members["version"] = .string(version.rawValue)
+        }
+        return .object(members)
+    }
+
+    /// The server's message: the `error` of a JSON body, or the text.
+    var message: String? {
+        if let error = json?["error"]?.stringValue { return error }
+        return body.isEmpty ? nil : String(decoding: body.prefix(500), as: UTF8.self)
+    }
+}
