@@ -1,0 +1,69 @@
+import Foundation
+import GRDB
+import OfflineSync
+import OfflineSyncTesting
+import Testing
+
+@Suite struct PullTests {
+    /// Seeds the server with `count` rows through a client's push.
+    static func seed(_ url: URL, _ workspace: Workspace, count: Int) async throws {
+        let seeder = try await SyncClient.make(url, workspace: workspace, store: "seeder.sqlite")
+        try await seeder.syncTable("TodoItem", of: TodoItem.self)
+            .insert(contentsOf: (0..<count).map { TodoItem(id: String(format: "r%04d", $0), text: "row \($0)", complete: false) })
+        try await seeder.push()
+    }
+
+    @Test func rowsSharingOneUpdatedAtArePulledOnceEachAcrossPages() async throws {
+        let workspace = try Workspace()
+        let transport = CountingTransport()
+        try await LiveServer.run(in: workspace) { url in
+            try await Self.seed(url, workspace, count: 300)
+            // Give every row the same updatedAt, as a server with coarse timestamps would.
+            let server = try DatabaseQueue(path: workspace.path("server.sqlite"))
+            try await server.write { db in try db.execute(sql: "UPDATE todoitem SET updatedAt = 1700000000000") }
+            let client = try await SyncClient.make(url, workspace: workspace) { $0.transport = transport; $0.pullPageSize = 50 }
+            let summary = try await client.syncTable("TodoItem", of: TodoItem.self).pull(queryID: "all")
+            #expect(summary.appliedCount == 300)
+            #expect(transport.requests.count == 7)  // 6 full pages, then an empty one
+            #expect(try await client.syncTable("TodoItem", of: TodoItem.self).count() == 300)
+        }
+    }
+
+    @Test func aPullInterruptedBetweenPagesResumesWithoutRedownloading() async throws {
+        let workspace = try Workspace()
+        try await LiveServer.run(in: workspace) { url in
+            try await Self.seed(url, workspace, count: 250)
+            let transport = ScriptedTransport(forwardingTo: URLSessionTransport(), [.forward, .forward, .fail(.unreachable)])
+            let client = try await SyncClient.make(url, workspace: workspace) { $0.transport = transport; $0.pullPageSize = 50 }
+            let table = client.syncTable("TodoItem", of: TodoItem.self)
+            await #expect(throws: PullError.self) { try await table.pull(queryID: "all") }
+            let kept = try await table.count()
+            #expect(kept >= 50)  // every page applied before the failure is kept with its cursor
+            let resumed = try await table.pull(queryID: "all")
+            #expect(resumed.appliedCount == 250 - kept)
+            #expect(try await table.count() == 250)
+        }
+    }
+
+    @Test func aPullWhoseImplicitPushFailsIsCancelledAndKeepsTheLocalEdit() async throws {
+        let workspace = try Workspace()
+        try await LiveServer.run(in: workspace) { url in
+            try await Self.seed(url, workspace, count: 3)
+            let client = try await SyncClient.make(url, workspace: workspace)
+            let table = client.syncTable("TodoItem", of: TodoItem.self)
+            try await table.pull(queryID: "all")
+            var row = try #require(try await table.item(id: ItemID("r0001")))
+            row.text = "my offline edit"
+            try await table.update(row)
+            // Another device changes the same row on the server first.
+            let other = try await SyncClient.make(url, workspace: workspace, store: "other.sqlite")
+            var theirs = try #require(try await other.table("TodoItem", of: TodoItem.self).item(id: ItemID("r0001")))
+            theirs.text = "their edit"
+            try await other.table("TodoItem", of: TodoItem.self).update(theirs)
+            let error = await #expect(throws: PullError.self) { try await table.pull(queryID: "all") }
+            guard case .pushFailed(.operationsFailed(let result))? = error else { Issue.record("expected pushFailed"); return }
+            #expect(result.errors.first?.status == 412)
+            #expect(try await table.item(id: ItemID("r0001"))?.text == "my offline edit")
+        }
+    }
+}
