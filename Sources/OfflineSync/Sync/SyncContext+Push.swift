@@ -16,6 +16,7 @@ extension SyncContext {
     enum PushStop: Error {
         case network(TransportError)
         case unauthorized
+        case cancelled
     }
 
     /// Sends every pending operation of every table in queue order (PROTOCOL.md §7).
@@ -39,7 +40,7 @@ extension SyncContext {
                         blocked.insert(key)
                         continue
                     }
-                    if Task.isCancelled { throw PushError.cancelled(result) }
+                    if Task.isCancelled { throw PushStop.cancelled }
                     switch try await pushOne(operation, retries: 1) {
                     case .pushed: result.pushedCount += 1
                     case .failed(let error):
@@ -54,6 +55,8 @@ extension SyncContext {
             throw PushError.networkUnavailable(error, result)
         } catch PushStop.unauthorized {
             throw PushError.unauthorized(result)
+        } catch PushStop.cancelled {
+            throw PushError.cancelled(result)
         }
         logger.debug(
             "Push finished",
@@ -89,7 +92,7 @@ extension SyncContext {
             response = try await send(operation, body: sent, version: row?.version)
         } catch let error as TransportError {
             try await clearInFlight(operation)
-            if error.code == .cancelled { throw PushError.cancelled(PushResult()) }
+            if error.code == .cancelled { throw PushStop.cancelled }
             throw PushStop.network(error)
         } catch {
             try await clearInFlight(operation)
