@@ -35,6 +35,14 @@ public final class SyncClient: Sendable {
         public var logger = Logger(label: "OfflineSync", factory: { _ in SwiftLogNoOpLogHandler() })
         /// Makes ids for items inserted without one. Default: a lowercase UUID.
         public var makeID: @Sendable () -> String = { UUID().uuidString.lowercased() }
+        /// How often a pull retries a page after a timeout, an unreachable server, a 5xx or a 429,
+        /// waiting ``retryDelay(attempt:jitter:)`` between tries. Default 3. (Pushes never retry on
+        /// their own: the next push does.)
+        public var pullRetryLimit = 3
+        /// The clock for waits between retries. Default: `ContinuousClock()`.
+        public var clock: any Clock<Duration> = ContinuousClock()
+        /// The jitter factor of each retry delay, in 0.9...1.1. Default: random.
+        public var jitter: @Sendable () -> Double = { Double.random(in: 0.9...1.1) }
 
         /// A configuration with every default.
         public init() {}
@@ -74,7 +82,8 @@ public final class SyncClient: Sendable {
             tokenProvider: configuration.tokenProvider, timeout: configuration.requestTimeout, logger: configuration.logger)
         context = SyncContext(
             store: store, endpoint: endpoint, logger: configuration.logger,
-            conflictHandler: configuration.conflictHandler, makeID: configuration.makeID)
+            conflictHandler: configuration.conflictHandler, makeID: configuration.makeID,
+            retry: RetryPolicy(limit: configuration.pullRetryLimit, clock: configuration.clock, jitter: configuration.jitter))
     }
 
     /// A table used offline: reads and writes go to the local store; push and pull sync it.

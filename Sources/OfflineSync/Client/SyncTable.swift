@@ -119,6 +119,36 @@ public struct SyncTable<Item: Codable & Sendable>: Sendable {
             name, filter: query.filter, queryID: queryID, pageSize: client.configuration.pullPageSize, progress: progress)
     }
 
+    /// Pulls as ``pull(_:queryID:progress:)`` does, reporting progress as a stream: one element per
+    /// page applied, then the end (or the pull's error). Ending the iteration cancels the pull; pages
+    /// applied by then are kept.
+    ///
+    /// For example:
+    /// ```swift
+    /// for try await progress in todos.pullProgress(queryID: "allTodoItems") {
+    ///     print("\(progress.appliedCount) of \(progress.totalCount ?? 0)")
+    /// }
+    /// ```
+    /// - Parameters:
+    ///   - query: The rows to pull.
+    ///   - queryID: Names the incremental pull; nil pulls every matching row.
+    /// - Returns: The progress stream.
+    public func pullProgress(_ query: ODataQuery = ODataQuery(), queryID: QueryID? = nil)
+        -> AsyncThrowingStream<PullProgress, any Error>
+    {
+        AsyncThrowingStream { continuation in
+            let pull = Task {
+                do {
+                    _ = try await self.pull(query, queryID: queryID) { continuation.yield($0) }
+                    continuation.finish()
+                } catch {
+                    continuation.finish(throwing: error)
+                }
+            }
+            continuation.onTermination = { _ in pull.cancel() }
+        }
+    }
+
     /// Clears the local table, or the rows matching a query.
     ///
     /// - Parameters:

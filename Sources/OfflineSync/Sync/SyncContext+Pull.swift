@@ -68,11 +68,20 @@ extension SyncContext {
             query.filter = filter.map { .binary(.and, $0, after) } ?? after
         }
         let features = cursor == nil ? ["TQ", "OL"] : ["TQ", "OL", "IP"]
-        let response: HTTPResponseData
-        do {
-            response = try await endpoint.send("GET", endpoint.url(table, query: query.queryString), features: features)
-        } catch let error as TransportError {
-            throw PullError.networkUnavailable(error)
+        let url = endpoint.url(table, query: query.queryString)
+        var attempt = 0
+        var response: HTTPResponseData
+        while true {
+            attempt += 1
+            do {
+                response = try await endpoint.send("GET", url, features: features)
+                if !RetryPolicy.isTransient(status: response.status) || attempt > retry.limit { break }
+            } catch let error as TransportError {
+                if error.code == .cancelled || attempt > retry.limit { throw PullError.networkUnavailable(error) }
+            }
+            let delay = retryDelay(attempt: attempt, jitter: retry.jitter())
+            logger.info("Pull retrying a page", metadata: [SyncLogKey.table: "\(table)", SyncLogKey.attempt: "\(attempt)"])
+            try await retry.clock.sleep(for: delay)
         }
         guard response.status == 200, let body = response.json else {
             throw PullError.rejected(status: response.status, message: response.message)

@@ -10,13 +10,15 @@ actor SyncContext {
     let logger: Logger
     let conflictHandler: ConflictHandler?
     let makeID: @Sendable () -> String
+    let retry: RetryPolicy
     /// The push running now, which the next push waits for.
     private var currentPush: Task<PushResult, any Error>?
 
     init(
         store: any LocalStore, endpoint: TableEndpoint, logger: Logger, conflictHandler: ConflictHandler?,
-        makeID: @escaping @Sendable () -> String
+        makeID: @escaping @Sendable () -> String, retry: RetryPolicy
     ) {
+        self.retry = retry
         self.store = store
         self.endpoint = endpoint
         self.logger = logger

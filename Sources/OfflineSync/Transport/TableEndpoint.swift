@@ -76,6 +76,7 @@ enum SyncLogKey {
     static let failed = "sync.push.failed"
     static let rows = "sync.pull.rows"
     static let pages = "sync.pull.pages"
+    static let attempt = "sync.retry.attempt"
 }
 
 extension HTTPResponseData {
