@@ -34,7 +34,11 @@ import Testing
         try await LiveServer.run(in: workspace) { url in
             try await Self.seed(url, workspace, count: 250)
             let transport = ScriptedTransport(forwardingTo: URLSessionTransport(), [.forward, .forward, .fail(.unreachable)])
-            let client = try await SyncClient.make(url, workspace: workspace) { $0.transport = transport; $0.pullPageSize = 50 }
+            let client = try await SyncClient.make(url, workspace: workspace) { configuration in
+                configuration.transport = transport
+                configuration.pullPageSize = 50
+                configuration.pullRetryLimit = 0  // fail at once, as a crash between pages would
+            }
             let table = client.syncTable("TodoItem", of: TodoItem.self)
             await #expect(throws: PullError.self) { try await table.pull(queryID: "all") }
             let kept = try await table.count()
