@@ -83,9 +83,10 @@ extension HTTPResponseData {
     /// The body as JSON, or nil when it is empty or not JSON.
     var json: JSONValue? { body.isEmpty ? nil : try? JSONValue(parsing: body) }
 
-    /// The item the body holds, with its `version` taken from the `ETag` when there is one.
+    /// The item the body holds (an object with an `id`; an error body is not an item), with its
+    /// `version` taken from the `ETag` when there is one.
     var item: JSONValue? {
-        guard case .object(var members) = json else { return nil }
+        guard case .object(var members) = json, members["id"]?.stringValue != nil else { return nil }
         if let tag = header("ETag"), let version = try? Version(entityTag: tag) {
             members["version"] = .string(version.rawValue)
         }
