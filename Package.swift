@@ -18,6 +18,7 @@ let package = Package(
         .library(name: "SyncServer", targets: ["SyncServer"]),
         .executable(name: "sync-server", targets: ["sync-server"]),
         .executable(name: "todo", targets: ["todo"]),
+        .executable(name: "sync-bench", targets: ["sync-bench"]),
     ],
     dependencies: [
         .package(url: "https://github.com/groue/GRDB.swift.git", from: "7.10.0"),
@@ -76,6 +77,17 @@ let package = Package(
         .executableTarget(
             name: "todo",
             dependencies: ["OfflineSync", .product(name: "ArgumentParser", package: "swift-argument-parser")],
+            swiftSettings: swiftSettings
+        ),
+        .executableTarget(
+            name: "sync-bench",
+            dependencies: [
+                "OfflineSync",
+                "SyncServer",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "GRDB", package: "GRDB.swift"),
+                .product(name: "Hummingbird", package: "hummingbird"),
+            ],
             swiftSettings: swiftSettings
         ),
         .testTarget(

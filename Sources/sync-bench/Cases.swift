@@ -1,0 +1,111 @@
+import Foundation
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+import GRDB
+import OfflineSync
+
+struct BenchItem: Codable, Sendable {
+    var id: String
+    var text: String
+    var complete: Bool
+}
+
+/// The benchmark cases; each returns our figure beside its reference, medians of `repetitions`.
+struct Cases {
+    let directory: URL
+    let repetitions: Int
+    let quick: Bool
+
+    func path(_ name: String) -> String {
+        directory.appendingPathComponent("\(name)-\(UUID().uuidString).sqlite").path
+    }
+
+    static let deadServer = URL(string: "http://127.0.0.1:9")!
+
+    /// `local.insert`: `SyncTable.insert` (row + queue, one transaction each) against raw GRDB, one commit per row.
+    func localInsert() async throws -> BenchResult {
+        let count = quick ? 1000 : 5000
+        var ours: [Double] = []
+        var reference: [Double] = []
+        for _ in 0..<repetitions {
+            let client = try await SyncClient(url: Self.deadServer, store: try SQLiteLocalStore(path: path("local")))
+            let table = client.syncTable("TodoItem", of: BenchItem.self)
+            ours.append(Double(count) / (try await Measure.seconds {
+                for index in 0..<count { try await table.insert(BenchItem(id: "i\(index)", text: "Task \(index)", complete: false)) }
+            }))
+            let pool = try DatabasePool(path: path("raw"))
+            try await pool.write { db in try db.execute(sql: "CREATE TABLE t (id TEXT PRIMARY KEY NOT NULL, data TEXT NOT NULL)") }
+            reference.append(Double(count) / (try await Measure.seconds {
+                for index in 0..<count {
+                    try await pool.write { db in
+                        try db.execute(
+                            sql: "INSERT INTO t VALUES (?, ?)",
+                            arguments: ["i\(index)", #"{"complete":false,"id":"i\#(index)","text":"Task \#(index)"}"#])
+                    }
+                }
+            }))
+        }
+        return BenchResult(name: "local.insert", ours: Measure.median(ours), reference: Measure.median(reference),
+                           unit: "ops/s", higherIsBetter: true, n: count)
+    }
+
+    /// `pull.initial`, `pull.noop`: a full pull of N rows into an empty store against raw GRDB inserts of the
+    /// same rows (one transaction per 1,000); then a pull with nothing new against one HTTP round trip.
+    func pulls(rows: Int) async throws -> [BenchResult] {
+        let serverPath = path("server")
+        try await BenchServer.seed(path: serverPath, rows: rows)
+        return try await BenchServer.run(path: serverPath) { server in
+            var ours: [Double] = []
+            var reference: [Double] = []
+            var noop: [Double] = []
+            var roundTrip: [Double] = []
+            var noopRequests = 0
+            for _ in 0..<repetitions {
+                let client = try await SyncClient(url: server.url, store: try SQLiteLocalStore(path: path("pull")))
+                let table = client.syncTable("TodoItem", of: BenchItem.self)
+                var summary: PullSummary?
+                ours.append(Double(rows) / (try await Measure.seconds { summary = try await table.pull(queryID: "all") }))
+                guard summary?.appliedCount == rows else { throw BenchError("pull.initial applied \(summary?.appliedCount ?? 0) of \(rows) rows") }
+                var again: PullSummary?
+                noop.append(try await Measure.seconds { again = try await table.pull(queryID: "all") } * 1000)
+                noopRequests = again?.requestCount ?? 0
+                reference.append(Double(rows) / (try await Measure.seconds { try await rawInsert(rows: rows) }))
+                roundTrip.append(try await Measure.seconds { try await httpRoundTrip(server.url) } * 1000)
+            }
+            return [
+                BenchResult(name: "pull.initial", ours: Measure.median(ours), reference: Measure.median(reference),
+                            unit: "rows/s", higherIsBetter: true, n: rows),
+                BenchResult(name: "pull.noop", ours: Measure.median(noop), reference: Measure.median(roundTrip),
+                            unit: "ms", higherIsBetter: false, n: noopRequests),
+            ]
+        }
+    }
+
+    private func rawInsert(rows: Int) async throws {
+        let pool = try DatabasePool(path: path("rawpull"))
+        try await pool.write { db in try db.execute(sql: "CREATE TABLE t (id TEXT PRIMARY KEY NOT NULL, updatedAt TEXT, data TEXT NOT NULL)") }
+        for start in stride(from: 0, to: rows, by: 1000) {
+            try await pool.write { db in
+                let statement = try db.makeStatement(sql: "INSERT INTO t VALUES (?, ?, ?)")
+                for index in start..<min(start + 1000, rows) {
+                    let id = String(format: "item-%07d", index)
+                    try statement.execute(arguments: [
+                        id, "2023-11-14T22:13:20.000Z",
+                        #"{"complete":true,"createdAt":"2023-11-14T22:13:20.000Z","deleted":false,"id":"\#(id)","text":"Task number \#(index)","updatedAt":"2023-11-14T22:13:20.000Z","version":"v1700000000000"}"#,
+                    ])
+                }
+            }
+        }
+    }
+
+    private func httpRoundTrip(_ url: URL) async throws {
+        let (_, response) = try await URLSession.shared.data(from: url.appendingPathComponent("health"))
+        guard (response as? HTTPURLResponse)?.statusCode == 200 else { throw BenchError("health check failed") }
+    }
+}
+
+struct BenchError: Error, CustomStringConvertible {
+    let description: String
+    init(_ description: String) { self.description = description }
+}

@@ -1,0 +1,70 @@
+import ArgumentParser
+import Foundation
+import SyncCore
+
+/// `sync-bench`: each path measured beside its physical reference in the same run, as a ratio.
+@main
+struct SyncBenchCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "sync-bench",
+        abstract: "Measure OfflineSync against raw SQLite and HTTP references on this machine.")
+
+    @Flag(help: "A small run (under a minute).")
+    var quick = false
+
+    @Option(help: "Also write the results as JSON to this file.")
+    var json: String?
+
+    @Option(help: "Run only this case (local.insert, pull.initial, pull.noop).")
+    var only: String?
+
+    @Option(help: "Rows for the pull cases (default 100000; 20000 with --quick).")
+    var rows: Int?
+
+    @Option(help: "Repetitions of each case; the median is reported.")
+    var repetitions = 3
+
+    func run() async throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("sync-bench-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let cases = Cases(directory: directory, repetitions: max(repetitions, 1), quick: quick)
+        var results: [BenchResult] = []
+        func wanted(_ names: String...) -> Bool { only.map { names.contains($0) } ?? true }
+        if wanted("local.insert") { results.append(try await cases.localInsert()) }
+        if wanted("pull.initial", "pull.noop") {
+            results += try await cases.pulls(rows: rows ?? (quick ? 20_000 : 100_000)).filter { wanted($0.name) }
+        }
+        print(Self.table(results))
+        if let json {
+            let machine: JSONValue = [
+                "cores": .int(Int64(ProcessInfo.processInfo.activeProcessorCount)),
+                "memoryGB": .double((Double(ProcessInfo.processInfo.physicalMemory) / 1_073_741_824 * 10).rounded() / 10),
+            ]
+            let document: JSONValue = ["machine": machine, "cases": .array(results.map(\.json))]
+            try document.serializedData().write(to: URL(fileURLWithPath: json))
+        }
+    }
+
+    static func table(_ results: [BenchResult]) -> String {
+        func format(_ value: Double?) -> String {
+            guard let value else { return "—" }
+            return value >= 100 ? String(Int(value.rounded())) : String(format: "%.3f", value)
+        }
+        var lines = ["name".padding(toLength: 16, withPad: " ", startingAt: 0) + "ours".leftPadded(14) + "reference".leftPadded(14)
+            + "ratio".leftPadded(8) + "  unit (n)"]
+        for result in results {
+            lines.append(
+                result.name.padding(toLength: 16, withPad: " ", startingAt: 0) + format(result.ours).leftPadded(14)
+                    + format(result.reference).leftPadded(14) + (result.ratio.map { String(format: "%.2f", $0) } ?? "—").leftPadded(8)
+                    + "  \(result.unit) (n=\(result.n))")
+        }
+        return lines.joined(separator: "\n")
+    }
+}
+
+extension String {
+    func leftPadded(_ width: Int) -> String {
+        count >= width ? self : String(repeating: " ", count: width - count) + self
+    }
+}
