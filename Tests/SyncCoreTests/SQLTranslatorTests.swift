@@ -1,3 +1,4 @@
+import Foundation
 import GRDB
 import SyncCore
 import Testing
@@ -230,5 +231,58 @@ import Testing
         let (sql, _) = try Self.translator.predicate(try ODataExpression(parsing: "id eq 'a' and name eq 'b'"))
             .render(for: .sqlite)
         #expect(sql == #"(("id" = ?) AND ("name" IS ?))"#)
+    }
+}
+
+/// Regression: the cursor condition written out made SQLite scan the whole index (O(table)).
+@Suite struct KeysetTranslationTests {
+    static let columns: [String: SQLColumn] = [
+        "updatedAt": SQLColumn(name: "updatedAt", type: .date, isNullable: false),
+        "id": SQLColumn(name: "id", type: .string, isNullable: false),
+        "name": SQLColumn(name: "name", type: .string),
+    ]
+    static let cursor = "(updatedAt gt datetimeoffset'2023-11-14T22:14:59.999Z') or "
+        + "((updatedAt eq datetimeoffset'2023-11-14T22:14:59.999Z') and (id gt 'item-0999'))"
+
+    @Test func theCursorConditionBecomesARowValueComparison() throws {
+        let sqlite = SQLTranslator(dialect: .sqlite) { Self.columns[$0] }
+        let (sql, arguments) = try sqlite.predicate(try ODataExpression(parsing: Self.cursor)).render(for: .sqlite)
+        #expect(sql == #"(("updatedAt", "id") > (?, ?))"#)
+        #expect(arguments == [.int(1_700_000_099_999), .text("item-0999")])
+        let postgres = SQLTranslator(dialect: .postgres) { Self.columns[$0] }
+        let (pgSQL, _) = try postgres.predicate(try ODataExpression(parsing: Self.cursor)).render(for: .postgres)
+        #expect(pgSQL == #"(("updatedAt", "id" COLLATE "C") > ($1::bigint, $2::text))"#)
+        // Other shapes, and nullable columns, stay as they are.
+        let (other, _) = try sqlite.predicate(try ODataExpression(parsing: "(updatedAt gt datetime'2020-01-01T00:00:00Z') or (name eq 'x')"))
+            .render(for: .sqlite)
+        #expect(other.contains(" OR "))
+    }
+
+    @Test func sqliteAnswersTheCursorQueryWithARangeSearchAndTheSameRows() throws {
+        let database = try DatabaseQueue()
+        try database.write { db in
+            try db.execute(sql: """
+                CREATE TABLE t ("id" TEXT PRIMARY KEY NOT NULL, "updatedAt" INTEGER NOT NULL, "name" TEXT);
+                CREATE INDEX t_cursor ON t ("updatedAt", "id");
+                """)
+            for index in 0..<2000 {
+                try db.execute(sql: "INSERT INTO t VALUES (?, ?, NULL)", arguments: [String(format: "item-%04d", index), 1_700_000_099_000 + Int64(index / 2)])
+            }
+        }
+        let translator = SQLTranslator(dialect: .sqlite) { Self.columns[$0] }
+        let (sql, arguments) = try translator.predicate(try ODataExpression(parsing: Self.cursor)).render(for: .sqlite)
+        let plan = try database.read { db in
+            // The server's page query: named columns, ORDER BY the cursor, LIMIT and OFFSET as parameters.
+            try Row.fetchAll(
+                db, sql: "EXPLAIN QUERY PLAN SELECT \"id\", \"name\" FROM t WHERE \(sql) ORDER BY \"updatedAt\", \"id\" LIMIT ? OFFSET ?",
+                arguments: SQLTranslatorTests.databaseValues(arguments + [.int(1001), .int(0)])
+            ).map { $0["detail"] as String }
+        }
+        #expect(plan.contains { $0.hasPrefix("SEARCH") })
+        let ids = try database.read { db in
+            try String.fetchAll(db, sql: "SELECT id FROM t WHERE \(sql) ORDER BY \"updatedAt\", \"id\"",
+                                arguments: SQLTranslatorTests.databaseValues(arguments))
+        }
+        #expect(ids == ["item-1998", "item-1999"])
     }
 }
