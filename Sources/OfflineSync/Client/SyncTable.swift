@@ -14,7 +14,7 @@ public struct SyncTable<Item: Codable & Sendable>: Sendable {
     /// Inserts an item locally and queues its insert; an item without an `id` gets one.
     ///
     /// - Parameter item: The new item.
-    /// - Returns: The item as stored.
+    /// - Returns: The item, with its generated id when it had none.
     /// - Throws: ``LocalWriteError`` when the item exists (locally or with a pending insert).
     @discardableResult
     public func insert(_ item: Item) async throws -> Item {
@@ -24,16 +24,23 @@ public struct SyncTable<Item: Codable & Sendable>: Sendable {
     /// Inserts items locally and queues their inserts, all in one transaction.
     ///
     /// - Parameter items: The new items.
-    /// - Returns: The items as stored.
+    /// - Returns: The items, with generated ids filled in.
     /// - Throws: ``LocalWriteError`` for the first item that cannot be inserted; then none is.
     @discardableResult
     public func insert(contentsOf items: [Item]) async throws -> [Item] {
+        var generatedIDs = false
         let values = try items.map { item in
             var value = try ItemCoder.json(item)
-            if value["id"]?.stringValue?.isEmpty ?? true { value["id"] = .string(client.configuration.makeID()) }
+            if value["id"]?.stringValue?.isEmpty ?? true {
+                value["id"] = .string(client.configuration.makeID())
+                generatedIDs = true
+            }
             return value
         }
-        return try await client.context.write(.insert, values, in: name).map { try ItemCoder.item($0, as: Item.self) }
+        let stored = try await client.context.write(.insert, values, in: name)
+        // The stored items differ from the given ones only by generated ids (and stripped server fields).
+        guard generatedIDs else { return items }
+        return try stored.map { try ItemCoder.item($0, as: Item.self) }
     }
 
     /// Replaces an item locally and queues its update.

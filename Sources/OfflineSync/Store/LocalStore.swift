@@ -24,6 +24,8 @@ public protocol LocalStore: Sendable {
 public protocol LocalStoreReader {
     /// One item, or nil.
     func item(_ id: ItemID, in table: TableName) throws -> JSONValue?
+    /// Whether the item exists (cheaper than reading it).
+    func containsItem(_ id: ItemID, in table: TableName) throws -> Bool
     /// The items matching a query's filter, in its order (then by id), with its skip and top.
     func items(in table: TableName, matching query: ODataQuery) throws -> [JSONValue]
     /// How many items match `filter` (all items when nil).

@@ -29,9 +29,14 @@ struct SQLiteLocalStoreAccess: LocalStoreWriter {
 
     func item(_ id: ItemID, in table: TableName) throws -> JSONValue? {
         guard try hasRowTable(table) else { return nil }
-        let text = try String.fetchOne(
-            db, sql: "SELECT \"data\" FROM \(SQLiteLocalStore.rowTable(table)) WHERE \"id\" = ?", arguments: [id.rawValue])
-        return try text.map { try JSONValue(parsing: $0) }
+        let statement = try db.cachedStatement(sql: "SELECT \"data\" FROM \(SQLiteLocalStore.rowTable(table)) WHERE \"id\" = ?")
+        return try String.fetchOne(statement, arguments: [id.rawValue]).map { try JSONValue(parsing: $0) }
+    }
+
+    func containsItem(_ id: ItemID, in table: TableName) throws -> Bool {
+        guard try hasRowTable(table) else { return false }
+        let statement = try db.cachedStatement(sql: "SELECT 1 FROM \(SQLiteLocalStore.rowTable(table)) WHERE \"id\" = ?")
+        return try Bool.fetchOne(statement, arguments: [id.rawValue]) != nil
     }
 
     func items(in table: TableName, matching query: ODataQuery) throws -> [JSONValue] {
@@ -103,11 +108,9 @@ struct SQLiteLocalStoreAccess: LocalStoreWriter {
     }
 
     func lastOperation(for id: ItemID, in table: TableName) throws -> PendingOperation? {
-        try Row.fetchOne(
-            db,
-            sql: "SELECT \(Self.operationColumns) FROM \"sync_operations\" WHERE \"tableName\" = ? AND \"itemID\" = ? ORDER BY \"id\" DESC LIMIT 1",
-            arguments: [table.canonical, id.rawValue]
-        ).map(operation)
+        let statement = try db.cachedStatement(
+            sql: "SELECT \(Self.operationColumns) FROM \"sync_operations\" WHERE \"tableName\" = ? AND \"itemID\" = ? ORDER BY \"id\" DESC LIMIT 1")
+        return try Row.fetchOne(statement, arguments: [table.canonical, id.rawValue]).map(operation)
     }
 
     func itemIDsWithOperations(in table: TableName) throws -> Set<String> {
@@ -124,9 +127,9 @@ struct SQLiteLocalStoreAccess: LocalStoreWriter {
     }
 
     func enqueue(_ kind: OperationKind, itemID: ItemID, in table: TableName, item: JSONValue?) throws -> PendingOperation {
-        try db.execute(
-            sql: "INSERT INTO \"sync_operations\" (\"tableName\", \"itemID\", \"kind\", \"item\") VALUES (?, ?, ?, ?)",
-            arguments: [table.canonical, itemID.rawValue, kind.rawValue, item?.serialized()])
+        try db.cachedStatement(
+            sql: "INSERT INTO \"sync_operations\" (\"tableName\", \"itemID\", \"kind\", \"item\") VALUES (?, ?, ?, ?)"
+        ).execute(arguments: [table.canonical, itemID.rawValue, kind.rawValue, item?.serialized()])
         return PendingOperation(id: db.lastInsertedRowID, table: table, itemID: itemID, kind: kind, item: item)
     }
 

@@ -29,7 +29,7 @@ actor SyncContext {
     // MARK: Local writes
 
     /// Writes items locally and queues their operations, all in one transaction.
-    func write(_ kind: OperationKind, _ items: [JSONValue], in table: TableName) async throws -> [JSONValue] {
+    nonisolated func write(_ kind: OperationKind, _ items: [JSONValue], in table: TableName) async throws -> [JSONValue] {
         try await store.write { writer in
             try items.map { item in try Self.apply(kind, item, in: table, writer: writer) }
         }
@@ -40,11 +40,13 @@ actor SyncContext {
         throws -> JSONValue
     {
         guard let id = item.itemID else { throw ValueError(kind: "item", reason: "it has no valid 'id'") }
-        let existing = try writer.item(id, in: table)
+        // An insert only needs to know whether the row exists; updates and deletes need its content.
+        let existing = kind == .insert ? nil : try writer.item(id, in: table)
+        let exists = kind == .insert ? try writer.containsItem(id, in: table) : existing != nil
         let pending = try writer.lastOperation(for: id, in: table)
         if pending == nil {
-            if kind == .insert, existing != nil { throw LocalWriteError(.alreadyExists, table: table, itemID: id) }
-            if kind != .insert, existing == nil { throw LocalWriteError(.notFound, table: table, itemID: id) }
+            if kind == .insert, exists { throw LocalWriteError(.alreadyExists, table: table, itemID: id) }
+            if kind != .insert, !exists { throw LocalWriteError(.notFound, table: table, itemID: id) }
         }
         let decision = PendingOperationQueue.decide(kind, after: pending)
         if case .reject(let reason) = decision {
@@ -55,7 +57,7 @@ actor SyncContext {
         switch kind {
         case .insert:
             stored = item.removing([.createdAt, .updatedAt, .deleted])
-            if existing == nil { stored = stored.removing([.version]) }
+            if !exists { stored = stored.removing([.version]) }
             try writer.upsert(stored, in: table)
         case .update:
             stored = item.removing([.deleted])
