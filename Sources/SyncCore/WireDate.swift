@@ -43,14 +43,39 @@ public struct WireDate: Hashable, Comparable, Sendable, Codable, CustomStringCon
         let days = seconds.floorDivided(by: 86_400)
         let secondOfDay = Int(seconds.modulo(86_400))
         let (year, month, day) = Self.civil(fromDays: days)
-        var text = ""
-        text.reserveCapacity(24)
-        if year < 0 { text += "-" }
-        text += Self.pad(Int(abs(year)), 4)
-        text += "-" + Self.pad(month, 2) + "-" + Self.pad(day, 2)
-        text += "T" + Self.pad(secondOfDay / 3600, 2) + ":" + Self.pad(secondOfDay / 60 % 60, 2)
-        text += ":" + Self.pad(secondOfDay % 60, 2) + "." + Self.pad(milliseconds, 3) + "Z"
-        return text
+        // Written digit by digit: this runs for every date of every row a server returns.
+        var bytes: [UInt8] = []
+        bytes.reserveCapacity(25)
+        func digits(_ value: Int, _ width: Int) {
+            var divisor = 1
+            for _ in 1..<width { divisor *= 10 }
+            var rest = value
+            if rest >= divisor * 10 {  // a year past 9999: every digit
+                bytes.append(contentsOf: String(value).utf8)
+                return
+            }
+            while divisor > 0 {
+                bytes.append(UInt8(ascii: "0") + UInt8(rest / divisor))
+                rest %= divisor
+                divisor /= 10
+            }
+        }
+        if year < 0 { bytes.append(UInt8(ascii: "-")) }
+        digits(Int(abs(year)), 4)
+        bytes.append(UInt8(ascii: "-"))
+        digits(month, 2)
+        bytes.append(UInt8(ascii: "-"))
+        digits(day, 2)
+        bytes.append(UInt8(ascii: "T"))
+        digits(secondOfDay / 3600, 2)
+        bytes.append(UInt8(ascii: ":"))
+        digits(secondOfDay / 60 % 60, 2)
+        bytes.append(UInt8(ascii: ":"))
+        digits(secondOfDay % 60, 2)
+        bytes.append(UInt8(ascii: "."))
+        digits(milliseconds, 3)
+        bytes.append(UInt8(ascii: "Z"))
+        return String(decoding: bytes, as: UTF8.self)
     }
 
     /// Parses a wire date: `yyyy-MM-ddTHH:mm:ss`, an optional fraction of 1–7 digits, then `Z` or
@@ -152,10 +177,6 @@ public struct WireDate: Hashable, Comparable, Sendable, Codable, CustomStringCon
         }
     }
 
-    private static func pad(_ value: Int, _ width: Int) -> String {
-        let digits = String(value)
-        return digits.count >= width ? digits : String(repeating: "0", count: width - digits.count) + digits
-    }
 }
 
 /// Reads fixed-width ASCII digits and separators from a string.

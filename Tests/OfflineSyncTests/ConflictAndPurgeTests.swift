@@ -143,3 +143,49 @@ import Testing
         }
     }
 }
+
+@Suite struct MoreConflictTests {
+    @Test func aDeleteOfAChangedItemConflictsAndCanBeRetriedOverTheServer() async throws {
+        let workspace = try Workspace()
+        try await LiveServer.run(in: workspace) { url in
+            let (a, b) = try await ConflictTests.makeConflict(url, workspace)
+            _ = try? await b.push()  // B's update conflicts; settle it so that B can delete
+            try await b.resolve(try #require(try await b.operationErrors().first), with: .takeServerItem)
+            // A changes the item again; B deletes its (now stale) copy.
+            var mineA = try #require(try await a.syncTable("TodoItem", of: TodoItem.self).item(id: ItemID("t")))
+            mineA.text = "A again"
+            try await a.syncTable("TodoItem", of: TodoItem.self).update(mineA)
+            try await a.push()
+            try await b.syncTable("TodoItem", of: TodoItem.self).delete(id: ItemID("t"))
+            let error = await #expect(throws: PushError.self) { try await b.push() }
+            let conflict = try #require(error?.result.errors.first)
+            #expect(conflict.operation.kind == .delete)
+            #expect(conflict.status == 412)
+            #expect(conflict.serverItem?["text"] == "A again")
+            try await b.resolve(conflict, with: .keepMine(nil))
+            try await b.push()
+            #expect(try await a.table("TodoItem", of: TodoItem.self).item(id: ItemID("t")) == nil)
+        }
+    }
+
+    @Test func anInsertOfATakenIDConflictsAndCanBecomeAnUpdate() async throws {
+        let workspace = try Workspace()
+        try await LiveServer.run(in: workspace) { url in
+            let a = try await SyncClient.make(url, workspace: workspace, store: "a.sqlite")
+            let b = try await SyncClient.make(url, workspace: workspace, store: "b.sqlite")
+            try await a.syncTable("TodoItem", of: TodoItem.self).insert(TodoItem(id: "same", text: "A's", complete: false))
+            try await a.push()
+            try await b.syncTable("TodoItem", of: TodoItem.self).insert(TodoItem(id: "same", text: "B's", complete: true))
+            let error = await #expect(throws: PushError.self) { try await b.push() }
+            let conflict = try #require(error?.result.errors.first)
+            #expect(conflict.operation.kind == .insert)
+            #expect(conflict.status == 409)
+            #expect(conflict.serverItem?["text"] == "A's")
+            try await b.resolve(conflict, with: .changeKind(.update, nil))
+            try await b.push()
+            let server = try await a.table("TodoItem", of: TodoItem.self).item(id: ItemID("same"))
+            #expect(server?.text == "B's")
+            #expect(server?.complete == true)
+        }
+    }
+}

@@ -71,3 +71,17 @@ import Testing
         }
     }
 }
+
+@Suite struct ServerPageTests {
+    @Test func theClientFollowsAServersSmallerPage() async throws {
+        let workspace = try Workspace()
+        let transport = CountingTransport()
+        try await LiveServer.run(in: workspace) { url in  // the server's TodoItem pages hold 50 rows
+            try await PullTests.seed(url, workspace, count: 120)
+            let client = try await SyncClient.make(url, workspace: workspace) { $0.transport = transport }  // asks for 1000
+            let summary = try await client.syncTable("TodoItem", of: TodoItem.self).pull(queryID: "all")
+            #expect(summary.appliedCount == 120)
+            #expect(transport.requests.count == 3)  // 50 + Link, 50 + Link, 20 without a Link
+        }
+    }
+}
