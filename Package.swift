@@ -113,6 +113,11 @@ let package = Package(
             swiftSettings: swiftSettings
         ),
         .testTarget(
+            name: "EndToEndTests",
+            dependencies: ["SyncCore", "todo", "sync-server"],
+            swiftSettings: swiftSettings
+        ),
+        .testTarget(
             name: "SyncServerTests",
             dependencies: [
                 "SyncServer",

@@ -1,5 +1,121 @@
+import ArgumentParser
 import Foundation
+import OfflineSync
 
-// The sample app arrives with issue 5; until then this says so instead of pretending to work.
-FileHandle.standardError.write(Data("todo: not built yet; the sample app arrives with issues 4 and 5.\n".utf8))
-exit(1)
+/// `todo`: the offline to-do list of the tutorial, in a terminal.
+@main
+struct TodoCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "todo",
+        abstract: "An offline to-do list that syncs with sync-server.",
+        discussion: """
+            Every command but sync, push and pull works offline, on the local store alone.
+            With no command in a terminal, todo starts an interactive prompt.
+            """,
+        subcommands: [
+            Add.self, List.self, Complete.self, Reopen.self, Edit.self, Delete.self, Sync.self, Push.self, Pull.self,
+            Pending.self, Conflicts.self, Resolve.self, Purge.self, Status.self,
+        ])
+
+    @OptionGroup var options: GlobalOptions
+
+    func run() async throws {
+        guard isatty(STDIN_FILENO) != 0 else { throw CleanExit.helpRequest(self) }
+        try await Interactive(options: options).run()
+    }
+}
+
+/// Runs a command body, printing a ``TodoError`` as one line with its exit code.
+func perform(_ options: GlobalOptions, _ body: (TodoApp) async throws -> Void) async throws {
+    do {
+        try await body(try await options.open())
+    } catch let error as TodoError {
+        FileHandle.standardError.write(Data("todo: \(error.description)\n".utf8))
+        throw ExitCode(error.exitCode)
+    } catch let error as LocalWriteError {
+        FileHandle.standardError.write(Data("todo: \(error.description)\n".utf8))
+        throw ExitCode(1)
+    }
+}
+
+struct Add: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(abstract: "Add an item.")
+    @OptionGroup var options: GlobalOptions
+    @Argument(help: "The item's text.") var text: [String]
+
+    func run() async throws {
+        let text = self.text.joined(separator: " ")
+        guard !text.trimmingCharacters(in: .whitespaces).isEmpty else { throw ValidationError("Give the item's text") }
+        try await perform(options) { app in
+            let item = try await app.items.insert(TodoItem(id: UUID().uuidString.lowercased(), text: text, complete: false))
+            print("Added \(TodoApp.short(item.id))  \(item.text)")
+        }
+    }
+}
+
+struct List: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(abstract: "List open items (--all: completed ones too).")
+    @OptionGroup var options: GlobalOptions
+    @Flag(help: "Include completed items.") var all = false
+    @Flag(help: "Print JSON.") var json = false
+
+    func run() async throws {
+        try await perform(options) { app in
+            var query = ODataQuery().orderBy("text")
+            if !all { query = query.filter(QueryExpression.field("complete") == false) }
+            let items = try await app.items.items(matching: query)
+            if json { return Output.json(.array(items.map(Output.itemJSON))) }
+            if items.isEmpty { return print(all ? "No items." : "No open items.") }
+            for item in items { print("\(TodoApp.short(item.id))  \(item.complete ? "✓" : " ")  \(item.text)") }
+        }
+    }
+}
+
+/// Changes one item found by id prefix.
+func change(_ options: GlobalOptions, _ id: String, _ verb: String, _ edit: @escaping (inout TodoItem) -> Void) async throws {
+    try await perform(options) { app in
+        var item = try await app.item(matching: id)
+        edit(&item)
+        try await app.items.update(item)
+        print("\(verb) \(TodoApp.short(item.id))  \(item.text)")
+    }
+}
+
+struct Complete: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(abstract: "Mark an item done.")
+    @OptionGroup var options: GlobalOptions
+    @Argument(help: "The item's id, or any unique prefix of it.") var id: String
+    func run() async throws { try await change(options, id, "Completed") { $0.complete = true } }
+}
+
+struct Reopen: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(abstract: "Mark an item not done.")
+    @OptionGroup var options: GlobalOptions
+    @Argument(help: "The item's id, or any unique prefix of it.") var id: String
+    func run() async throws { try await change(options, id, "Reopened") { $0.complete = false } }
+}
+
+struct Edit: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(abstract: "Change an item's text.")
+    @OptionGroup var options: GlobalOptions
+    @Argument(help: "The item's id, or any unique prefix of it.") var id: String
+    @Argument(help: "The new text.") var text: [String]
+    func run() async throws {
+        let text = self.text.joined(separator: " ")
+        guard !text.isEmpty else { throw ValidationError("Give the new text") }
+        try await change(options, id, "Edited") { $0.text = text }
+    }
+}
+
+struct Delete: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(abstract: "Delete an item.")
+    @OptionGroup var options: GlobalOptions
+    @Argument(help: "The item's id, or any unique prefix of it.") var id: String
+    func run() async throws {
+        try await perform(options) { app in
+            let item = try await app.item(matching: id)
+            try await app.items.delete(item)
+            print("Deleted \(TodoApp.short(item.id))  \(item.text)")
+        }
+    }
+}

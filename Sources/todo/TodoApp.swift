@@ -1,0 +1,113 @@
+import ArgumentParser
+import Foundation
+import OfflineSync
+
+/// The tutorial's item.
+struct TodoItem: Codable, Sendable {
+    var id: String
+    var text: String
+    var complete: Bool
+    var version: String?
+    var updatedAt: Date?
+}
+
+/// Where the app keeps its data and which server it syncs with: options, else environment, else defaults.
+struct GlobalOptions: ParsableArguments {
+    @Option(help: "The local store file (default: $TODO_STORE, else ~/.todo/todo.sqlite).")
+    var store: String?
+
+    @Option(help: "The server (default: $TODO_URL, else http://127.0.0.1:8080).")
+    var url: String?
+
+    var storePath: String {
+        let path = store ?? ProcessInfo.processInfo.environment["TODO_STORE"] ?? "~/.todo/todo.sqlite"
+        return (path as NSString).expandingTildeInPath
+    }
+
+    var serverURL: String {
+        url ?? ProcessInfo.processInfo.environment["TODO_URL"] ?? "http://127.0.0.1:8080"
+    }
+
+    /// Opens the store (creating its folder) and a client for the server.
+    func open() async throws -> TodoApp {
+        guard let server = URL(string: serverURL), server.scheme != nil, server.host != nil else {
+            throw ValidationError("--url must be an http URL such as http://127.0.0.1:8080")
+        }
+        let folder = (storePath as NSString).deletingLastPathComponent
+        if !folder.isEmpty { try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true) }
+        var configuration = SyncClient.Configuration()
+        configuration.requestTimeout = .seconds(10)
+        configuration.pullRetryLimit = 1
+        let client = try await SyncClient(url: server, store: try SQLiteLocalStore(path: storePath), configuration: configuration)
+        return TodoApp(client: client, storePath: storePath, serverURL: serverURL)
+    }
+}
+
+/// The app's work on top of the public OfflineSync API.
+struct TodoApp {
+    let client: SyncClient
+    let storePath: String
+    let serverURL: String
+    static let queryID: QueryID = "allTodoItems"
+    static let lastSyncKey = "todo.lastSync"
+
+    var items: SyncTable<TodoItem> { client.syncTable("TodoItem", of: TodoItem.self) }
+
+    /// The item whose id starts with `prefix` (any case); an error when none or several do.
+    func item(matching prefix: String) async throws -> TodoItem {
+        let lowered = prefix.lowercased()
+        let matches = try await items.items().filter { $0.id.lowercased().hasPrefix(lowered) }
+        guard !matches.isEmpty else { throw TodoError("No item with an id starting with '\(prefix)'") }
+        guard matches.count == 1 else {
+            throw TodoError("'\(prefix)' matches \(matches.count) items (\(matches.map { Self.short($0.id) }.joined(separator: ", "))); give more of the id")
+        }
+        return matches[0]
+    }
+
+    static func short(_ id: String) -> String { String(id.prefix(8)) }
+
+    func lastSync() async throws -> String? {
+        try await client.store.read { try $0.setting(Self.lastSyncKey) }
+    }
+
+    func recordSync() async throws {
+        let now = WireDate(Date()).description
+        try await client.store.write { try $0.setSetting(now, for: Self.lastSyncKey) }
+    }
+
+    /// The one-line message for a server that cannot be reached; nothing is lost.
+    func unreachable() async throws -> TodoError {
+        let pending = try await client.pendingOperations().count
+        return TodoError(
+            "Server unreachable at \(serverURL) — your \(pending) change\(pending == 1 ? "" : "s") "
+                + "\(pending == 1 ? "is" : "are") kept and will be sent on the next sync", exitCode: 2)
+    }
+}
+
+/// A failure the user can act on: printed as one line, with an exit code (2: server unreachable).
+struct TodoError: Error, CustomStringConvertible {
+    let description: String
+    let exitCode: Int32
+
+    init(_ description: String, exitCode: Int32 = 1) {
+        self.description = description
+        self.exitCode = exitCode
+    }
+}
+
+/// Prints JSON for scripts.
+enum Output {
+    static func json(_ value: JSONValue) {
+        print(value.serialized())
+    }
+
+    static func itemJSON(_ item: TodoItem) -> JSONValue {
+        [
+            "id": .string(item.id), "text": .string(item.text), "complete": .bool(item.complete),
+            "updatedAt": item.updatedAt.map { .string(WireDate($0).description) } ?? .null,
+            "version": item.version.map(JSONValue.string) ?? .null,
+        ]
+    }
+
+    static var isTerminal: Bool { isatty(STDOUT_FILENO) != 0 }
+}

@@ -1,0 +1,102 @@
+import Foundation
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// The executables this package builds, next to the test binary.
+enum Products {
+    static var directory: URL {
+        URL(fileURLWithPath: CommandLine.arguments[0]).resolvingSymlinksInPath().deletingLastPathComponent()
+    }
+
+    static func path(_ name: String) -> String { directory.appendingPathComponent(name).path }
+}
+
+/// What a finished command printed.
+struct CommandResult: Sendable {
+    let status: Int32
+    let output: String
+    let error: String
+}
+
+/// Runs a product to completion (bounded by `timeout`), as a person would in a shell.
+func runProduct(_ name: String, _ arguments: [String], environment: [String: String], timeout: TimeInterval = 30)
+    throws -> CommandResult
+{
+    let process = Process()
+    process.executableURL = URL(fileURLWithPath: Products.path(name))
+    process.arguments = arguments
+    process.environment = ProcessInfo.processInfo.environment.merging(environment) { _, new in new }
+    let output = Pipe()
+    let error = Pipe()
+    process.standardOutput = output
+    process.standardError = error
+    process.standardInput = FileHandle.nullDevice
+    try process.run()
+    let deadline = Date().addingTimeInterval(timeout)
+    while process.isRunning, Date() < deadline { usleep(10_000) }
+    if process.isRunning { process.terminate() }
+    process.waitUntilExit()
+    return CommandResult(
+        status: process.terminationStatus,
+        output: String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self),
+        error: String(decoding: error.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self))
+}
+
+/// A `sync-server` process on 127.0.0.1.
+final class ServerProcess {
+    private let process = Process()
+
+    /// Starts the server on `port` and waits (up to 20 s) for its `listening on` line.
+    init(port: Int, database: String) throws {
+        process.executableURL = URL(fileURLWithPath: Products.path("sync-server"))
+        process.arguments = ["--port", String(port), "--database", "sqlite:\(database)", "--log-level", "warning"]
+        let output = Pipe()
+        process.standardOutput = output
+        process.standardError = FileHandle.nullDevice
+        try process.run()
+        var seen = ""
+        let deadline = Date().addingTimeInterval(20)
+        while !seen.contains("listening on"), Date() < deadline, process.isRunning {
+            seen += String(decoding: output.fileHandleForReading.availableData, as: UTF8.self)
+        }
+        guard seen.contains("listening on http://127.0.0.1:\(port)") else {
+            stop()
+            throw E2EError("sync-server did not start: \(seen)")
+        }
+    }
+
+    /// Stops the server with SIGTERM and waits for it.
+    func stop() {
+        if process.isRunning { process.terminate() }
+        process.waitUntilExit()
+    }
+
+    deinit { stop() }
+}
+
+struct E2EError: Error, CustomStringConvertible {
+    let description: String
+    init(_ description: String) { self.description = description }
+}
+
+/// A port on 127.0.0.1 that nothing listens on right now.
+func freePort() throws -> Int {
+    let socket = Glibc.socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+    guard socket >= 0 else { throw E2EError("no socket") }
+    defer { close(socket) }
+    var address = sockaddr_in()
+    address.sin_family = sa_family_t(AF_INET)
+    address.sin_port = 0
+    address.sin_addr.s_addr = inet_addr("127.0.0.1")
+    var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+    let bound = withUnsafePointer(to: &address) {
+        $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(socket, $0, length) }
+    }
+    guard bound == 0 else { throw E2EError("bind failed") }
+    let named = withUnsafeMutablePointer(to: &address) {
+        $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(socket, $0, &length) }
+    }
+    guard named == 0 else { throw E2EError("getsockname failed") }
+    return Int(UInt16(bigEndian: address.sin_port))
+}

@@ -1,0 +1,96 @@
+import Foundation
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+import SyncCore
+import Testing
+
+/// The tutorial's story with the real `todo` and `sync-server` processes, two devices (two stores).
+@Suite(.serialized) struct TutorialStoryTests {
+    struct Device {
+        let environment: [String: String]
+
+        func run(_ arguments: String...) throws -> CommandResult {
+            try runProduct("todo", arguments, environment: environment)
+        }
+
+        /// `todo list --all --json`, as id → (text, complete).
+        func items() throws -> [String: String] {
+            let result = try run("list", "--all", "--json")
+            guard result.status == 0 else { throw E2EError("list failed: \(result.error)") }
+            let items = try JSONValue(parsing: result.output).arrayValue ?? []
+            return Dictionary(uniqueKeysWithValues: items.map {
+                ($0["id"]?.stringValue ?? "", "\($0["text"]?.stringValue ?? "")|\($0["complete"]?.boolValue ?? false)")
+            })
+        }
+    }
+
+    static func serverItems(_ port: Int) async throws -> [String: String] {
+        var request = URLRequest(url: URL(string: "http://127.0.0.1:\(port)/tables/TodoItem?$top=1000")!)
+        request.setValue("2.0.0", forHTTPHeaderField: "ZUMO-API-VERSION")
+        let (data, _) = try await URLSession.shared.data(for: request)
+        let items = try JSONValue(parsing: data).arrayValue ?? []
+        return Dictionary(uniqueKeysWithValues: items.map {
+            ($0["id"]?.stringValue ?? "", "\($0["text"]?.stringValue ?? "")|\($0["complete"]?.boolValue ?? false)")
+        })
+    }
+
+    @Test(.timeLimit(.minutes(2)))
+    func theOfflineStoryEndsWithBothDevicesAndTheServerInAgreement() async throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("todo-e2e-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let port = try freePort()
+        let url = "http://127.0.0.1:\(port)"
+        let a = Device(environment: ["TODO_STORE": directory.appendingPathComponent("a/todo.sqlite").path, "TODO_URL": url])
+        let b = Device(environment: ["TODO_STORE": directory.appendingPathComponent("b/todo.sqlite").path, "TODO_URL": url])
+
+        // The server is down: device A adds three items and completes one.
+        for text in ["Buy milk", "Walk the dog", "Call mom"] { #expect(try a.run("add", text).status == 0) }
+        let walk = try #require(try a.items().first { $0.value.hasPrefix("Walk the dog") }?.key)
+        #expect(try a.run("complete", String(walk.prefix(6))).status == 0)
+        let offline = try a.run("sync")
+        #expect(offline.status == 2)
+        #expect(offline.error.contains("Server unreachable at \(url) — your 3 changes are kept and will be sent on the next sync"))
+
+        // A new process (a restart): the items are still there.
+        #expect(try a.items().count == 3)
+        #expect(try a.items()[walk] == "Walk the dog|true")
+
+        // The server comes up: it has none of them until A syncs.
+        let server = try ServerProcess(port: port, database: directory.appendingPathComponent("server.sqlite").path)
+        defer { server.stop() }
+        #expect(try await Self.serverItems(port).isEmpty)
+        #expect(try a.run("sync").status == 0)
+        #expect(try await Self.serverItems(port) == (try a.items()))
+
+        // Device B syncs and sees them.
+        #expect(try b.run("sync").status == 0)
+        #expect(try b.items() == (try a.items()))
+
+        // Both edit the same item offline; A syncs first, so B meets a conflict.
+        let milk = try #require(try a.items().first { $0.value.hasPrefix("Buy milk") }?.key)
+        #expect(try a.run("edit", String(milk.prefix(8)), "Buy oat milk").status == 0)
+        #expect(try b.run("edit", String(milk.prefix(8)), "Buy almond milk").status == 0)
+        #expect(try a.run("sync").status == 0)
+        let conflicted = try b.run("sync")
+        #expect(conflicted.status == 1)
+        #expect(conflicted.error.contains("conflict"))
+        let conflicts = try JSONValue(parsing: try b.run("conflicts", "--json").output).arrayValue ?? []
+        #expect(conflicts.count == 1)
+        #expect(conflicts.first?["mine"]?["text"] == "Buy almond milk")
+        #expect(conflicts.first?["server"]?["text"] == "Buy oat milk")
+        let sideBySide = try b.run("conflicts").output
+        #expect(sideBySide.contains("mine:   [ ] Buy almond milk") && sideBySide.contains("server: [ ] Buy oat milk"))
+
+        // B takes the server's version; everyone agrees.
+        #expect(try b.run("resolve", String(milk.prefix(8)), "--take-server").status == 0)
+        #expect(try b.run("sync").status == 0)
+        #expect(try a.run("sync").status == 0)
+        let truth = try await Self.serverItems(port)
+        #expect(truth[milk] == "Buy oat milk|false")
+        #expect(try a.items() == truth)
+        #expect(try b.items() == truth)
+        #expect(try JSONValue(parsing: try b.run("status", "--json").output)["pending"] == 0)
+    }
+}
