@@ -6,6 +6,10 @@ import SyncCore
 enum LocalQueryTranslation {
     static let translator = SQLTranslator(dialect: .sqlite) { field in
         if field == SystemProperty.id.rawValue { return SQLColumn(name: "id", type: .string, isNullable: false) }
+        // updatedAt has its own indexed column (the wire string, which sorts as the instant does).
+        if field == SystemProperty.updatedAt.rawValue {
+            return SQLColumn(name: "updatedAt", type: .dynamic, expression: "\"updatedAt\"")
+        }
         // Only plain identifiers reach the JSON path: nothing from the field name is spliced otherwise.
         guard SQLDialect.sqlite.quotedIdentifier(field) != nil else { return nil }
         return SQLColumn(name: field, type: .dynamic, expression: "json_extract(\"data\", '$.\(field)')")
