@@ -55,12 +55,16 @@ struct Cases {
     func pulls(rows: Int) async throws -> [BenchResult] {
         let serverPath = path("server")
         try await BenchServer.seed(path: serverPath, rows: rows)
-        return try await BenchServer.run(path: serverPath) { server in
+        return try await BenchServer.run(path: serverPath) { [self] server in
             var ours: [Double] = []
             var reference: [Double] = []
             var noop: [Double] = []
             var roundTrip: [Double] = []
             var noopRequests = 0
+            var incremental: [Double] = []
+            var incrementalReference: [Double] = []
+            var localQuery: [Double] = []
+            var localQueryReference: [Double] = []
             for _ in 0..<repetitions {
                 let client = try await SyncClient(url: server.url, store: try SQLiteLocalStore(path: path("pull")))
                 let table = client.syncTable("TodoItem", of: BenchItem.self)
@@ -73,12 +77,36 @@ struct Cases {
                 let prepared = Self.rawRows(rows)
                 reference.append(Double(rows) / (try await Measure.seconds { try await rawInsert(prepared) }))
                 roundTrip.append(try await Measure.seconds { try await httpRoundTrip(server.url) } * 1000)
+                // pull.incremental: 10 rows change on the server, then the same client pulls.
+                let remote = client.table("TodoItem", of: BenchItem.self)
+                for index in stride(from: 0, to: rows, by: max(rows / 10, 1)).prefix(10) {
+                    let id = String(format: "item-%07d", index)
+                    guard var item = try await remote.item(id: try ItemID(id)) else { throw BenchError("missing \(id)") }
+                    item.text += " (changed)"
+                    try await remote.update(item)
+                }
+                var changed: PullSummary?
+                incremental.append(try await Measure.seconds { changed = try await table.pull(queryID: "all") } * 1000)
+                guard changed?.appliedCount == 10 else { throw BenchError("pull.incremental applied \(changed?.appliedCount ?? 0) of 10") }
+                incrementalReference.append(try await cursorQuery(serverPath) + (try await Measure.seconds { try await httpRoundTrip(server.url) }) * 1000)
+                // local.query: one indexed page of 50 decoded items from the pulled store.
+                let middle = try Self.require(try await table.items(matching: ODataQuery().orderBy("updatedAt").skip(rows / 2).top(1)).first)
+                let query = ODataQuery().filter(QueryExpression.field("id") > middle.id).orderBy("id").top(50)
+                let queries = quick ? 200 : 1000
+                localQuery.append(try await Measure.seconds {
+                    for _ in 0..<queries { guard try await table.items(matching: query).count == 50 else { throw BenchError("short page") } }
+                } / Double(queries) * 1_000_000)
+                localQueryReference.append(try await rawQuery(rows: rows, after: middle.id, times: queries))
             }
             return [
                 BenchResult(name: "pull.initial", ours: Measure.median(ours), reference: Measure.median(reference),
                             unit: "rows/s", higherIsBetter: true, n: rows),
                 BenchResult(name: "pull.noop", ours: Measure.median(noop), reference: Measure.median(roundTrip),
                             unit: "ms", higherIsBetter: false, n: noopRequests),
+                BenchResult(name: "pull.incremental", ours: Measure.median(incremental), reference: Measure.median(incrementalReference),
+                            unit: "ms", higherIsBetter: false, n: 10),
+                BenchResult(name: "local.query", ours: Measure.median(localQuery), reference: Measure.median(localQueryReference),
+                            unit: "µs", higherIsBetter: false, n: 50),
             ]
         }
     }
@@ -104,9 +132,49 @@ struct Cases {
         }
     }
 
+    /// One indexed cursor page query on the server's file, in milliseconds.
+    private func cursorQuery(_ serverPath: String) async throws -> Double {
+        let database = try DatabaseQueue(path: serverPath)
+        return try await Measure.seconds {
+            _ = try await database.read { db in
+                try Row.fetchAll(db, sql: """
+                    SELECT * FROM todoitem WHERE ("updatedAt", "id") > (?, ?) ORDER BY "updatedAt", "id" LIMIT 1000
+                    """, arguments: [1_700_000_000_000 + 1, "item-0000001"]).count
+            }
+        } * 1000
+    }
+
+    /// The same page from a plain GRDB table with real columns, decoded row by row: µs per query.
+    private func rawQuery(rows: Int, after id: String, times: Int) async throws -> Double {
+        let database = try DatabasePool(path: path("rawquery"))
+        try await database.write { db in
+            try db.execute(sql: "CREATE TABLE t (id TEXT PRIMARY KEY NOT NULL, text TEXT NOT NULL, complete INTEGER NOT NULL)")
+            let statement = try db.makeStatement(sql: "INSERT INTO t VALUES (?, ?, ?)")
+            for index in 0..<rows {
+                try statement.execute(arguments: [String(format: "item-%07d", index), "Task number \(index)", index % 2 == 0])
+            }
+        }
+        return try await Measure.seconds {
+            for _ in 0..<times {
+                let items = try await database.read { db in
+                    try Row.fetchAll(db, sql: "SELECT id, text, complete FROM t WHERE id > ? ORDER BY id LIMIT 50", arguments: [id])
+                        .map { BenchItem(id: $0["id"], text: $0["text"], complete: $0["complete"]) }
+                }
+                guard items.count == 50 else { throw BenchError("short raw page") }
+            }
+        } / Double(times) * 1_000_000
+    }
+
     private func httpRoundTrip(_ url: URL) async throws {
         let (_, response) = try await URLSession.shared.data(from: url.appendingPathComponent("health"))
         guard (response as? HTTPURLResponse)?.statusCode == 200 else { throw BenchError("health check failed") }
+    }
+}
+
+extension Cases {
+    static func require<T>(_ value: T?) throws -> T {
+        guard let value else { throw BenchError("an expected row is missing") }
+        return value
     }
 }
 

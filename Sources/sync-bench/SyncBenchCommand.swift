@@ -15,8 +15,10 @@ struct SyncBenchCommand: AsyncParsableCommand {
     @Option(help: "Also write the results as JSON to this file.")
     var json: String?
 
-    @Option(help: "Run only this case (local.insert, pull.initial, pull.noop).")
+    @Option(help: "Run only this case (local.insert, local.query, pull.initial, pull.incremental, pull.noop, push.sequential, server.page, memory.pull).")
     var only: String?
+
+    @Option(help: .hidden) var memoryChild: String?
 
     @Option(help: "Rows for the pull cases (default 100000; 20000 with --quick).")
     var rows: Int?
@@ -28,13 +30,20 @@ struct SyncBenchCommand: AsyncParsableCommand {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("sync-bench-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: directory) }
+        let rows = self.rows ?? (quick ? 20_000 : 100_000)
+        if let memoryChild, let url = URL(string: memoryChild) {
+            return try await Cases.memoryChild(url: url, rows: rows, directory: directory)
+        }
         let cases = Cases(directory: directory, repetitions: max(repetitions, 1), quick: quick)
         var results: [BenchResult] = []
         func wanted(_ names: String...) -> Bool { only.map { names.contains($0) } ?? true }
         if wanted("local.insert") { results.append(try await cases.localInsert()) }
-        if wanted("pull.initial", "pull.noop") {
-            results += try await cases.pulls(rows: rows ?? (quick ? 20_000 : 100_000)).filter { wanted($0.name) }
+        if wanted("pull.initial", "pull.noop", "pull.incremental", "local.query") {
+            results += try await cases.pulls(rows: rows).filter { wanted($0.name) }
         }
+        if wanted("push.sequential") { results.append(try await cases.pushSequential()) }
+        if wanted("server.page") { results.append(try await cases.serverPage(rows: rows)) }
+        if wanted("memory.pull") { results.append(try await cases.memoryPull(rows: rows)) }
         print(Self.table(results))
         if let json {
             let machine: JSONValue = [

@@ -1,0 +1,43 @@
+import Foundation
+import OfflineSync
+
+extension Cases {
+    /// `memory.pull`: the peak resident memory of a separate client process that pulls N rows.
+    func memoryPull(rows: Int) async throws -> BenchResult {
+        let serverPath = path("memory")
+        try await BenchServer.seed(path: serverPath, rows: rows)
+        let megabytes = try await BenchServer.run(path: serverPath) { server in
+            let process = Process()
+            process.executableURL = URL(fileURLWithPath: CommandLine.arguments[0])
+            process.arguments = ["--memory-child", server.url.absoluteString, "--rows", String(rows)]
+            let output = Pipe()
+            process.standardOutput = output
+            try process.run()
+            let data = output.fileHandleForReading.readDataToEndOfFile()
+            process.waitUntilExit()
+            guard process.terminationStatus == 0,
+                let value = Double(String(decoding: data, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines))
+            else { throw BenchError("the memory child failed") }
+            return value
+        }
+        return BenchResult(name: "memory.pull", ours: megabytes, reference: nil, unit: "MB", higherIsBetter: false, n: rows)
+    }
+
+    /// In the child: pull every row into a fresh store, then print the peak RSS in MB.
+    static func memoryChild(url: URL, rows: Int, directory: URL) async throws {
+        let store = try SQLiteLocalStore(path: directory.appendingPathComponent("child-\(UUID().uuidString).sqlite").path)
+        let client = try await SyncClient(url: url, store: store)
+        let summary = try await client.syncTable("TodoItem", of: BenchItem.self).pull(queryID: "all")
+        guard summary.appliedCount == rows else { throw BenchError("memory child pulled \(summary.appliedCount) of \(rows)") }
+        print(String(format: "%.1f", peakResidentMegabytes()))
+    }
+
+    /// VmHWM from /proc/self/status (Linux), in MB; 0 where it is not available.
+    static func peakResidentMegabytes() -> Double {
+        guard let status = try? String(contentsOfFile: "/proc/self/status", encoding: .utf8),
+            let line = status.split(separator: "\n").first(where: { $0.hasPrefix("VmHWM:") }),
+            let kilobytes = Double(line.split(separator: " ").dropFirst().first ?? "")
+        else { return 0 }
+        return kilobytes / 1024
+    }
+}
