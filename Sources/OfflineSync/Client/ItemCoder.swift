@@ -14,16 +14,6 @@ enum ItemCoder {
     }
 
     static func item<Item: Decodable>(_ value: JSONValue, as type: Item.Type) throws -> Item {
-        if let item = value as? Item { return item }
-        let decoder = JSONDecoder()
-        decoder.dateDecodingStrategy = .custom { decoder in
-            let container = try decoder.singleValueContainer()
-            let text = try container.decode(String.self)
-            guard let date = WireDate(parsing: text) else {
-                throw DecodingError.dataCorruptedError(in: container, debugDescription: "Not a date: \(text)")
-            }
-            return date.date
-        }
-        return try decoder.decode(Item.self, from: value.serializedData())
+        try JSONValueDecoder.decode(Item.self, from: value)
     }
 }
