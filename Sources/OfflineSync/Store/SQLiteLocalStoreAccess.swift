@@ -49,7 +49,8 @@ struct SQLiteLocalStoreAccess: LocalStoreWriter {
             values.append(.int(Int64(query.top ?? -1)))
             values.append(.int(Int64(query.skip ?? 0)))
         }
-        let texts = try String.fetchCursor(db, sql: sql, arguments: LocalQueryTranslation.arguments(values))
+        // Cached: an app runs the same few query shapes again and again.
+        let texts = try String.fetchCursor(db.cachedStatement(sql: sql), arguments: LocalQueryTranslation.arguments(values))
         var items: [JSONValue] = []
         while let text = try texts.next() { items.append(try JSONValue(parsing: text)) }
         return items

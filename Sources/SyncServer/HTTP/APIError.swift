@@ -41,6 +41,13 @@ enum JSONResponse {
         return Response(status: status, headers: headers, body: .init(byteBuffer: ByteBuffer(bytes: bytes)))
     }
 
+    /// A response whose body is JSON already written.
+    static func make(_ status: HTTPResponse.Status, bytes: [UInt8]) -> Response {
+        Response(
+            status: status, headers: [.contentType: "application/json; charset=utf-8", .cacheControl: "no-cache"],
+            body: .init(byteBuffer: ByteBuffer(bytes: bytes)))
+    }
+
     /// A single item, with its version as the `ETag`.
     static func item(_ status: HTTPResponse.Status, _ item: JSONValue, location: String? = nil) -> Response {
         make(status, item, eTag: item.version, location: location)

@@ -33,15 +33,14 @@ struct TableController: Sendable {
         let limit = min(query.top ?? configuration.pageSize, configuration.pageSize)
         let page = try await perform { try await store.query(schema.name, query, limit: limit) }
         Counter(label: MetricLabel.rowsReturned, dimensions: [(MetricLabel.table, schema.name.canonical)])
-            .increment(by: page.items.count)
-        var response: Response
+            .increment(by: page.itemCount)
+        var body = page.itemsJSON
         if let total = page.totalCount {
-            response = JSONResponse.make(.ok, ["results": .array(page.items), "count": .int(Int64(total))])
-        } else {
-            response = JSONResponse.make(.ok, .array(page.items))
+            body = Array(#"{"count":\#(total),"results":"#.utf8) + body + [UInt8(ascii: "}")]
         }
-        if page.hasMore, query.top.map({ $0 > page.items.count }) ?? true {
-            response.headers[HTTPField.Name("Link")!] = nextLink(request, query: query, returned: page.items.count) + "; rel=next"
+        var response = JSONResponse.make(.ok, bytes: body)
+        if page.hasMore, query.top.map({ $0 > page.itemCount }) ?? true {
+            response.headers[HTTPField.Name("Link")!] = nextLink(request, query: query, returned: page.itemCount) + "; rel=next"
         }
         return response
     }

@@ -11,19 +11,27 @@ extension SQLiteTableStore {
         let rowsSQL = "SELECT \(Self.columnList(schema)) FROM \(name) WHERE \(whereSQL) ORDER BY \(orderBy.render(for: .sqlite).sql) LIMIT ? OFFSET ?"
         let rowsArguments = Self.arguments(whereArguments + [.int(Int64(limit) + 1), .int(Int64(query.skip ?? 0))])
         return try await read { db in
-            var items: [JSONValue] = []
-            let rows = try Row.fetchCursor(db, sql: rowsSQL, arguments: rowsArguments)
+            var json: [UInt8] = [UInt8(ascii: "[")]
+            json.reserveCapacity(256 * min(limit, 1000))
+            var count = 0
+            var hasMore = false
+            let rows = try Row.fetchCursor(db.cachedStatement(sql: rowsSQL), arguments: rowsArguments)
             while let row = try rows.next() {
-                items.append(Self.item(from: row, schema: schema, select: select))
+                if count == limit {
+                    hasMore = true
+                    break
+                }
+                if count > 0 { json.append(UInt8(ascii: ",")) }
+                Self.writeItem(row, schema: schema, select: select, to: &json)
+                count += 1
             }
-            let hasMore = items.count > limit
-            if hasMore { items.removeLast() }
+            json.append(UInt8(ascii: "]"))
             var total: Int?
             if query.includeTotalCount {
                 total = try Int.fetchOne(
                     db, sql: "SELECT COUNT(*) FROM \(name) WHERE \(whereSQL)", arguments: Self.arguments(whereArguments))
             }
-            return QueryPage(items: items, hasMore: hasMore, totalCount: total)
+            return QueryPage(itemsJSON: json, itemCount: count, hasMore: hasMore, totalCount: total)
         }
     }
 
@@ -44,8 +52,9 @@ extension SQLiteTableStore {
 
     /// The columns to read, named one by one: a cached `SELECT *` statement would keep the column
     /// list it was prepared with after a dynamic schema adds a column.
+    /// Columns come in name order, so that rows can be written as JSON objects with sorted keys.
     static func columnList(_ schema: TableSchema) -> String {
-        (["id", "createdAt", "updatedAt", "version", "deleted"] + schema.columns.keys.sorted()).map(quoted)
+        (["id", "createdAt", "updatedAt", "version", "deleted"] + schema.columns.keys).sorted().map(quoted)
             .joined(separator: ", ")
     }
 

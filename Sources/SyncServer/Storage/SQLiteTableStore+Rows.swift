@@ -23,6 +23,32 @@ extension SQLiteTableStore {
         return .object(members)
     }
 
+    /// Writes a row as a JSON object (keys in the row's column order, which ``columnList(_:)`` sorts).
+    static func writeItem(_ row: Row, schema: TableSchema, select: Set<String>?, to json: inout [UInt8]) {
+        json.append(UInt8(ascii: "{"))
+        var first = true
+        for (column, value) in row {
+            let member: JSONValue
+            switch column {
+            case "id", "version":
+                member = String.fromDatabaseValue(value).map(JSONValue.string) ?? .null
+            case "createdAt", "updatedAt":
+                member = Int64.fromDatabaseValue(value).map { .string(WireDate(millisecondsSince1970: $0).description) } ?? .null
+            case "deleted":
+                member = .bool((Int64.fromDatabaseValue(value) ?? 0) != 0)
+            default:
+                if let select, !select.contains(column) { continue }
+                member = Self.json(value, type: schema.columns[column])
+            }
+            if !first { json.append(UInt8(ascii: ",")) }
+            first = false
+            JSONValue.string(column).write(to: &json)
+            json.append(UInt8(ascii: ":"))
+            member.write(to: &json)
+        }
+        json.append(UInt8(ascii: "}"))
+    }
+
     /// A stored value as JSON, by the column's type (or by its storage when the type is unknown).
     static func json(_ value: DatabaseValue, type: SQLColumnType?) -> JSONValue {
         switch (value.storage, type) {

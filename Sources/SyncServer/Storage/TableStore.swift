@@ -88,10 +88,13 @@ public protocol TableStore: Sendable {
     func undelete(_ id: ItemID, in table: TableName, precondition: Precondition?) async throws -> JSONValue
 }
 
-/// One page of query results.
+/// One page of query results, already written as the JSON array the response carries (stores
+/// write rows straight to JSON: pages are the server's hottest path).
 public struct QueryPage: Sendable {
-    /// The rows, in order.
-    public var items: [JSONValue]
+    /// The rows, in order, as a JSON array (UTF-8), each object's keys sorted.
+    public var itemsJSON: [UInt8]
+    /// How many rows the array holds.
+    public var itemCount: Int
     /// Whether more rows match after these.
     public var hasMore: Bool
     /// The number of rows matching the filter, ignoring skip and limit, when the query asked for it.
@@ -100,11 +103,13 @@ public struct QueryPage: Sendable {
     /// Creates a page.
     ///
     /// - Parameters:
-    ///   - items: The rows.
+    ///   - itemsJSON: The rows as a JSON array.
+    ///   - itemCount: How many rows it holds.
     ///   - hasMore: Whether more rows match.
     ///   - totalCount: The total count, if asked for.
-    public init(items: [JSONValue], hasMore: Bool, totalCount: Int?) {
-        self.items = items
+    public init(itemsJSON: [UInt8], itemCount: Int, hasMore: Bool, totalCount: Int?) {
+        self.itemsJSON = itemsJSON
+        self.itemCount = itemCount
         self.hasMore = hasMore
         self.totalCount = totalCount
     }
