@@ -43,6 +43,18 @@ extension JSONValue {
         self = try parser.parseDocument()
     }
 
+    /// Parses a JSON array, returning each element with its exact text (for storing rows as received).
+    ///
+    /// - Parameter data: A JSON array in UTF-8.
+    /// - Returns: The elements, each with the text it was parsed from.
+    /// - Throws: ``JSONParseError`` when the text is not one JSON array.
+    public static func parseArrayElements(_ data: Data) throws -> [(value: JSONValue, text: String)] {
+        try data.withUnsafeBytes { raw in
+            var parser = JSONTextParser(bytes: raw.bindMemory(to: UInt8.self))
+            return try parser.parseArrayElements()
+        }
+    }
+
     /// The compact JSON text of this value, object keys sorted, doubles written with full precision.
     ///
     /// A double that is not finite (which no parsed JSON can hold) is written as `null`.
@@ -136,6 +148,32 @@ struct JSONTextParser {
         self.bytes = bytes
     }
 
+    mutating func parseArrayElements() throws(JSONParseError) -> [(value: JSONValue, text: String)] {
+        skipWhitespace()
+        guard index < bytes.count, bytes[index] == UInt8(ascii: "[") else { throw fail("expected an array") }
+        index += 1
+        var elements: [(value: JSONValue, text: String)] = []
+        skipWhitespace()
+        if index < bytes.count, bytes[index] == UInt8(ascii: "]") {
+            index += 1
+        } else {
+            while true {
+                skipWhitespace()
+                let start = index
+                let value = try parseValue()
+                elements.append((value, String(decoding: UnsafeBufferPointer(rebasing: bytes[start..<index]), as: UTF8.self)))
+                skipWhitespace()
+                guard index < bytes.count else { throw fail("unexpected end of text") }
+                if bytes[index] == UInt8(ascii: "]") { index += 1; break }
+                guard bytes[index] == UInt8(ascii: ",") else { throw fail("expected ',' or ']'") }
+                index += 1
+            }
+        }
+        skipWhitespace()
+        guard index == bytes.count else { throw fail("unexpected text after the value") }
+        return elements
+    }
+
     mutating func parseDocument() throws(JSONParseError) -> JSONValue {
         let value = try parseValue()
         skipWhitespace()
@@ -191,6 +229,7 @@ struct JSONTextParser {
         defer { depth -= 1 }
         index += 1
         var members: [String: JSONValue] = [:]
+        members.reserveCapacity(8)
         skipWhitespace()
         if index < bytes.count, bytes[index] == UInt8(ascii: "}") {
             index += 1

@@ -111,3 +111,18 @@ enum JSONGenerators {
         return string
     }
 }
+
+@Suite struct JSONArrayElementTests {
+    @Test func splitsAnArrayIntoElementsWithTheirExactText() throws {
+        let text = #" [ {"b":1,"a":"x, y"} , 2.50 ,"s",[1,[2]] ] "#
+        let elements = try JSONValue.parseArrayElements(Data(text.utf8))
+        #expect(elements.map(\.text) == [#"{"b":1,"a":"x, y"}"#, "2.50", #""s""#, "[1,[2]]"])
+        #expect(elements.map(\.value) == [["a": "x, y", "b": 1], 2.5, "s", [1, [2]]])
+        #expect(try JSONValue.parseArrayElements(Data("[]".utf8)).isEmpty)
+    }
+
+    @Test(arguments: ["{}", "[1,]", "[1] x", "", "[1"])
+    func refusesAnythingButOneArray(text: String) {
+        #expect(throws: JSONParseError.self) { try JSONValue.parseArrayElements(Data(text.utf8)) }
+    }
+}

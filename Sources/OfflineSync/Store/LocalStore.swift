@@ -46,10 +46,19 @@ public protocol LocalStoreReader {
     func setting(_ key: String) throws -> String?
 }
 
+extension LocalStoreWriter {
+    /// By default the text is not used: the item is stored as ``upsert(_:in:)`` stores it.
+    public func upsert(_ item: JSONValue, text: String, in table: TableName) throws {
+        try upsert(item, in: table)
+    }
+}
+
 /// What a ``LocalStore`` lets a write transaction change.
 public protocol LocalStoreWriter: LocalStoreReader {
     /// Inserts or replaces an item (by its `id`).
     func upsert(_ item: JSONValue, in table: TableName) throws
+    /// Inserts or replaces an item whose JSON text is already at hand (as a pull received it).
+    func upsert(_ item: JSONValue, text: String, in table: TableName) throws
     /// Removes an item; nothing happens when it is absent.
     func deleteItem(_ id: ItemID, in table: TableName) throws
     /// Removes the items matching `filter` (all items when nil).

@@ -65,13 +65,17 @@ struct SQLiteLocalStoreAccess: LocalStoreWriter {
     }
 
     func upsert(_ item: JSONValue, in table: TableName) throws {
+        try upsert(item, text: item.serialized(), in: table)
+    }
+
+    func upsert(_ item: JSONValue, text: String, in table: TableName) throws {
         guard let id = item.itemID else { throw ValueError(kind: "item", reason: "it has no valid id") }
         try ensureRowTable(table)
         let statement = try db.cachedStatement(sql: """
             INSERT INTO \(SQLiteLocalStore.rowTable(table)) ("id", "updatedAt", "data") VALUES (?, ?, ?)
             ON CONFLICT ("id") DO UPDATE SET "updatedAt" = excluded."updatedAt", "data" = excluded."data"
             """)
-        try statement.execute(arguments: [id.rawValue, item["updatedAt"]?.stringValue, item.serialized()])
+        try statement.execute(arguments: [id.rawValue, item["updatedAt"]?.stringValue, text])
     }
 
     func deleteItem(_ id: ItemID, in table: TableName) throws {

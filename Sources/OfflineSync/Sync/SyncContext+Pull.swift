@@ -5,7 +5,8 @@ import SyncCore
 extension SyncContext {
     /// One downloaded page.
     struct Page: Sendable {
-        var items: [JSONValue]
+        /// The rows, each with the JSON text it came in (stored as received).
+        var items: [(value: JSONValue, text: String)]
         var isLast: Bool
         var totalCount: Int?
     }
@@ -30,7 +31,7 @@ extension SyncContext {
         let total = page.totalCount
         while !page.items.isEmpty {
             let items = page.items
-            let last = try Self.cursor(of: items[items.count - 1])
+            let last = try Self.cursor(of: items[items.count - 1].value)
             let isLast = page.isLast
             async let next: Page? = isLast ? nil : fetch(table, filter: filter, after: last, pageSize: pageSize, count: false)
             let (applied, skipped) = try await apply(items, to: table, cursor: last, queryID: queryID)
@@ -83,29 +84,35 @@ extension SyncContext {
             logger.info("Pull retrying a page", metadata: [SyncLogKey.table: "\(table)", SyncLogKey.attempt: "\(attempt)"])
             try await retry.clock.sleep(for: delay)
         }
-        guard response.status == 200, let body = response.json else {
-            throw PullError.rejected(status: response.status, message: response.message)
+        guard response.status == 200 else { throw PullError.rejected(status: response.status, message: response.message) }
+        let items: [(value: JSONValue, text: String)]
+        var totalCount: Int?
+        if let elements = try? JSONValue.parseArrayElements(response.body) {
+            items = elements
+        } else if let body = response.json, let results = body["results"]?.arrayValue {  // with $inlinecount
+            items = results.map { ($0, $0.serialized()) }
+            totalCount = body["count"]?.intValue.map(Int.init)
+        } else {
+            throw PullError.rejected(status: response.status, message: "the body is not a list of items")
         }
-        let items = body.arrayValue ?? body["results"]?.arrayValue ?? []
         let hasLink = response.header("Link") != nil
-        let totalCount = body["count"]?.intValue.map(Int.init)
         return Page(items: items, isLast: items.count < pageSize && !hasLink, totalCount: totalCount)
     }
 
     /// Applies one page and its cursor in one transaction; rows with pending operations are skipped.
-    func apply(_ items: [JSONValue], to table: TableName, cursor: PullCursor, queryID: QueryID?) async throws
+    func apply(_ items: [(value: JSONValue, text: String)], to table: TableName, cursor: PullCursor, queryID: QueryID?) async throws
         -> (applied: Int, skipped: Int)
     {
         try await store.write { writer in
             let pending = try writer.itemIDsWithOperations(in: table)
             var (applied, skipped) = (0, 0)
-            for item in items {
+            for (item, text) in items {
                 guard let id = item.itemID else { continue }
                 if pending.contains(id.rawValue) {
                     skipped += 1
                     continue
                 }
-                if item.isDeleted { try writer.deleteItem(id, in: table) } else { try writer.upsert(item, in: table) }
+                if item.isDeleted { try writer.deleteItem(id, in: table) } else { try writer.upsert(item, text: text, in: table) }
                 applied += 1
             }
             if let queryID { try writer.setCursor(cursor, for: table, queryID: queryID) }
