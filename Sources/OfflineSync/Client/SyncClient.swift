@@ -82,7 +82,7 @@ public final class SyncClient: Sendable {
             tokenProvider: configuration.tokenProvider, timeout: configuration.requestTimeout, logger: configuration.logger)
         context = SyncContext(
             store: store, endpoint: endpoint, logger: configuration.logger,
-            conflictHandler: configuration.conflictHandler, makeID: configuration.makeID,
+            conflictHandler: configuration.conflictHandler,
             retry: RetryPolicy(limit: configuration.pullRetryLimit, clock: configuration.clock, jitter: configuration.jitter))
     }
 

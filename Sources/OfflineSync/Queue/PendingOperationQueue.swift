@@ -4,7 +4,7 @@ public enum PendingOperationQueue {
     public enum Decision: Sendable, Hashable {
         /// Queue a new operation of this kind at the end.
         case append(OperationKind)
-        /// Keep the pending operation as it is (the push sends the latest row); count the edit.
+        /// Keep the pending operation as it is (the push sends the latest row).
         case keep
         /// Change the pending operation's kind in place (it keeps its queue position).
         case change(to: OperationKind)

@@ -46,7 +46,7 @@ enum OperationCoding {
         [
             "id": .int(operation.id), "table": .string(operation.table.rawValue),
             "itemID": .string(operation.itemID.rawValue), "kind": .string(operation.kind.rawValue),
-            "item": operation.item ?? .null, "editCount": .int(Int64(operation.editCount)),
+            "item": operation.item ?? .null,
         ]
     }
 
@@ -55,8 +55,6 @@ enum OperationCoding {
             let itemID = json["itemID"]?.stringValue, let kind = json["kind"]?.stringValue.flatMap(OperationKind.init)
         else { throw ValueError(kind: "stored operation", reason: "it is incomplete") }
         let item = json["item"].flatMap { $0 == .null ? nil : $0 }
-        return PendingOperation(
-            id: id, table: try TableName(table), itemID: try ItemID(itemID), kind: kind, item: item,
-            editCount: Int(json["editCount"]?.intValue ?? 0))
+        return PendingOperation(id: id, table: try TableName(table), itemID: try ItemID(itemID), kind: kind, item: item)
     }
 }

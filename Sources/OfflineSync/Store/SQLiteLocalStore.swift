@@ -44,7 +44,6 @@ public final class SQLiteLocalStore: LocalStore {
                     "itemID" TEXT NOT NULL,
                     "kind" TEXT NOT NULL,
                     "item" TEXT,
-                    "editCount" INTEGER NOT NULL DEFAULT 0,
                     "isInFlight" INTEGER NOT NULL DEFAULT 0
                 );
                 CREATE INDEX "sync_operations_item" ON "sync_operations" ("tableName", "itemID");

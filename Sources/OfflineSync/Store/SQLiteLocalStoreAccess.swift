@@ -94,14 +94,14 @@ struct SQLiteLocalStoreAccess: LocalStoreWriter {
 
     // MARK: Operations
 
-    private static let operationColumns = "\"id\", \"tableName\", \"itemID\", \"kind\", \"item\", \"editCount\", \"isInFlight\""
+    private static let operationColumns = "\"id\", \"tableName\", \"itemID\", \"kind\", \"item\", \"isInFlight\""
 
     private func operation(_ row: Row) throws -> PendingOperation {
         let itemText: String? = row["item"]
         return PendingOperation(
             id: row["id"], table: try TableName(row["tableName"] as String), itemID: try ItemID(row["itemID"] as String),
             kind: OperationKind(rawValue: row["kind"]) ?? .update, item: try itemText.map { try JSONValue(parsing: $0) },
-            editCount: row["editCount"], isInFlight: row["isInFlight"])
+            isInFlight: row["isInFlight"])
     }
 
     func operations(after sequence: Int64?, limit: Int?) throws -> [PendingOperation] {
@@ -140,8 +140,8 @@ struct SQLiteLocalStoreAccess: LocalStoreWriter {
 
     func updateOperation(_ operation: PendingOperation) throws {
         try db.execute(
-            sql: "UPDATE \"sync_operations\" SET \"kind\" = ?, \"item\" = ?, \"editCount\" = ?, \"isInFlight\" = ? WHERE \"id\" = ?",
-            arguments: [operation.kind.rawValue, operation.item?.serialized(), operation.editCount, operation.isInFlight, operation.id])
+            sql: "UPDATE \"sync_operations\" SET \"kind\" = ?, \"item\" = ?, \"isInFlight\" = ? WHERE \"id\" = ?",
+            arguments: [operation.kind.rawValue, operation.item?.serialized(), operation.isInFlight, operation.id])
     }
 
     func removeOperation(_ id: Int64) throws {

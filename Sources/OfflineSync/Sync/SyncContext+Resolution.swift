@@ -35,7 +35,6 @@ extension SyncContext {
                     current.item = nil
                     try writer.upsert(mine, in: table)
                 }
-                current.editCount += 1
                 try writer.updateOperation(current)
                 try writer.removeError(operationID: current.id)
             }

@@ -9,21 +9,19 @@ actor SyncContext {
     let endpoint: TableEndpoint
     let logger: Logger
     let conflictHandler: ConflictHandler?
-    let makeID: @Sendable () -> String
     let retry: RetryPolicy
     /// The push running now, which the next push waits for.
     private var currentPush: Task<PushResult, any Error>?
 
     init(
         store: any LocalStore, endpoint: TableEndpoint, logger: Logger, conflictHandler: ConflictHandler?,
-        makeID: @escaping @Sendable () -> String, retry: RetryPolicy
+        retry: RetryPolicy
     ) {
         self.retry = retry
         self.store = store
         self.endpoint = endpoint
         self.logger = logger
         self.conflictHandler = conflictHandler
-        self.makeID = makeID
     }
 
     // MARK: Local writes
@@ -74,14 +72,11 @@ actor SyncContext {
         case .append(let newKind):
             _ = try writer.enqueue(newKind, itemID: id, in: table, item: newKind == .delete ? stored : nil)
         case .keep:
-            guard var operation = pending else { break }
-            operation.editCount += 1
-            try writer.updateOperation(operation)
+            break  // the push sends the row as it is then
         case .change(let newKind):
             guard var operation = pending else { break }
             operation.kind = newKind
             operation.item = newKind == .delete ? stored : nil
-            operation.editCount += 1
             try writer.updateOperation(operation)
         case .remove:
             if let operation = pending { try writer.removeOperation(operation.id) }

@@ -8,17 +8,8 @@ extension SQLiteTableStore {
         var members: [String: JSONValue] = [:]
         members.reserveCapacity(row.count)
         for (column, value) in row {
-            switch column {
-            case "id", "version":
-                members[column] = String.fromDatabaseValue(value).map(JSONValue.string) ?? .null
-            case "createdAt", "updatedAt":
-                members[column] = Int64.fromDatabaseValue(value).map { .string(WireDate(millisecondsSince1970: $0).description) } ?? .null
-            case "deleted":
-                members[column] = .bool((Int64.fromDatabaseValue(value) ?? 0) != 0)
-            default:
-                if let select, !select.contains(column) { continue }
-                members[column] = json(value, type: schema.columns[column])
-            }
+            if let select, !select.contains(column), !SystemProperty.isSystemProperty(column) { continue }
+            members[column] = member(column, value, schema: schema)
         }
         return .object(members)
     }
@@ -28,25 +19,28 @@ extension SQLiteTableStore {
         json.append(UInt8(ascii: "{"))
         var first = true
         for (column, value) in row {
-            let member: JSONValue
-            switch column {
-            case "id", "version":
-                member = String.fromDatabaseValue(value).map(JSONValue.string) ?? .null
-            case "createdAt", "updatedAt":
-                member = Int64.fromDatabaseValue(value).map { .string(WireDate(millisecondsSince1970: $0).description) } ?? .null
-            case "deleted":
-                member = .bool((Int64.fromDatabaseValue(value) ?? 0) != 0)
-            default:
-                if let select, !select.contains(column) { continue }
-                member = Self.json(value, type: schema.columns[column])
-            }
+            if let select, !select.contains(column), !SystemProperty.isSystemProperty(column) { continue }
             if !first { json.append(UInt8(ascii: ",")) }
             first = false
             JSONValue.string(column).write(to: &json)
             json.append(UInt8(ascii: ":"))
-            member.write(to: &json)
+            member(column, value, schema: schema).write(to: &json)
         }
         json.append(UInt8(ascii: "}"))
+    }
+
+    /// One column of a row as the wire shows it: system properties by their rules, user columns by type.
+    static func member(_ column: String, _ value: DatabaseValue, schema: TableSchema) -> JSONValue {
+        switch column {
+        case "id", "version":
+            String.fromDatabaseValue(value).map(JSONValue.string) ?? .null
+        case "createdAt", "updatedAt":
+            Int64.fromDatabaseValue(value).map { .string(WireDate(millisecondsSince1970: $0).description) } ?? .null
+        case "deleted":
+            .bool((Int64.fromDatabaseValue(value) ?? 0) != 0)
+        default:
+            json(value, type: schema.columns[column])
+        }
     }
 
     /// A stored value as JSON, by the column's type (or by its storage when the type is unknown).
