@@ -45,13 +45,19 @@ extension JSONValue {
 
     /// Parses a JSON array, returning each element with its exact text (for storing rows as received).
     ///
-    /// - Parameter data: A JSON array in UTF-8.
+    /// With `fields`, an element that is an object keeps only those top-level members in its value (the
+    /// others are checked and skipped, not built): the text still holds the whole element.
+    /// - Parameters:
+    ///   - data: A JSON array in UTF-8.
+    ///   - fields: The members to keep in each object's value; nil keeps everything.
     /// - Returns: The elements, each with the text it was parsed from.
     /// - Throws: ``JSONParseError`` when the text is not one JSON array.
-    public static func parseArrayElements(_ data: Data) throws -> [(value: JSONValue, text: String)] {
+    public static func parseArrayElements(_ data: Data, keeping fields: Set<String>? = nil) throws
+        -> [(value: JSONValue, text: String)]
+    {
         try data.withUnsafeBytes { raw in
             var parser = JSONTextParser(bytes: raw.bindMemory(to: UInt8.self))
-            return try parser.parseArrayElements()
+            return try parser.parseArrayElements(keeping: fields)
         }
     }
 
@@ -148,7 +154,7 @@ struct JSONTextParser {
         self.bytes = bytes
     }
 
-    mutating func parseArrayElements() throws(JSONParseError) -> [(value: JSONValue, text: String)] {
+    mutating func parseArrayElements(keeping fields: Set<String>?) throws(JSONParseError) -> [(value: JSONValue, text: String)] {
         skipWhitespace()
         guard index < bytes.count, bytes[index] == UInt8(ascii: "[") else { throw fail("expected an array") }
         index += 1
@@ -160,7 +166,12 @@ struct JSONTextParser {
             while true {
                 skipWhitespace()
                 let start = index
-                let value = try parseValue()
+                let value: JSONValue
+                if let fields, index < bytes.count, bytes[index] == UInt8(ascii: "{") {
+                    value = try parseObject(keeping: fields)
+                } else {
+                    value = try parseValue()
+                }
                 elements.append((value, String(decoding: UnsafeBufferPointer(rebasing: bytes[start..<index]), as: UTF8.self)))
                 skipWhitespace()
                 guard index < bytes.count else { throw fail("unexpected end of text") }
@@ -251,6 +262,69 @@ struct JSONTextParser {
             default: throw fail("expected ',' or '}'")
             }
         }
+    }
+
+    /// An object whose value keeps only `fields`; the other members are validated and skipped.
+    private mutating func parseObject(keeping fields: Set<String>) throws(JSONParseError) -> JSONValue {
+        index += 1
+        var members: [String: JSONValue] = [:]
+        skipWhitespace()
+        if index < bytes.count, bytes[index] == UInt8(ascii: "}") {
+            index += 1
+            return .object(members)
+        }
+        while true {
+            skipWhitespace()
+            guard index < bytes.count, bytes[index] == UInt8(ascii: "\"") else { throw fail("expected a member name") }
+            let key = try parseString()
+            skipWhitespace()
+            guard index < bytes.count, bytes[index] == UInt8(ascii: ":") else { throw fail("expected ':'") }
+            index += 1
+            if fields.contains(key) {
+                members[key] = try parseValue()
+            } else {
+                try skipValue()
+            }
+            skipWhitespace()
+            guard index < bytes.count else { throw fail("unexpected end of text") }
+            switch bytes[index] {
+            case UInt8(ascii: ","): index += 1
+            case UInt8(ascii: "}"): index += 1; return .object(members)
+            default: throw fail("expected ',' or '}'")
+            }
+        }
+    }
+
+    /// Checks one value and moves past it without building it (strings are scanned, not copied).
+    private mutating func skipValue() throws(JSONParseError) {
+        skipWhitespace()
+        guard index < bytes.count else { throw fail("unexpected end of text") }
+        guard bytes[index] == UInt8(ascii: "\"") else {
+            _ = try parseValue()
+            return
+        }
+        index += 1
+        while index < bytes.count {
+            let byte = bytes[index]
+            index += 1
+            switch byte {
+            case UInt8(ascii: "\""): return
+            case UInt8(ascii: "\\"):
+                guard index < bytes.count else { throw fail("unterminated string") }
+                let escaped = bytes[index]
+                index += 1
+                switch escaped {
+                case UInt8(ascii: "\""), UInt8(ascii: "\\"), UInt8(ascii: "/"), UInt8(ascii: "b"), UInt8(ascii: "f"),
+                    UInt8(ascii: "n"), UInt8(ascii: "r"), UInt8(ascii: "t"):
+                    continue
+                case UInt8(ascii: "u"): _ = try parseHex4()
+                default: throw fail("invalid escape")
+                }
+            case 0..<0x20: throw fail("control character in a string")
+            default: continue
+            }
+        }
+        throw fail("unterminated string")
     }
 
     private mutating func parseArray() throws(JSONParseError) -> JSONValue {

@@ -126,3 +126,18 @@ enum JSONGenerators {
         #expect(throws: JSONParseError.self) { try JSONValue.parseArrayElements(Data(text.utf8)) }
     }
 }
+
+@Suite struct ShallowArrayParseTests {
+    @Test func keepsOnlyTheNamedMembersButTheWholeText() throws {
+        let text = #"[{"id":"a","text":"with \"quotes\" and \u00e9","n":[1,{"x":2}],"updatedAt":"2020-01-01T00:00:00.000Z","deleted":false}]"#
+        let elements = try JSONValue.parseArrayElements(Data(text.utf8), keeping: ["id", "updatedAt", "deleted"])
+        #expect(elements.count == 1)
+        #expect(elements[0].value == ["id": "a", "updatedAt": "2020-01-01T00:00:00.000Z", "deleted": false])
+        #expect(try JSONValue(parsing: elements[0].text)["text"] == "with \"quotes\" and é")
+    }
+
+    @Test(arguments: [#"[{"id":"a","text":"bad \q"}]"#, #"[{"id":"a","text":"open}]"#, #"[{"id":"a","n":01}]"#, "[{\"t\":\"\u{1}\"}]"])
+    func stillRefusesInvalidSkippedValues(text: String) {
+        #expect(throws: JSONParseError.self) { try JSONValue.parseArrayElements(Data(text.utf8), keeping: ["id"]) }
+    }
+}

@@ -47,6 +47,9 @@ extension SyncContext {
         return summary
     }
 
+    /// What a pull reads from each row; the rest is stored as the text that arrived.
+    static let pulledFields: Set<String> = ["id", "updatedAt", "deleted"]
+
     static func cursor(of item: JSONValue) throws -> PullCursor {
         guard let id = item.itemID else { throw PullError.invalidRow("a row has no valid id") }
         guard let updatedAt = item.updatedAt else { throw PullError.invalidRow("row \(id) has no updatedAt") }
@@ -87,7 +90,7 @@ extension SyncContext {
         guard response.status == 200 else { throw PullError.rejected(status: response.status, message: response.message) }
         let items: [(value: JSONValue, text: String)]
         var totalCount: Int?
-        if let elements = try? JSONValue.parseArrayElements(response.body) {
+        if let elements = try? JSONValue.parseArrayElements(response.body, keeping: Self.pulledFields) {
             items = elements
         } else if let body = response.json, let results = body["results"]?.arrayValue {  // with $inlinecount
             items = results.map { ($0, $0.serialized()) }
