@@ -235,7 +235,8 @@ struct JSONTextParser {
         if depth > JSONValue.maximumDepth { throw fail("nesting deeper than \(JSONValue.maximumDepth)") }
     }
 
-    private mutating func parseObject() throws(JSONParseError) -> JSONValue {
+    /// An object; with `fields`, its value keeps only those members (the others are checked and skipped).
+    private mutating func parseObject(keeping fields: Set<String>? = nil) throws(JSONParseError) -> JSONValue {
         try enter()
         defer { depth -= 1 }
         index += 1
@@ -253,37 +254,10 @@ struct JSONTextParser {
             skipWhitespace()
             guard index < bytes.count, bytes[index] == UInt8(ascii: ":") else { throw fail("expected ':'") }
             index += 1
-            members[key] = try parseValue()
-            skipWhitespace()
-            guard index < bytes.count else { throw fail("unexpected end of text") }
-            switch bytes[index] {
-            case UInt8(ascii: ","): index += 1
-            case UInt8(ascii: "}"): index += 1; return .object(members)
-            default: throw fail("expected ',' or '}'")
-            }
-        }
-    }
-
-    /// An object whose value keeps only `fields`; the other members are validated and skipped.
-    private mutating func parseObject(keeping fields: Set<String>) throws(JSONParseError) -> JSONValue {
-        index += 1
-        var members: [String: JSONValue] = [:]
-        skipWhitespace()
-        if index < bytes.count, bytes[index] == UInt8(ascii: "}") {
-            index += 1
-            return .object(members)
-        }
-        while true {
-            skipWhitespace()
-            guard index < bytes.count, bytes[index] == UInt8(ascii: "\"") else { throw fail("expected a member name") }
-            let key = try parseString()
-            skipWhitespace()
-            guard index < bytes.count, bytes[index] == UInt8(ascii: ":") else { throw fail("expected ':'") }
-            index += 1
-            if fields.contains(key) {
-                members[key] = try parseValue()
-            } else {
+            if let fields, !fields.contains(key) {
                 try skipValue()
+            } else {
+                members[key] = try parseValue()
             }
             skipWhitespace()
             guard index < bytes.count else { throw fail("unexpected end of text") }
