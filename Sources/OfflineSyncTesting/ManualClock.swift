@@ -55,7 +55,11 @@ public final class ManualClock: Clock, @unchecked Sendable {  // @unchecked: sta
                     return (false, waiters)
                 }
                 if immediate {
-                    if Task.isCancelled { continuation.resume(throwing: CancellationError()) } else { continuation.resume() }
+                    if Task.isCancelled {
+                        continuation.resume(throwing: CancellationError())
+                    } else {
+                        continuation.resume()
+                    }
                 }
                 for waiter in toNotify { waiter.resume(returning: deadline) }
             }

@@ -154,7 +154,9 @@ struct JSONTextParser {
         self.bytes = bytes
     }
 
-    mutating func parseArrayElements(keeping fields: Set<String>?) throws(JSONParseError) -> [(value: JSONValue, text: String)] {
+    mutating func parseArrayElements(keeping fields: Set<String>?) throws(JSONParseError) -> [(
+        value: JSONValue, text: String
+    )] {
         skipWhitespace()
         guard index < bytes.count, bytes[index] == UInt8(ascii: "[") else { throw fail("expected an array") }
         index += 1
@@ -172,7 +174,8 @@ struct JSONTextParser {
                 } else {
                     value = try parseValue()
                 }
-                elements.append((value, String(decoding: UnsafeBufferPointer(rebasing: bytes[start..<index]), as: UTF8.self)))
+                elements.append(
+                    (value, String(decoding: UnsafeBufferPointer(rebasing: bytes[start..<index]), as: UTF8.self)))
                 skipWhitespace()
                 guard index < bytes.count else { throw fail("unexpected end of text") }
                 if bytes[index] == UInt8(ascii: "]") { index += 1; break }

@@ -29,7 +29,8 @@ public func buildApplication(
     let router = try buildRouter(configuration, store: store)
     return Application(
         router: router,
-        configuration: .init(address: .hostname(configuration.host, port: configuration.port), serverName: "sync-server"),
+        configuration: .init(
+            address: .hostname(configuration.host, port: configuration.port), serverName: "sync-server"),
         onServerRunning: { channel in await onServerRunning(channel.localAddress?.port ?? configuration.port) },
         logger: configuration.logger
     )

@@ -10,7 +10,8 @@ struct BenchServer {
 
     /// The benchmark's table: declared columns, so that the seeded file and the server agree.
     static func todoItem() throws -> TableConfiguration {
-        try TableConfiguration(name: "TodoItem", pageSize: 1000, maxTop: 1000, columns: ["text": .string, "complete": .bool])
+        try TableConfiguration(
+            name: "TodoItem", pageSize: 1000, maxTop: 1000, columns: ["text": .string, "complete": .bool])
     }
 
     /// Creates the server's file with `rows` TodoItem rows, stamped 1 ms apart.
@@ -20,13 +21,15 @@ struct BenchServer {
         let database = try DatabaseQueue(path: path)
         let base: Int64 = 1_700_000_000_000
         try await database.write { db in
-            let statement = try db.makeStatement(sql: """
-                INSERT INTO todoitem (id, createdAt, updatedAt, version, deleted, text, complete) VALUES (?, ?, ?, ?, 0, ?, ?)
-                """)
+            let statement = try db.makeStatement(
+                sql: """
+                    INSERT INTO todoitem (id, createdAt, updatedAt, version, deleted, text, complete) VALUES (?, ?, ?, ?, 0, ?, ?)
+                    """)
             for index in 0..<rows {
                 let stamp = base + Int64(index)
                 try statement.execute(arguments: [
-                    String(format: "item-%07d", index), stamp, stamp, "v\(stamp)", "Task number \(index)", index % 2 == 0,
+                    String(format: "item-%07d", index), stamp, stamp, "v\(stamp)", "Task number \(index)",
+                    index % 2 == 0,
                 ])
             }
         }
@@ -41,7 +44,9 @@ struct BenchServer {
         let (ports, continuation) = AsyncStream.makeStream(of: Int.self)
         let app = try await buildApplication(configuration) { port in continuation.yield(port) }
         return try await withThrowingTaskGroup(of: T?.self) { group in
-            group.addTask { try await app.runService(gracefulShutdownSignals: []); return nil }
+            group.addTask {
+                try await app.runService(gracefulShutdownSignals: []); return nil
+            }
             var iterator = ports.makeAsyncIterator()
             guard let port = await iterator.next() else { throw CancellationError() }
             let result = try await body(BenchServer(url: URL(string: "http://127.0.0.1:\(port)")!))

@@ -16,19 +16,24 @@ extension Cases {
             let data = output.fileHandleForReading.readDataToEndOfFile()
             process.waitUntilExit()
             guard process.terminationStatus == 0,
-                let value = Double(String(decoding: data, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines))
+                let value = Double(
+                    String(decoding: data, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines))
             else { throw BenchError("the memory child failed") }
             return value
         }
-        return BenchResult(name: "memory.pull", ours: megabytes, reference: nil, unit: "MB", higherIsBetter: false, n: rows)
+        return BenchResult(
+            name: "memory.pull", ours: megabytes, reference: nil, unit: "MB", higherIsBetter: false, n: rows)
     }
 
     /// In the child: pull every row into a fresh store, then print the peak RSS in MB.
     static func memoryChild(url: URL, rows: Int, directory: URL) async throws {
-        let store = try SQLiteLocalStore(path: directory.appendingPathComponent("child-\(UUID().uuidString).sqlite").path)
+        let store = try SQLiteLocalStore(
+            path: directory.appendingPathComponent("child-\(UUID().uuidString).sqlite").path)
         let client = try await SyncClient(url: url, store: store)
         let summary = try await client.syncTable("TodoItem", of: BenchItem.self).pull(queryID: "all")
-        guard summary.appliedCount == rows else { throw BenchError("memory child pulled \(summary.appliedCount) of \(rows)") }
+        guard summary.appliedCount == rows else {
+            throw BenchError("memory child pulled \(summary.appliedCount) of \(rows)")
+        }
         print(String(format: "%.1f", peakResidentMegabytes()))
     }
 

@@ -1,12 +1,13 @@
 import Foundation
-#if canImport(FoundationNetworking)
-import FoundationNetworking
-#endif
 import GRDB
 import Hummingbird
 import Logging
 import OfflineSync
 import SyncServer
+
+#if canImport(FoundationNetworking)
+    import FoundationNetworking
+#endif
 
 extension Cases {
     /// Sends `requests` requests from `connections` concurrent workers; returns requests per second.
@@ -23,7 +24,9 @@ extension Cases {
                         for (name, value) in headers { request.setValue(value, forHTTPHeaderField: name) }
                         for _ in 0..<perWorker {
                             let (_, response) = try await session.data(for: request)
-                            guard (response as? HTTPURLResponse)?.statusCode == 200 else { throw BenchError("GET \(url.path) failed") }
+                            guard (response as? HTTPURLResponse)?.statusCode == 200 else {
+                                throw BenchError("GET \(url.path) failed")
+                            }
                         }
                     }
                 }
@@ -44,19 +47,23 @@ extension Cases {
             let url = URL(string: server.url.absoluteString + "/tables/TodoItem?$filter=\(filter)&$top=50")!
             var runs: [Double] = []
             for _ in 0..<repetitions {
-                runs.append(try await load(url, requests: requests, connections: 16, headers: ["ZUMO-API-VERSION": "2.0.0"]))
+                runs.append(
+                    try await load(url, requests: requests, connections: 16, headers: ["ZUMO-API-VERSION": "2.0.0"]))
             }
             return Measure.median(runs)
         }
         // The reference: the same 50 items, from memory, on a bare route.
         let page = try await BenchServer.run(path: serverPath) { server in
-            var request = URLRequest(url: URL(string: server.url.absoluteString + "/tables/TodoItem?$filter=\(filter)&$top=50")!)
+            var request = URLRequest(
+                url: URL(string: server.url.absoluteString + "/tables/TodoItem?$filter=\(filter)&$top=50")!)
             request.setValue("2.0.0", forHTTPHeaderField: "ZUMO-API-VERSION")
             return try await URLSession.shared.data(for: request).0
         }
         let router = Router()
         router.get("page") { _, _ in
-            Response(status: .ok, headers: [.contentType: "application/json"], body: .init(byteBuffer: ByteBuffer(bytes: page)))
+            Response(
+                status: .ok, headers: [.contentType: "application/json"],
+                body: .init(byteBuffer: ByteBuffer(bytes: page)))
         }
         let reference = try await BareServer.run(router) { url in
             var runs: [Double] = []
@@ -65,7 +72,8 @@ extension Cases {
             }
             return Measure.median(runs)
         }
-        return BenchResult(name: "server.page", ours: ours, reference: reference, unit: "req/s", higherIsBetter: true, n: requests)
+        return BenchResult(
+            name: "server.page", ours: ours, reference: reference, unit: "req/s", higherIsBetter: true, n: requests)
     }
 
     /// `push.sequential`: pushing queued inserts against sequential POSTs of the same bodies to a bare
@@ -77,18 +85,24 @@ extension Cases {
         let ours = try await BenchServer.run(path: serverPath) { server in
             var runs: [Double] = []
             for run in 0..<repetitions {
-                let client = try await SyncClient(url: server.url, store: try SQLiteLocalStore(path: path("pushclient")))
-                try await client.syncTable("TodoItem", of: BenchItem.self).insert(contentsOf: (0..<count).map {
-                    BenchItem(id: "p\(run)-\($0)", text: "Task \($0)", complete: false)
-                })
+                let client = try await SyncClient(
+                    url: server.url, store: try SQLiteLocalStore(path: path("pushclient")))
+                try await client.syncTable("TodoItem", of: BenchItem.self).insert(
+                    contentsOf: (0..<count).map {
+                        BenchItem(id: "p\(run)-\($0)", text: "Task \($0)", complete: false)
+                    })
                 var result: PushResult?
                 runs.append(Double(count) / (try await Measure.seconds { result = try await client.push() }))
-                guard result?.pushedCount == count else { throw BenchError("push.sequential pushed \(result?.pushedCount ?? 0) of \(count)") }
+                guard result?.pushedCount == count else {
+                    throw BenchError("push.sequential pushed \(result?.pushedCount ?? 0) of \(count)")
+                }
             }
             return Measure.median(runs)
         }
         let database = try DatabasePool(path: path("barepush"))
-        try await database.write { db in try db.execute(sql: "CREATE TABLE t (id TEXT PRIMARY KEY NOT NULL, data TEXT NOT NULL)") }
+        try await database.write { db in
+            try db.execute(sql: "CREATE TABLE t (id TEXT PRIMARY KEY NOT NULL, data TEXT NOT NULL)")
+        }
         let router = Router()
         router.post("rows") { request, _ in
             var request = request
@@ -96,39 +110,50 @@ extension Cases {
             let text = String(buffer: body)
             let id = UUID().uuidString
             try await database.write { db in try db.execute(sql: "INSERT INTO t VALUES (?, ?)", arguments: [id, text]) }
-            return Response(status: .created, headers: [.contentType: "application/json"], body: .init(byteBuffer: body))
+            return Response(
+                status: .created, headers: [.contentType: "application/json"], body: .init(byteBuffer: body))
         }
         let reference = try await BareServer.run(router) { url in
             var runs: [Double] = []
             let session = URLSession(configuration: .ephemeral)
             for run in 0..<repetitions {
-                runs.append(Double(count) / (try await Measure.seconds {
-                    for index in 0..<count {
-                        var request = URLRequest(url: url.appendingPathComponent("rows"))
-                        request.httpMethod = "POST"
-                        request.setValue("application/json", forHTTPHeaderField: "Content-Type")
-                        request.httpBody = Data(#"{"complete":false,"id":"p\#(run)-\#(index)","text":"Task \#(index)"}"#.utf8)
-                        let (_, response) = try await session.data(for: request)
-                        guard (response as? HTTPURLResponse)?.statusCode == 201 else { throw BenchError("bare POST failed") }
-                    }
-                }))
+                runs.append(
+                    Double(count)
+                        / (try await Measure.seconds {
+                            for index in 0..<count {
+                                var request = URLRequest(url: url.appendingPathComponent("rows"))
+                                request.httpMethod = "POST"
+                                request.setValue("application/json", forHTTPHeaderField: "Content-Type")
+                                request.httpBody = Data(
+                                    #"{"complete":false,"id":"p\#(run)-\#(index)","text":"Task \#(index)"}"#.utf8)
+                                let (_, response) = try await session.data(for: request)
+                                guard (response as? HTTPURLResponse)?.statusCode == 201 else {
+                                    throw BenchError("bare POST failed")
+                                }
+                            }
+                        }))
             }
             return Measure.median(runs)
         }
-        return BenchResult(name: "push.sequential", ours: ours, reference: reference, unit: "ops/s", higherIsBetter: true, n: count)
+        return BenchResult(
+            name: "push.sequential", ours: ours, reference: reference, unit: "ops/s", higherIsBetter: true, n: count)
     }
 }
 
 /// A bare Hummingbird server on 127.0.0.1 (any port), for references.
 enum BareServer {
-    static func run<T: Sendable>(_ router: Router<BasicRequestContext>, _ body: @Sendable (URL) async throws -> T) async throws -> T {
+    static func run<T: Sendable>(_ router: Router<BasicRequestContext>, _ body: @Sendable (URL) async throws -> T)
+        async throws -> T
+    {
         let (ports, continuation) = AsyncStream.makeStream(of: Int.self)
         let app = Application(
             router: router, configuration: .init(address: .hostname("127.0.0.1", port: 0)),
             onServerRunning: { channel in continuation.yield(channel.localAddress?.port ?? 0) },
             logger: Logger(label: "sync-bench", factory: { _ in SwiftLogNoOpLogHandler() }))
         return try await withThrowingTaskGroup(of: T?.self) { group in
-            group.addTask { try await app.runService(gracefulShutdownSignals: []); return nil }
+            group.addTask {
+                try await app.runService(gracefulShutdownSignals: []); return nil
+            }
             var iterator = ports.makeAsyncIterator()
             guard let port = await iterator.next() else { throw CancellationError() }
             let result = try await body(URL(string: "http://127.0.0.1:\(port)")!)

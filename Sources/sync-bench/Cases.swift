@@ -1,9 +1,10 @@
 import Foundation
-#if canImport(FoundationNetworking)
-import FoundationNetworking
-#endif
 import GRDB
 import OfflineSync
+
+#if canImport(FoundationNetworking)
+    import FoundationNetworking
+#endif
 
 struct BenchItem: Codable, Sendable {
     var id: String
@@ -31,23 +32,34 @@ struct Cases {
         for _ in 0..<repetitions {
             let client = try await SyncClient(url: Self.deadServer, store: try SQLiteLocalStore(path: path("local")))
             let table = client.syncTable("TodoItem", of: BenchItem.self)
-            ours.append(Double(count) / (try await Measure.seconds {
-                for index in 0..<count { try await table.insert(BenchItem(id: "i\(index)", text: "Task \(index)", complete: false)) }
-            }))
+            ours.append(
+                Double(count)
+                    / (try await Measure.seconds {
+                        for index in 0..<count {
+                            try await table.insert(BenchItem(id: "i\(index)", text: "Task \(index)", complete: false))
+                        }
+                    }))
             let pool = try DatabasePool(path: path("raw"))
-            try await pool.write { db in try db.execute(sql: "CREATE TABLE t (id TEXT PRIMARY KEY NOT NULL, data TEXT NOT NULL)") }
-            reference.append(Double(count) / (try await Measure.seconds {
-                for index in 0..<count {
-                    try await pool.write { db in
-                        try db.execute(
-                            sql: "INSERT INTO t VALUES (?, ?)",
-                            arguments: ["i\(index)", #"{"complete":false,"id":"i\#(index)","text":"Task \#(index)"}"#])
-                    }
-                }
-            }))
+            try await pool.write { db in
+                try db.execute(sql: "CREATE TABLE t (id TEXT PRIMARY KEY NOT NULL, data TEXT NOT NULL)")
+            }
+            reference.append(
+                Double(count)
+                    / (try await Measure.seconds {
+                        for index in 0..<count {
+                            try await pool.write { db in
+                                try db.execute(
+                                    sql: "INSERT INTO t VALUES (?, ?)",
+                                    arguments: [
+                                        "i\(index)", #"{"complete":false,"id":"i\#(index)","text":"Task \#(index)"}"#,
+                                    ])
+                            }
+                        }
+                    }))
         }
-        return BenchResult(name: "local.insert", ours: Measure.median(ours), reference: Measure.median(reference),
-                           unit: "ops/s", higherIsBetter: true, n: count)
+        return BenchResult(
+            name: "local.insert", ours: Measure.median(ours), reference: Measure.median(reference),
+            unit: "ops/s", higherIsBetter: true, n: count)
     }
 
     /// `pull.initial`, `pull.noop`: a full pull of N rows into an empty store against raw GRDB inserts of the
@@ -69,8 +81,11 @@ struct Cases {
                 let client = try await SyncClient(url: server.url, store: try SQLiteLocalStore(path: path("pull")))
                 let table = client.syncTable("TodoItem", of: BenchItem.self)
                 var summary: PullSummary?
-                ours.append(Double(rows) / (try await Measure.seconds { summary = try await table.pull(queryID: "all") }))
-                guard summary?.appliedCount == rows else { throw BenchError("pull.initial applied \(summary?.appliedCount ?? 0) of \(rows) rows") }
+                ours.append(
+                    Double(rows) / (try await Measure.seconds { summary = try await table.pull(queryID: "all") }))
+                guard summary?.appliedCount == rows else {
+                    throw BenchError("pull.initial applied \(summary?.appliedCount ?? 0) of \(rows) rows")
+                }
                 var again: PullSummary?
                 noop.append(try await Measure.seconds { again = try await table.pull(queryID: "all") } * 1000)
                 noopRequests = again?.requestCount ?? 0
@@ -81,32 +96,50 @@ struct Cases {
                 let remote = client.table("TodoItem", of: BenchItem.self)
                 for index in stride(from: 0, to: rows, by: max(rows / 10, 1)).prefix(10) {
                     let id = String(format: "item-%07d", index)
-                    guard var item = try await remote.item(id: try ItemID(id)) else { throw BenchError("missing \(id)") }
+                    guard var item = try await remote.item(id: try ItemID(id)) else {
+                        throw BenchError("missing \(id)")
+                    }
                     item.text += " (changed)"
                     try await remote.update(item)
                 }
                 var changed: PullSummary?
                 incremental.append(try await Measure.seconds { changed = try await table.pull(queryID: "all") } * 1000)
-                guard changed?.appliedCount == 10 else { throw BenchError("pull.incremental applied \(changed?.appliedCount ?? 0) of 10") }
-                incrementalReference.append(try await cursorQuery(serverPath) + (try await Measure.seconds { try await httpRoundTrip(server.url) }) * 1000)
+                guard changed?.appliedCount == 10 else {
+                    throw BenchError("pull.incremental applied \(changed?.appliedCount ?? 0) of 10")
+                }
+                incrementalReference.append(
+                    try await cursorQuery(serverPath)
+                        + (try await Measure.seconds { try await httpRoundTrip(server.url) }) * 1000)
                 // local.query: one indexed page of 50 decoded items from the pulled store.
-                let middle = try Self.require(try await table.items(matching: ODataQuery().orderBy("updatedAt").skip(rows / 2).top(1)).first)
+                let middle = try Self.require(
+                    try await table.items(matching: ODataQuery().orderBy("updatedAt").skip(rows / 2).top(1)).first)
                 let query = ODataQuery().filter(QueryExpression.field("id") > middle.id).orderBy("id").top(50)
                 let queries = quick ? 200 : 1000
-                localQuery.append(try await Measure.seconds {
-                    for _ in 0..<queries { guard try await table.items(matching: query).count == 50 else { throw BenchError("short page") } }
-                } / Double(queries) * 1_000_000)
+                localQuery.append(
+                    try await Measure.seconds {
+                        for _ in 0..<queries {
+                            guard try await table.items(matching: query).count == 50 else {
+                                throw BenchError("short page")
+                            }
+                        }
+                    } / Double(queries) * 1_000_000)
                 localQueryReference.append(try await rawQuery(rows: rows, after: middle.id, times: queries))
             }
             return [
-                BenchResult(name: "pull.initial", ours: Measure.median(ours), reference: Measure.median(reference),
-                            unit: "rows/s", higherIsBetter: true, n: rows),
-                BenchResult(name: "pull.noop", ours: Measure.median(noop), reference: Measure.median(roundTrip),
-                            unit: "ms", higherIsBetter: false, n: noopRequests),
-                BenchResult(name: "pull.incremental", ours: Measure.median(incremental), reference: Measure.median(incrementalReference),
-                            unit: "ms", higherIsBetter: false, n: 10),
-                BenchResult(name: "local.query", ours: Measure.median(localQuery), reference: Measure.median(localQueryReference),
-                            unit: "µs", higherIsBetter: false, n: 50),
+                BenchResult(
+                    name: "pull.initial", ours: Measure.median(ours), reference: Measure.median(reference),
+                    unit: "rows/s", higherIsBetter: true, n: rows),
+                BenchResult(
+                    name: "pull.noop", ours: Measure.median(noop), reference: Measure.median(roundTrip),
+                    unit: "ms", higherIsBetter: false, n: noopRequests),
+                BenchResult(
+                    name: "pull.incremental", ours: Measure.median(incremental),
+                    reference: Measure.median(incrementalReference),
+                    unit: "ms", higherIsBetter: false, n: 10),
+                BenchResult(
+                    name: "local.query", ours: Measure.median(localQuery),
+                    reference: Measure.median(localQueryReference),
+                    unit: "µs", higherIsBetter: false, n: 50),
             ]
         }
     }
@@ -115,13 +148,18 @@ struct Cases {
     static func rawRows(_ rows: Int) -> [(id: String, data: String)] {
         (0..<rows).map { index in
             let id = String(format: "item-%07d", index)
-            return (id, #"{"complete":true,"createdAt":"2023-11-14T22:13:20.000Z","deleted":false,"id":"\#(id)","text":"Task number \#(index)","updatedAt":"2023-11-14T22:13:20.000Z","version":"v1700000000000"}"#)
+            return (
+                id,
+                #"{"complete":true,"createdAt":"2023-11-14T22:13:20.000Z","deleted":false,"id":"\#(id)","text":"Task number \#(index)","updatedAt":"2023-11-14T22:13:20.000Z","version":"v1700000000000"}"#
+            )
         }
     }
 
     private func rawInsert(_ rows: [(id: String, data: String)]) async throws {
         let pool = try DatabasePool(path: path("rawpull"))
-        try await pool.write { db in try db.execute(sql: "CREATE TABLE t (id TEXT PRIMARY KEY NOT NULL, updatedAt TEXT, data TEXT NOT NULL)") }
+        try await pool.write { db in
+            try db.execute(sql: "CREATE TABLE t (id TEXT PRIMARY KEY NOT NULL, updatedAt TEXT, data TEXT NOT NULL)")
+        }
         for start in stride(from: 0, to: rows.count, by: 1000) {
             try await pool.write { db in
                 let statement = try db.makeStatement(sql: "INSERT INTO t VALUES (?, ?, ?)")
@@ -137,9 +175,12 @@ struct Cases {
         let database = try DatabaseQueue(path: serverPath)
         return try await Measure.seconds {
             _ = try await database.read { db in
-                try Row.fetchAll(db, sql: """
-                    SELECT * FROM todoitem WHERE ("updatedAt", "id") > (?, ?) ORDER BY "updatedAt", "id" LIMIT 1000
-                    """, arguments: [1_700_000_000_000 + 1, "item-0000001"]).count
+                try Row.fetchAll(
+                    db,
+                    sql: """
+                        SELECT * FROM todoitem WHERE ("updatedAt", "id") > (?, ?) ORDER BY "updatedAt", "id" LIMIT 1000
+                        """, arguments: [1_700_000_000_000 + 1, "item-0000001"]
+                ).count
             }
         } * 1000
     }
@@ -148,17 +189,22 @@ struct Cases {
     private func rawQuery(rows: Int, after id: String, times: Int) async throws -> Double {
         let database = try DatabasePool(path: path("rawquery"))
         try await database.write { db in
-            try db.execute(sql: "CREATE TABLE t (id TEXT PRIMARY KEY NOT NULL, text TEXT NOT NULL, complete INTEGER NOT NULL)")
+            try db.execute(
+                sql: "CREATE TABLE t (id TEXT PRIMARY KEY NOT NULL, text TEXT NOT NULL, complete INTEGER NOT NULL)")
             let statement = try db.makeStatement(sql: "INSERT INTO t VALUES (?, ?, ?)")
             for index in 0..<rows {
-                try statement.execute(arguments: [String(format: "item-%07d", index), "Task number \(index)", index % 2 == 0])
+                try statement.execute(arguments: [
+                    String(format: "item-%07d", index), "Task number \(index)", index % 2 == 0,
+                ])
             }
         }
         return try await Measure.seconds {
             for _ in 0..<times {
                 let items = try await database.read { db in
-                    try Row.fetchAll(db, sql: "SELECT id, text, complete FROM t WHERE id > ? ORDER BY id LIMIT 50", arguments: [id])
-                        .map { BenchItem(id: $0["id"], text: $0["text"], complete: $0["complete"]) }
+                    try Row.fetchAll(
+                        db, sql: "SELECT id, text, complete FROM t WHERE id > ? ORDER BY id LIMIT 50", arguments: [id]
+                    )
+                    .map { BenchItem(id: $0["id"], text: $0["text"], complete: $0["complete"]) }
                 }
                 guard items.count == 50 else { throw BenchError("short raw page") }
             }

@@ -15,7 +15,10 @@ struct SyncBenchCommand: AsyncParsableCommand {
     @Option(help: "Also write the results as JSON to this file.")
     var json: String?
 
-    @Option(help: "Run only this case (local.insert, local.query, pull.initial, pull.incremental, pull.noop, push.sequential, server.page, memory.pull).")
+    @Option(
+        help:
+            "Run only this case (local.insert, local.query, pull.initial, pull.incremental, pull.noop, push.sequential, server.page, memory.pull)."
+    )
     var only: String?
 
     @Option(help: .hidden) var memoryChild: String?
@@ -48,7 +51,8 @@ struct SyncBenchCommand: AsyncParsableCommand {
         if let json {
             let machine: JSONValue = [
                 "cores": .int(Int64(ProcessInfo.processInfo.activeProcessorCount)),
-                "memoryGB": .double((Double(ProcessInfo.processInfo.physicalMemory) / 1_073_741_824 * 10).rounded() / 10),
+                "memoryGB": .double(
+                    (Double(ProcessInfo.processInfo.physicalMemory) / 1_073_741_824 * 10).rounded() / 10),
             ]
             let document: JSONValue = ["machine": machine, "cases": .array(results.map(\.json))]
             try document.serializedData().write(to: URL(fileURLWithPath: json))
@@ -60,12 +64,16 @@ struct SyncBenchCommand: AsyncParsableCommand {
             guard let value else { return "—" }
             return value >= 100 ? String(Int(value.rounded())) : String(format: "%.3f", value)
         }
-        var lines = ["name".padding(toLength: 16, withPad: " ", startingAt: 0) + "ours".leftPadded(14) + "reference".leftPadded(14)
-            + "ratio".leftPadded(8) + "  unit (n)"]
+        var lines = [
+            "name".padding(toLength: 16, withPad: " ", startingAt: 0) + "ours".leftPadded(14)
+                + "reference".leftPadded(14)
+                + "ratio".leftPadded(8) + "  unit (n)"
+        ]
         for result in results {
             lines.append(
                 result.name.padding(toLength: 16, withPad: " ", startingAt: 0) + format(result.ours).leftPadded(14)
-                    + format(result.reference).leftPadded(14) + (result.ratio.map { String(format: "%.2f", $0) } ?? "—").leftPadded(8)
+                    + format(result.reference).leftPadded(14)
+                    + (result.ratio.map { String(format: "%.2f", $0) } ?? "—").leftPadded(8)
                     + "  \(result.unit) (n=\(result.n))")
         }
         return lines.joined(separator: "\n")

@@ -12,7 +12,8 @@ struct SyncServerCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "sync-server",
         abstract: "Serve sync tables over HTTP (Azure Mobile Apps 2.0.0 protocol).",
-        discussion: "With no --table and no --config, serves the tutorial's TodoItem table (dynamic schema, soft delete)."
+        discussion:
+            "With no --table and no --config, serves the tutorial's TodoItem table (dynamic schema, soft delete)."
     )
 
     @Option(help: "The address to listen on.")

@@ -6,7 +6,9 @@ struct Interactive {
     let options: GlobalOptions
 
     func run() async throws {
-        print("todo — type a command (help for the list, quit to leave). Store: \(options.storePath), server: \(options.serverURL)")
+        print(
+            "todo — type a command (help for the list, quit to leave). Store: \(options.storePath), server: \(options.serverURL)"
+        )
         while true {
             FileHandle.standardOutput.write(Data("todo> ".utf8))
             guard let line = readLine() else { print(); return }

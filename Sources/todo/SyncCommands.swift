@@ -43,7 +43,8 @@ extension TodoApp {
 }
 
 struct Sync: AsyncParsableCommand {
-    static let configuration = CommandConfiguration(abstract: "Send local changes, then fetch the server's (the tutorial's refresh).")
+    static let configuration = CommandConfiguration(
+        abstract: "Send local changes, then fetch the server's (the tutorial's refresh).")
     @OptionGroup var options: GlobalOptions
     func run() async throws {
         try await perform(options) { app in
@@ -63,7 +64,8 @@ struct Push: AsyncParsableCommand {
 }
 
 struct Pull: AsyncParsableCommand {
-    static let configuration = CommandConfiguration(abstract: "Fetch the server's changes (local changes are sent first).")
+    static let configuration = CommandConfiguration(
+        abstract: "Fetch the server's changes (local changes are sent first).")
     @OptionGroup var options: GlobalOptions
     func run() async throws {
         try await perform(options) { app in print("Received \(try await app.pullAll().appliedCount) item(s).") }
@@ -78,14 +80,22 @@ struct Pending: AsyncParsableCommand {
         try await perform(options) { app in
             let operations = try await app.client.pendingOperations()
             if json {
-                return Output.json(.array(operations.map { operation in
-                    ["sequence": .int(operation.id), "kind": .string(operation.kind.rawValue), "id": .string(operation.itemID.rawValue)]
-                }))
+                return Output.json(
+                    .array(
+                        operations.map { operation in
+                            [
+                                "sequence": .int(operation.id), "kind": .string(operation.kind.rawValue),
+                                "id": .string(operation.itemID.rawValue),
+                            ]
+                        }))
             }
             if operations.isEmpty { return print("Nothing to send.") }
             for operation in operations {
-                let text = try await app.items.item(id: operation.itemID)?.text ?? operation.item?["text"]?.stringValue ?? ""
-                print("#\(operation.id)  \(operation.kind.rawValue.padding(toLength: 6, withPad: " ", startingAt: 0))  \(TodoApp.short(operation.itemID.rawValue))  \(text)")
+                let text =
+                    try await app.items.item(id: operation.itemID)?.text ?? operation.item?["text"]?.stringValue ?? ""
+                print(
+                    "#\(operation.id)  \(operation.kind.rawValue.padding(toLength: 6, withPad: " ", startingAt: 0))  \(TodoApp.short(operation.itemID.rawValue))  \(text)"
+                )
             }
         }
     }
@@ -99,12 +109,16 @@ struct Conflicts: AsyncParsableCommand {
         try await perform(options) { app in
             let errors = try await app.client.operationErrors()
             if json {
-                return Output.json(.array(errors.map { error in
-                    [
-                        "id": .string(error.operation.itemID.rawValue), "operation": .string(error.operation.kind.rawValue),
-                        "status": .int(Int64(error.status)), "mine": error.sentItem ?? .null, "server": error.serverItem ?? .null,
-                    ]
-                }))
+                return Output.json(
+                    .array(
+                        errors.map { error in
+                            [
+                                "id": .string(error.operation.itemID.rawValue),
+                                "operation": .string(error.operation.kind.rawValue),
+                                "status": .int(Int64(error.status)), "mine": error.sentItem ?? .null,
+                                "server": error.serverItem ?? .null,
+                            ]
+                        }))
             }
             if errors.isEmpty { return print("No conflicts.") }
             for error in errors {
@@ -143,12 +157,18 @@ struct Resolve: AsyncParsableCommand {
                 $0.operation.itemID.rawValue.lowercased().hasPrefix(id.lowercased())
             }
             guard matches.count == 1, let error = matches.first else {
-                throw TodoError(matches.isEmpty ? "No conflict for an id starting with '\(id)'" : "'\(id)' matches several conflicts")
+                throw TodoError(
+                    matches.isEmpty
+                        ? "No conflict for an id starting with '\(id)'" : "'\(id)' matches several conflicts")
             }
             let resolution: ConflictResolution = keepMine ? .keepMine(nil) : takeServer ? .takeServerItem : .discard
             try await app.client.resolve(error, with: resolution)
-            let verb = keepMine ? "Kept your version of" : takeServer ? "Took the server's version of" : "Discarded your change to"
-            print("\(verb) \(TodoApp.short(error.operation.itemID.rawValue)).\(keepMine ? " It is sent on the next sync." : "")")
+            let verb =
+                keepMine
+                ? "Kept your version of" : takeServer ? "Took the server's version of" : "Discarded your change to"
+            print(
+                "\(verb) \(TodoApp.short(error.operation.itemID.rawValue)).\(keepMine ? " It is sent on the next sync." : "")"
+            )
         }
     }
 }
@@ -162,7 +182,9 @@ struct Purge: AsyncParsableCommand {
             do {
                 try await app.items.purge(mode: force ? .evenIfPending : .refuseIfPending)
             } catch let error as PurgeError {
-                throw TodoError("\(error.pendingCount) change(s) not yet sent; run `todo sync` first, or `todo purge --force` to drop them")
+                throw TodoError(
+                    "\(error.pendingCount) change(s) not yet sent; run `todo sync` first, or `todo purge --force` to drop them"
+                )
             }
             print("Cleared the local list.")
         }
@@ -170,7 +192,8 @@ struct Purge: AsyncParsableCommand {
 }
 
 struct Status: AsyncParsableCommand {
-    static let configuration = CommandConfiguration(abstract: "Show the store, the server, pending changes and the last sync.")
+    static let configuration = CommandConfiguration(
+        abstract: "Show the store, the server, pending changes and the last sync.")
     @OptionGroup var options: GlobalOptions
     @Flag(help: "Print JSON.") var json = false
     func run() async throws {

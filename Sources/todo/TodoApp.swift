@@ -34,11 +34,14 @@ struct GlobalOptions: ParsableArguments {
             throw ValidationError("--url must be an http URL such as http://127.0.0.1:8080")
         }
         let folder = (storePath as NSString).deletingLastPathComponent
-        if !folder.isEmpty { try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true) }
+        if !folder.isEmpty {
+            try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+        }
         var configuration = SyncClient.Configuration()
         configuration.requestTimeout = .seconds(10)
         configuration.pullRetryLimit = 1
-        let client = try await SyncClient(url: server, store: try SQLiteLocalStore(path: storePath), configuration: configuration)
+        let client = try await SyncClient(
+            url: server, store: try SQLiteLocalStore(path: storePath), configuration: configuration)
         return TodoApp(client: client, storePath: storePath, serverURL: serverURL)
     }
 }
@@ -59,7 +62,9 @@ struct TodoApp {
         let matches = try await items.items().filter { $0.id.lowercased().hasPrefix(lowered) }
         guard !matches.isEmpty else { throw TodoError("No item with an id starting with '\(prefix)'") }
         guard matches.count == 1 else {
-            throw TodoError("'\(prefix)' matches \(matches.count) items (\(matches.map { Self.short($0.id) }.joined(separator: ", "))); give more of the id")
+            throw TodoError(
+                "'\(prefix)' matches \(matches.count) items (\(matches.map { Self.short($0.id) }.joined(separator: ", "))); give more of the id"
+            )
         }
         return matches[0]
     }

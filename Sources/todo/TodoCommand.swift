@@ -47,7 +47,8 @@ struct Add: AsyncParsableCommand {
         let text = self.text.joined(separator: " ")
         guard !text.trimmingCharacters(in: .whitespaces).isEmpty else { throw ValidationError("Give the item's text") }
         try await perform(options) { app in
-            let item = try await app.items.insert(TodoItem(id: UUID().uuidString.lowercased(), text: text, complete: false))
+            let item = try await app.items.insert(
+                TodoItem(id: UUID().uuidString.lowercased(), text: text, complete: false))
             print("Added \(TodoApp.short(item.id))  \(item.text)")
         }
     }
@@ -72,7 +73,9 @@ struct List: AsyncParsableCommand {
 }
 
 /// Changes one item found by id prefix.
-func change(_ options: GlobalOptions, _ id: String, _ verb: String, _ edit: @escaping (inout TodoItem) -> Void) async throws {
+func change(_ options: GlobalOptions, _ id: String, _ verb: String, _ edit: @escaping (inout TodoItem) -> Void)
+    async throws
+{
     try await perform(options) { app in
         var item = try await app.item(matching: id)
         edit(&item)

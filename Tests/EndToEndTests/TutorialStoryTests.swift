@@ -1,9 +1,10 @@
 import Foundation
-#if canImport(FoundationNetworking)
-import FoundationNetworking
-#endif
 import SyncCore
 import Testing
+
+#if canImport(FoundationNetworking)
+    import FoundationNetworking
+#endif
 
 /// The tutorial's story with the real `todo` and `sync-server` processes, two devices (two stores).
 @Suite(.serialized) struct TutorialStoryTests {
@@ -19,9 +20,13 @@ import Testing
             let result = try run("list", "--all", "--json")
             guard result.status == 0 else { throw E2EError("list failed: \(result.error)") }
             let items = try JSONValue(parsing: result.output).arrayValue ?? []
-            return Dictionary(uniqueKeysWithValues: items.map {
-                ($0["id"]?.stringValue ?? "", "\($0["text"]?.stringValue ?? "")|\($0["complete"]?.boolValue ?? false)")
-            })
+            return Dictionary(
+                uniqueKeysWithValues: items.map {
+                    (
+                        $0["id"]?.stringValue ?? "",
+                        "\($0["text"]?.stringValue ?? "")|\($0["complete"]?.boolValue ?? false)"
+                    )
+                })
         }
     }
 
@@ -30,9 +35,10 @@ import Testing
         request.setValue("2.0.0", forHTTPHeaderField: "ZUMO-API-VERSION")
         let (data, _) = try await URLSession.shared.data(for: request)
         let items = try JSONValue(parsing: data).arrayValue ?? []
-        return Dictionary(uniqueKeysWithValues: items.map {
-            ($0["id"]?.stringValue ?? "", "\($0["text"]?.stringValue ?? "")|\($0["complete"]?.boolValue ?? false)")
-        })
+        return Dictionary(
+            uniqueKeysWithValues: items.map {
+                ($0["id"]?.stringValue ?? "", "\($0["text"]?.stringValue ?? "")|\($0["complete"]?.boolValue ?? false)")
+            })
     }
 
     @Test(.timeLimit(.minutes(2)))
@@ -42,8 +48,12 @@ import Testing
         defer { try? FileManager.default.removeItem(at: directory) }
         let port = try freePort()
         let url = "http://127.0.0.1:\(port)"
-        let a = Device(environment: ["TODO_STORE": directory.appendingPathComponent("a/todo.sqlite").path, "TODO_URL": url])
-        let b = Device(environment: ["TODO_STORE": directory.appendingPathComponent("b/todo.sqlite").path, "TODO_URL": url])
+        let a = Device(environment: [
+            "TODO_STORE": directory.appendingPathComponent("a/todo.sqlite").path, "TODO_URL": url,
+        ])
+        let b = Device(environment: [
+            "TODO_STORE": directory.appendingPathComponent("b/todo.sqlite").path, "TODO_URL": url,
+        ])
 
         // The server is down: device A adds three items and completes one.
         for text in ["Buy milk", "Walk the dog", "Call mom"] { #expect(try a.run("add", text).status == 0) }
@@ -51,7 +61,9 @@ import Testing
         #expect(try a.run("complete", String(walk.prefix(6))).status == 0)
         let offline = try a.run("sync")
         #expect(offline.status == 2)
-        #expect(offline.error.contains("Server unreachable at \(url) — your 3 changes are kept and will be sent on the next sync"))
+        #expect(
+            offline.error.contains(
+                "Server unreachable at \(url) — your 3 changes are kept and will be sent on the next sync"))
 
         // A new process (a restart): the items are still there.
         #expect(try a.items().count == 3)

@@ -71,6 +71,7 @@ extension SyncClient {
         var configuration = SyncClient.Configuration()
         configuration.requestTimeout = .seconds(5)
         configure(&configuration)
-        return try await SyncClient(url: url, store: try SQLiteLocalStore(path: workspace.path(name)), configuration: configuration)
+        return try await SyncClient(
+            url: url, store: try SQLiteLocalStore(path: workspace.path(name)), configuration: configuration)
     }
 }

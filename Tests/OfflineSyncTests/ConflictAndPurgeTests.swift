@@ -10,7 +10,8 @@ import Testing
     ) async throws -> (a: SyncClient, b: SyncClient) {
         let a = try await SyncClient.make(url, workspace: workspace, store: "a.sqlite")
         let b = try await SyncClient.make(url, workspace: workspace, store: "b.sqlite", configure: configureB)
-        try await a.syncTable("TodoItem", of: TodoItem.self).insert(TodoItem(id: "t", text: "original", complete: false))
+        try await a.syncTable("TodoItem", of: TodoItem.self).insert(
+            TodoItem(id: "t", text: "original", complete: false))
         try await a.push()
         try await b.syncTable("TodoItem", of: TodoItem.self).pull(queryID: "all")
         var mineA = try #require(try await a.syncTable("TodoItem", of: TodoItem.self).item(id: ItemID("t")))
@@ -27,7 +28,8 @@ import Testing
         let workspace = try Workspace()
         try await LiveServer.run(in: workspace) { url in
             let (_, b) = try await Self.makeConflict(url, workspace)
-            try await b.syncTable("TodoItem", of: TodoItem.self).insert(TodoItem(id: "other", text: "fine", complete: false))
+            try await b.syncTable("TodoItem", of: TodoItem.self).insert(
+                TodoItem(id: "other", text: "fine", complete: false))
             let error = await #expect(throws: PushError.self) { try await b.push() }
             guard case .operationsFailed(let result)? = error else { Issue.record("expected operationsFailed"); return }
             #expect(result.pushedCount == 1)
@@ -97,7 +99,8 @@ import Testing
         try await LiveServer.run(in: workspace) { url in
             let transport = ScriptedTransport(forwardingTo: URLSessionTransport(), [.forwardThenFail(.timedOut)])
             let client = try await SyncClient.make(url, workspace: workspace) { $0.transport = transport }
-            try await client.syncTable("TodoItem", of: TodoItem.self).insert(TodoItem(id: "once", text: "x", complete: false))
+            try await client.syncTable("TodoItem", of: TodoItem.self).insert(
+                TodoItem(id: "once", text: "x", complete: false))
             await #expect(throws: PushError.self) { try await client.push() }
             #expect(try await client.pendingOperations().count == 1)
             let result = try await client.push()  // answered 409 with the same fields: success
@@ -173,9 +176,11 @@ import Testing
         try await LiveServer.run(in: workspace) { url in
             let a = try await SyncClient.make(url, workspace: workspace, store: "a.sqlite")
             let b = try await SyncClient.make(url, workspace: workspace, store: "b.sqlite")
-            try await a.syncTable("TodoItem", of: TodoItem.self).insert(TodoItem(id: "same", text: "A's", complete: false))
+            try await a.syncTable("TodoItem", of: TodoItem.self).insert(
+                TodoItem(id: "same", text: "A's", complete: false))
             try await a.push()
-            try await b.syncTable("TodoItem", of: TodoItem.self).insert(TodoItem(id: "same", text: "B's", complete: true))
+            try await b.syncTable("TodoItem", of: TodoItem.self).insert(
+                TodoItem(id: "same", text: "B's", complete: true))
             let error = await #expect(throws: PushError.self) { try await b.push() }
             let conflict = try #require(error?.result.errors.first)
             #expect(conflict.operation.kind == .insert)

@@ -24,7 +24,8 @@ import Testing
         let clients = Int.random(in: 2...3, using: &rng)
         let edits = (0..<Int.random(in: 1...14, using: &rng)).map { _ in
             Edit(
-                client: Int.random(in: 0..<clients, using: &rng), kind: OperationKind.allCases.randomElement(using: &rng)!,
+                client: Int.random(in: 0..<clients, using: &rng),
+                kind: OperationKind.allCases.randomElement(using: &rng)!,
                 item: Int.random(in: 0..<4, using: &rng), text: String(Int.random(in: 0..<100, using: &rng)))
         }
         return Scenario(clients: clients, edits: edits)
@@ -48,13 +49,15 @@ import Testing
                 let scope = ODataQuery().filter(QueryExpression.field("id").startsWith(prefix))
                 var clients: [SyncClient] = []
                 for index in 0..<scenario.clients {
-                    clients.append(try await SyncClient.make(url, workspace: workspace, store: "\(prefix)c\(index).sqlite") {
-                        $0.conflictHandler = .serverWins
-                    })
+                    clients.append(
+                        try await SyncClient.make(url, workspace: workspace, store: "\(prefix)c\(index).sqlite") {
+                            $0.conflictHandler = .serverWins
+                        })
                 }
                 let tables = clients.map { $0.syncTable("TodoItem", of: TodoItem.self) }
                 // Shared starting point: two items everybody has.
-                try await tables[0].insert(contentsOf: [0, 1].map { TodoItem(id: "\(prefix)\($0)", text: "seed", complete: false) })
+                try await tables[0].insert(
+                    contentsOf: [0, 1].map { TodoItem(id: "\(prefix)\($0)", text: "seed", complete: false) })
                 for table in tables { try await table.pull(scope, queryID: "q") }
                 // Offline edits; a write the local rules refuse is simply not made.
                 for edit in scenario.edits {
@@ -95,5 +98,9 @@ import Testing
 final class Counter: @unchecked Sendable {  // @unchecked: state behind `lock`.
     private let lock = NSLock()
     private var value = 0
-    func next() -> Int { lock.withLock { value += 1; return value } }
+    func next() -> Int {
+        lock.withLock {
+            value += 1; return value
+        }
+    }
 }

@@ -1,6 +1,7 @@
 import Foundation
-@testable import OfflineSync
 import Testing
+
+@testable import OfflineSync
 
 @Suite struct ItemCodingTests {
     struct Nested: Codable, Equatable {
@@ -44,7 +45,9 @@ import Testing
     ])
     func mismatchesNameTheField(json: String, field: String) throws {
         struct Todo: Codable { var id: String; var text: String; var complete: Bool }
-        let error = #expect(throws: DecodingError.self) { try ItemCoder.item(try JSONValue(parsing: json), as: Todo.self) }
+        let error = #expect(throws: DecodingError.self) {
+            try ItemCoder.item(try JSONValue(parsing: json), as: Todo.self)
+        }
         #expect("\(String(describing: error))".contains(field))
     }
 

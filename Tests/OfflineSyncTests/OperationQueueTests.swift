@@ -64,7 +64,9 @@ import Testing
         #expect(error?.description.contains("pending insert") == true)
         #expect(try await table.item(id: ItemID("a"))?.text == "a2")
         // Updating or deleting what the store does not have is refused.
-        await #expect(throws: LocalWriteError.self) { try await table.update(TodoItem(id: "zz", text: "", complete: false)) }
+        await #expect(throws: LocalWriteError.self) {
+            try await table.update(TodoItem(id: "zz", text: "", complete: false))
+        }
         await #expect(throws: LocalWriteError.self) { try await table.delete(id: ItemID("zz")) }
     }
 
@@ -74,10 +76,13 @@ import Testing
         let table = client.syncTable("TodoItem", of: TodoItem.self)
         try await table.insert(TodoItem(id: "x", text: "x", complete: false))
         await #expect(throws: LocalWriteError.self) {
-            try await table.insert(contentsOf: [TodoItem(id: "y", text: "y", complete: false), TodoItem(id: "x", text: "again", complete: false)])
+            try await table.insert(contentsOf: [
+                TodoItem(id: "y", text: "y", complete: false), TodoItem(id: "x", text: "again", complete: false),
+            ])
         }
         #expect(try await table.count() == 1)
-        try await table.insert(contentsOf: (0..<500).map { TodoItem(id: "n\($0)", text: "\($0)", complete: $0 % 2 == 0) })
+        try await table.insert(
+            contentsOf: (0..<500).map { TodoItem(id: "n\($0)", text: "\($0)", complete: $0 % 2 == 0) })
         #expect(try await table.count() == 501)
         #expect(try await client.pendingOperations().count == 501)
         #expect(try await table.count(matching: .field("complete") == true) == 250)

@@ -9,7 +9,10 @@ import Testing
     static func seed(_ url: URL, _ workspace: Workspace, count: Int) async throws {
         let seeder = try await SyncClient.make(url, workspace: workspace, store: "seeder.sqlite")
         try await seeder.syncTable("TodoItem", of: TodoItem.self)
-            .insert(contentsOf: (0..<count).map { TodoItem(id: String(format: "r%04d", $0), text: "row \($0)", complete: false) })
+            .insert(
+                contentsOf: (0..<count).map {
+                    TodoItem(id: String(format: "r%04d", $0), text: "row \($0)", complete: false)
+                })
         try await seeder.push()
     }
 
@@ -21,7 +24,9 @@ import Testing
             // Give every row the same updatedAt, as a server with coarse timestamps would.
             let server = try DatabaseQueue(path: workspace.path("server.sqlite"))
             try await server.write { db in try db.execute(sql: "UPDATE todoitem SET updatedAt = 1700000000000") }
-            let client = try await SyncClient.make(url, workspace: workspace) { $0.transport = transport; $0.pullPageSize = 50 }
+            let client = try await SyncClient.make(url, workspace: workspace) {
+                $0.transport = transport; $0.pullPageSize = 50
+            }
             let summary = try await client.syncTable("TodoItem", of: TodoItem.self).pull(queryID: "all")
             #expect(summary.appliedCount == 300)
             #expect(transport.requests.count == 7)  // 6 full pages, then an empty one
@@ -33,7 +38,8 @@ import Testing
         let workspace = try Workspace()
         try await LiveServer.run(in: workspace) { url in
             try await Self.seed(url, workspace, count: 250)
-            let transport = ScriptedTransport(forwardingTo: URLSessionTransport(), [.forward, .forward, .fail(.unreachable)])
+            let transport = ScriptedTransport(
+                forwardingTo: URLSessionTransport(), [.forward, .forward, .fail(.unreachable)])
             let client = try await SyncClient.make(url, workspace: workspace) { configuration in
                 configuration.transport = transport
                 configuration.pullPageSize = 50
@@ -65,7 +71,9 @@ import Testing
             theirs.text = "their edit"
             try await other.table("TodoItem", of: TodoItem.self).update(theirs)
             let error = await #expect(throws: PullError.self) { try await table.pull(queryID: "all") }
-            guard case .pushFailed(.operationsFailed(let result))? = error else { Issue.record("expected pushFailed"); return }
+            guard case .pushFailed(.operationsFailed(let result))? = error else {
+                Issue.record("expected pushFailed"); return
+            }
             #expect(result.errors.first?.status == 412)
             #expect(try await table.item(id: ItemID("r0001"))?.text == "my offline edit")
         }
@@ -78,7 +86,8 @@ import Testing
         let transport = CountingTransport()
         try await LiveServer.run(in: workspace) { url in  // the server's TodoItem pages hold 50 rows
             try await PullTests.seed(url, workspace, count: 120)
-            let client = try await SyncClient.make(url, workspace: workspace) { $0.transport = transport }  // asks for 1000
+            // The client asks for 1000 rows a page.
+            let client = try await SyncClient.make(url, workspace: workspace) { $0.transport = transport }
             let summary = try await client.syncTable("TodoItem", of: TodoItem.self).pull(queryID: "all")
             #expect(summary.appliedCount == 120)
             #expect(transport.requests.count == 3)  // 50 + Link, 50 + Link, 20 without a Link

@@ -12,7 +12,9 @@ import Testing
         var calls: [Bool] { lock.withLock { refreshes } }
     }
 
-    static func client(_ transport: ScriptedTransport, _ workspace: Workspace, tokens: TokenLog? = nil) async throws -> SyncClient {
+    static func client(_ transport: ScriptedTransport, _ workspace: Workspace, tokens: TokenLog? = nil) async throws
+        -> SyncClient
+    {
         try await SyncClient.make(URL(string: "http://127.0.0.1:9")!, workspace: workspace) { configuration in
             configuration.transport = transport
             if let tokens {
@@ -32,7 +34,9 @@ import Testing
             TodoItem(id: "a", text: "a", complete: false), TodoItem(id: "b", text: "b", complete: false),
         ])
         let error = await #expect(throws: PushError.self) { try await client.push() }
-        guard case .cancelled? = error else { Issue.record("expected cancelled, got \(String(describing: error))"); return }
+        guard case .cancelled? = error else {
+            Issue.record("expected cancelled, got \(String(describing: error))"); return
+        }
         #expect(transport.requests.count == 1)
         #expect(try await client.pendingOperations().map(\.isInFlight) == [false, false])
     }

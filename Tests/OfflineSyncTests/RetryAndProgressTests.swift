@@ -1,7 +1,8 @@
 import Foundation
-@testable import OfflineSync
 import OfflineSyncTesting
 import Testing
+
+@testable import OfflineSync
 
 @Suite struct RetryAndProgressTests {
     @Test(arguments: [(1, 0.5), (2, 1.0), (3, 2.0), (8, 60.0), (40, 60.0)])
@@ -14,7 +15,8 @@ import Testing
         let workspace = try Workspace()
         try await LiveServer.run(in: workspace) { url in
             let clock = ManualClock()
-            let transport = ScriptedTransport(forwardingTo: URLSessionTransport(), [.status(503, json: ["error": "busy"]), .fail(.timedOut)])
+            let transport = ScriptedTransport(
+                forwardingTo: URLSessionTransport(), [.status(503, json: ["error": "busy"]), .fail(.timedOut)])
             let client = try await SyncClient.make(url, workspace: workspace) { configuration in
                 configuration.transport = transport
                 configuration.clock = clock
@@ -43,7 +45,9 @@ import Testing
         }
         let clock = try #require(client.configuration.clock as? ManualClock)
         async let pulled: Result<PullSummary, any Error> = {
-            do { return .success(try await client.syncTable("TodoItem", of: TodoItem.self).pull()) } catch { return .failure(error) }
+            do { return .success(try await client.syncTable("TodoItem", of: TodoItem.self).pull()) } catch {
+                return .failure(error)
+            }
         }()
         clock.advance(to: await clock.nextSleep())
         let outcome = await pulled

@@ -39,7 +39,8 @@ import Testing
         try await LiveServer.run(in: workspace) { url in
             let deviceA = try await SyncClient.make(url, workspace: workspace, store: "a.sqlite")
             let deviceB = try await SyncClient.make(url, workspace: workspace, store: "b.sqlite")
-            try await deviceA.syncTable("TodoItem", of: TodoItem.self).insert(TodoItem(id: "t1", text: "milk", complete: false))
+            try await deviceA.syncTable("TodoItem", of: TodoItem.self).insert(
+                TodoItem(id: "t1", text: "milk", complete: false))
             try await deviceA.syncTable("TodoItem", of: TodoItem.self).pull(queryID: "all")  // implicit push
             let pulled = try await deviceB.syncTable("TodoItem", of: TodoItem.self).pull(queryID: "all")
             #expect(pulled.appliedCount == 1)
@@ -56,9 +57,12 @@ import Testing
         let workspace = try Workspace()
         let transport = CountingTransport()
         try await LiveServer.run(in: workspace) { url in
-            let client = try await SyncClient.make(url, workspace: workspace) { $0.transport = transport; $0.pullPageSize = 50 }
+            let client = try await SyncClient.make(url, workspace: workspace) {
+                $0.transport = transport; $0.pullPageSize = 50
+            }
             let todos = client.syncTable("TodoItem", of: TodoItem.self)
-            try await todos.insert(contentsOf: (0..<120).map { TodoItem(id: "t\($0)", text: "item \($0)", complete: false) })
+            try await todos.insert(
+                contentsOf: (0..<120).map { TodoItem(id: "t\($0)", text: "item \($0)", complete: false) })
             try await client.push()
             let first = try await todos.pull(queryID: "all")
             #expect(first.appliedCount == 120)

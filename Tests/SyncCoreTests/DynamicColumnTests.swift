@@ -22,7 +22,8 @@ import Testing
             for (id, data) in rows { try db.execute(sql: "INSERT INTO docs VALUES (?, ?)", arguments: [id, data]) }
             let (sql, arguments) = try translator.predicate(try ODataExpression(parsing: filter)).render(for: .sqlite)
             return try String.fetchAll(
-                db, sql: "SELECT id FROM docs WHERE \(sql) ORDER BY id", arguments: SQLTranslatorTests.databaseValues(arguments))
+                db, sql: "SELECT id FROM docs WHERE \(sql) ORDER BY id",
+                arguments: SQLTranslatorTests.databaseValues(arguments))
         }
     }
 

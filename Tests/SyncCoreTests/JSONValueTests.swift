@@ -31,7 +31,8 @@ import Testing
     }
 
     @Test func refusesNestingDeeperThanTheLimit() {
-        let deep = String(repeating: "[", count: JSONValue.maximumDepth + 1)
+        let deep =
+            String(repeating: "[", count: JSONValue.maximumDepth + 1)
             + String(repeating: "]", count: JSONValue.maximumDepth + 1)
         let error = #expect(throws: JSONParseError.self) { try JSONValue(parsing: deep) }
         #expect(error?.description.contains("nesting") == true)
@@ -43,7 +44,7 @@ import Testing
     }
 
     @Test func keepsIntegersAndDoublesApartThroughARoundTrip() throws {
-        let value: JSONValue = ["i": 1, "d": 1.0, "big": .int(Int64.max), "tiny": .double(5e-324)]
+        let value: JSONValue = ["i": 1, "d": 1.0, "big": .int(Int64.max), "tiny": .double(.leastNonzeroMagnitude)]
         let back = try JSONValue(parsing: value.serialized())
         #expect(back == value)
         #expect(back["d"] == .double(1.0))
@@ -103,7 +104,9 @@ enum JSONGenerators {
     }
 
     static func randomString(using rng: inout any SeededRandomNumberGenerator) -> String {
-        let alphabet: [Unicode.Scalar] = ["a", "Z", "0", " ", "\"", "\\", "/", "\n", "\u{0}", "\u{1F}", "é", "😀", "'", "%"]
+        let alphabet: [Unicode.Scalar] = [
+            "a", "Z", "0", " ", "\"", "\\", "/", "\n", "\u{0}", "\u{1F}", "é", "😀", "'", "%",
+        ]
         var string = ""
         for _ in 0..<Int.random(in: 0...8, using: &rng) {
             string.unicodeScalars.append(alphabet.randomElement(using: &rng)!)
@@ -129,14 +132,17 @@ enum JSONGenerators {
 
 @Suite struct ShallowArrayParseTests {
     @Test func keepsOnlyTheNamedMembersButTheWholeText() throws {
-        let text = #"[{"id":"a","text":"with \"quotes\" and \u00e9","n":[1,{"x":2}],"updatedAt":"2020-01-01T00:00:00.000Z","deleted":false}]"#
+        let text =
+            #"[{"id":"a","text":"with \"quotes\" and \u00e9","n":[1,{"x":2}],"updatedAt":"2020-01-01T00:00:00.000Z","deleted":false}]"#
         let elements = try JSONValue.parseArrayElements(Data(text.utf8), keeping: ["id", "updatedAt", "deleted"])
         #expect(elements.count == 1)
         #expect(elements[0].value == ["id": "a", "updatedAt": "2020-01-01T00:00:00.000Z", "deleted": false])
         #expect(try JSONValue(parsing: elements[0].text)["text"] == "with \"quotes\" and é")
     }
 
-    @Test(arguments: [#"[{"id":"a","text":"bad \q"}]"#, #"[{"id":"a","text":"open}]"#, #"[{"id":"a","n":01}]"#, "[{\"t\":\"\u{1}\"}]"])
+    @Test(arguments: [
+        #"[{"id":"a","text":"bad \q"}]"#, #"[{"id":"a","text":"open}]"#, #"[{"id":"a","n":01}]"#, "[{\"t\":\"\u{1}\"}]",
+    ])
     func stillRefusesInvalidSkippedValues(text: String) {
         #expect(throws: JSONParseError.self) { try JSONValue.parseArrayElements(Data(text.utf8), keeping: ["id"]) }
     }

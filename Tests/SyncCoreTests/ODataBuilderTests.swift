@@ -14,10 +14,14 @@ import Testing
         (Q.field("name").contains("b"), "substringof('b',name)"),
         (Q.field("Count") + 200 > 350, "((Count add 200) gt 350)"),
         (Q.field("Id") % 2 == 1, "((Id mod 2) eq 1)"),
-        (Q.field("Zipcode").isIn([98008, 98006, 98007]),
-         "((Zipcode eq 98008) or (Zipcode eq 98006) or (Zipcode eq 98007))"),
-        (Q.field("Created") == Date(timeIntervalSince1970: 1_337_558_429.3),
-         "(Created eq datetime'2012-05-21T00:00:29.300Z')"),
+        (
+            Q.field("Zipcode").isIn([98008, 98006, 98007]),
+            "((Zipcode eq 98008) or (Zipcode eq 98006) or (Zipcode eq 98007))"
+        ),
+        (
+            Q.field("Created") == Date(timeIntervalSince1970: 1_337_558_429.3),
+            "(Created eq datetime'2012-05-21T00:00:29.300Z')"
+        ),
         (Q.never || Q.field("Price") <= 5.99, "((1 eq 0) or (Price le 5.99))"),
         (Q.field("Count") == 0 && !(Q.field("Price") > 599.99), "((Count eq 0) and not((Price gt 599.99)))"),
         (Q.field("Zipcode").isBetween(98006, and: 98008), "((Zipcode ge 98006) and (Zipcode le 98008))"),
@@ -29,8 +33,10 @@ import Testing
         (-Q.field("x") < 3, "(-(x) lt 3)"),
         (Q.field("big") == Int64.max, "(big eq 9223372036854775807)"),
         (Q.field("p") == 1234567.89, "(p eq 1234567.89)"),
-        (Q.field("id") == UUID(uuidString: "01234567-89AB-CDEF-0123-456789ABCDEF")!,
-         "(id eq '01234567-89ab-cdef-0123-456789abcdef')"),
+        (
+            Q.field("id") == UUID(uuidString: "01234567-89AB-CDEF-0123-456789ABCDEF")!,
+            "(id eq '01234567-89ab-cdef-0123-456789abcdef')"
+        ),
         (Q.field("a").isIn([String]()), "(1 eq 0)"),
     ])
     func rendersLikeTheOriginalSDKs(expression: QueryExpression, expected: String) throws {
@@ -48,14 +54,20 @@ import Testing
     @Test(arguments: [
         (ODataQuery().filter(QueryExpression.field("name") == "bob"), "$filter=(name%20eq%20'bob')"),
         (ODataQuery().top(0).includingTotalCount(), "$top=0&$inlinecount=allpages"),
-        (ODataQuery().orderBy("name").orderBy("zipcode", .descending).orderBy("birthdate"),
-         "$orderby=name%20asc,zipcode%20desc,birthdate%20asc"),
+        (
+            ODataQuery().orderBy("name").orderBy("zipcode", .descending).orderBy("birthdate"),
+            "$orderby=name%20asc,zipcode%20desc,birthdate%20asc"
+        ),
         (ODataQuery().select(["address", "birthdate"]), "$select=address,birthdate"),
         (ODataQuery().skip(20).top(10).includingDeleted(), "$skip=20&$top=10&__includeDeleted=true"),
-        (ODataQuery().filter(QueryExpression.field("updatedAt") > WireDate(millisecondsSince1970: 0)),
-         "$filter=(updatedAt%20gt%20datetime'1970-01-01T00%3A00%3A00.000Z')"),
-        (ODataQuery().filter(QueryExpression.field("t") == "a&b=c+d%é#"),
-         "$filter=(t%20eq%20'a%26b%3Dc%2Bd%25%C3%A9%23')"),
+        (
+            ODataQuery().filter(QueryExpression.field("updatedAt") > WireDate(millisecondsSince1970: 0)),
+            "$filter=(updatedAt%20gt%20datetime'1970-01-01T00%3A00%3A00.000Z')"
+        ),
+        (
+            ODataQuery().filter(QueryExpression.field("t") == "a&b=c+d%é#"),
+            "$filter=(t%20eq%20'a%26b%3Dc%2Bd%25%C3%A9%23')"
+        ),
         (ODataQuery(), ""),
     ])
     func rendersTheExpectedQueryString(query: ODataQuery, expected: String) throws {
@@ -66,7 +78,8 @@ import Testing
     @Test func readsEveryOptionFromARequest() throws {
         let query = try ODataQuery(
             parsing: "?$filter=((Price%20le%2010M)%20and%20(Weight%20gt%2010f))&$orderby=Price%20desc,Name"
-                + "&$skip=20&$top=10&$select=Name,Price&$inlinecount=allpages&__includedeleted=TRUE&ZUMO-API-VERSION=2.0.0")
+                + "&$skip=20&$top=10&$select=Name,Price&$inlinecount=allpages&__includedeleted=TRUE&ZUMO-API-VERSION=2.0.0"
+        )
         #expect(query.filter?.odataText == "((Price le 10.0) and (Weight gt 10.0))")
         #expect(query.orderBy == [ODataOrdering("Price", .descending), ODataOrdering("Name")])
         #expect(query.skip == 20)

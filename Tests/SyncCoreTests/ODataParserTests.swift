@@ -11,8 +11,10 @@ import Testing
         ("substringof('b', name)", "substringof('b',name)"),
         ("Count add 200 gt 350", "((Count add 200) gt 350)"),
         ("Id mod 2 eq 1", "((Id mod 2) eq 1)"),
-        ("Zipcode eq 98008 or Zipcode eq 98006 or Zipcode eq 98007",
-         "((Zipcode eq 98008) or (Zipcode eq 98006) or (Zipcode eq 98007))"),
+        (
+            "Zipcode eq 98008 or Zipcode eq 98006 or Zipcode eq 98007",
+            "((Zipcode eq 98008) or (Zipcode eq 98006) or (Zipcode eq 98007))"
+        ),
         ("Created eq datetime'2012-05-21T00:00:29.300Z'", "(Created eq datetime'2012-05-21T00:00:29.300Z')"),
         ("a or b and c", "(a or (b and c))"),
         ("(a or b) and c", "((a or b) and c)"),
@@ -32,20 +34,28 @@ import Testing
         ("x eq 1.5E-3", "(x eq 0.0015)"),
         ("address/city eq 'Paris'", "(address/city eq 'Paris')"),
         ("x eq null", "(x eq null)"),
-        ("Created eq datetimeoffset'1994-10-13T17:00:00.0000000+07:00'",
-         "(Created eq datetimeoffset'1994-10-13T10:00:00.000Z')"),
-        ("updatedAt gt cast(2024-01-02T03:04:05.678Z,Edm.DateTimeOffset)",
-         "(updatedAt gt cast('2024-01-02T03:04:05.678Z',Edm.DateTimeOffset))"),
-        ("updatedAt gt cast('2024-01-02T03:04:05.678Z', Edm.DateTimeOffset)",
-         "(updatedAt gt cast('2024-01-02T03:04:05.678Z',Edm.DateTimeOffset))"),
+        (
+            "Created eq datetimeoffset'1994-10-13T17:00:00.0000000+07:00'",
+            "(Created eq datetimeoffset'1994-10-13T10:00:00.000Z')"
+        ),
+        (
+            "updatedAt gt cast(2024-01-02T03:04:05.678Z,Edm.DateTimeOffset)",
+            "(updatedAt gt cast('2024-01-02T03:04:05.678Z',Edm.DateTimeOffset))"
+        ),
+        (
+            "updatedAt gt cast('2024-01-02T03:04:05.678Z', Edm.DateTimeOffset)",
+            "(updatedAt gt cast('2024-01-02T03:04:05.678Z',Edm.DateTimeOffset))"
+        ),
         ("Id eq guid'01234567-89AB-CDEF-0123-456789ABCDEF'", "(Id eq guid'01234567-89AB-CDEF-0123-456789ABCDEF')"),
         ("substring(Name,2,3) eq 'A'", "(substring(Name,2,3) eq 'A')"),
         ("indexof(Name,'x') eq 2", "(indexof(Name,'x') eq 2)"),
         ("year(d) eq 2020 and month(d) eq 2", "((year(d) eq 2020) and (month(d) eq 2))"),
         ("round(p) ge floor(q) and ceiling(r) le 3", "((round(p) ge floor(q)) and (ceiling(r) le 3))"),
         ("concat(trim(a), toupper(b)) eq 'X'", "(concat(trim(a),toupper(b)) eq 'X')"),
-        ("contains(name,'x') and endswith(name,'y') and length(name) gt 2",
-         "(contains(name,'x') and endswith(name,'y') and (length(name) gt 2))"),
+        (
+            "contains(name,'x') and endswith(name,'y') and length(name) gt 2",
+            "(contains(name,'x') and endswith(name,'y') and (length(name) gt 2))"
+        ),
         ("And eq 1", "(And eq 1)"),
         ("  ((((x))))  eq  1 ", "(x eq 1)"),
         ("done", "done"),
@@ -71,8 +81,9 @@ import Testing
     }
 
     @Test func readsExtremeIntegers() throws {
-        #expect(try ODataExpression(parsing: "x eq -9223372036854775808")
-            == .binary(.eq, .member("x"), .literal(.int(.min))))
+        #expect(
+            try ODataExpression(parsing: "x eq -9223372036854775808")
+                == .binary(.eq, .member("x"), .literal(.int(.min))))
         #expect(throws: ODataError.self) { try ODataExpression(parsing: "x eq 9223372036854775808") }
     }
 

@@ -42,11 +42,14 @@ enum ODataGenerators {
         var query = ODataQuery()
         if Bool.random(using: &rng) { query.filter = make(depth: 0, using: &rng) }
         for _ in 0..<Int.random(in: 0...3, using: &rng) {
-            query.orderBy.append(ODataOrdering(member(using: &rng), Bool.random(using: &rng) ? .ascending : .descending))
+            query.orderBy.append(
+                ODataOrdering(member(using: &rng), Bool.random(using: &rng) ? .ascending : .descending))
         }
         if Bool.random(using: &rng) { query.skip = Int.random(in: 0...10_000, using: &rng) }
         if Bool.random(using: &rng) { query.top = Int.random(in: 0...10_000, using: &rng) }
-        if Bool.random(using: &rng) { query.select = (0...Int.random(in: 0...3, using: &rng)).map { _ in member(using: &rng) } }
+        if Bool.random(using: &rng) {
+            query.select = (0...Int.random(in: 0...3, using: &rng)).map { _ in member(using: &rng) }
+        }
         query.includeTotalCount = Bool.random(using: &rng)
         query.includeDeleted = Bool.random(using: &rng)
         return query

@@ -24,10 +24,11 @@ import Testing
     static func makeDatabase() throws -> DatabaseQueue {
         let database = try DatabaseQueue()
         try database.write { db in
-            try db.execute(sql: """
-                CREATE TABLE items (id TEXT NOT NULL PRIMARY KEY, name TEXT, price REAL, count INTEGER,
-                                    complete INTEGER, created INTEGER, meta TEXT)
-                """)
+            try db.execute(
+                sql: """
+                    CREATE TABLE items (id TEXT NOT NULL PRIMARY KEY, name TEXT, price REAL, count INTEGER,
+                                        complete INTEGER, created INTEGER, meta TEXT)
+                    """)
             let rows: [[(any DatabaseValueConvertible)?]] = [
                 ["a", "Bob", 5.5, 10, true, ms("2012-05-21T00:00:29.300Z"), "{\"k\":1}"],
                 ["b", "bob", 599.99, 0, false, ms("2020-02-29T12:34:56.789Z"), nil],
@@ -37,22 +38,24 @@ import Testing
                 ["f", "  padded  ", 0.5, 7, true, ms("2001-01-01T00:00:00.000Z"), nil],
             ]
             for row in rows {
-                try db.execute(sql: "INSERT INTO items VALUES (?, ?, ?, ?, ?, ?, ?)", arguments: StatementArguments(row))
+                try db.execute(
+                    sql: "INSERT INTO items VALUES (?, ?, ?, ?, ?, ?, ?)", arguments: StatementArguments(row))
             }
         }
         return database
     }
 
     static func databaseValues(_ arguments: [SQLValue]) -> StatementArguments {
-        StatementArguments(arguments.map { value -> DatabaseValue in
-            switch value {
-            case .null: .null
-            case .bool(let bool): bool.databaseValue
-            case .int(let int): int.databaseValue
-            case .double(let double): double.databaseValue
-            case .text(let text): text.databaseValue
-            }
-        })
+        StatementArguments(
+            arguments.map { value -> DatabaseValue in
+                switch value {
+                case .null: .null
+                case .bool(let bool): bool.databaseValue
+                case .int(let int): int.databaseValue
+                case .double(let double): double.databaseValue
+                case .text(let text): text.databaseValue
+                }
+            })
     }
 
     static func matchingIDs(_ filter: String) throws -> [String] {
@@ -241,7 +244,8 @@ import Testing
         "id": SQLColumn(name: "id", type: .string, isNullable: false),
         "name": SQLColumn(name: "name", type: .string),
     ]
-    static let cursor = "(updatedAt gt datetimeoffset'2023-11-14T22:14:59.999Z') or "
+    static let cursor =
+        "(updatedAt gt datetimeoffset'2023-11-14T22:14:59.999Z') or "
         + "((updatedAt eq datetimeoffset'2023-11-14T22:14:59.999Z') and (id gt 'item-0999'))"
 
     @Test func theCursorConditionBecomesARowValueComparison() throws {
@@ -253,20 +257,25 @@ import Testing
         let (pgSQL, _) = try postgres.predicate(try ODataExpression(parsing: Self.cursor)).render(for: .postgres)
         #expect(pgSQL == #"(("updatedAt", "id" COLLATE "C") > ($1::bigint, $2::text))"#)
         // Other shapes, and nullable columns, stay as they are.
-        let (other, _) = try sqlite.predicate(try ODataExpression(parsing: "(updatedAt gt datetime'2020-01-01T00:00:00Z') or (name eq 'x')"))
-            .render(for: .sqlite)
+        let (other, _) = try sqlite.predicate(
+            try ODataExpression(parsing: "(updatedAt gt datetime'2020-01-01T00:00:00Z') or (name eq 'x')")
+        )
+        .render(for: .sqlite)
         #expect(other.contains(" OR "))
     }
 
     @Test func sqliteAnswersTheCursorQueryWithARangeSearchAndTheSameRows() throws {
         let database = try DatabaseQueue()
         try database.write { db in
-            try db.execute(sql: """
-                CREATE TABLE t ("id" TEXT PRIMARY KEY NOT NULL, "updatedAt" INTEGER NOT NULL, "name" TEXT);
-                CREATE INDEX t_cursor ON t ("updatedAt", "id");
-                """)
+            try db.execute(
+                sql: """
+                    CREATE TABLE t ("id" TEXT PRIMARY KEY NOT NULL, "updatedAt" INTEGER NOT NULL, "name" TEXT);
+                    CREATE INDEX t_cursor ON t ("updatedAt", "id");
+                    """)
             for index in 0..<2000 {
-                try db.execute(sql: "INSERT INTO t VALUES (?, ?, NULL)", arguments: [String(format: "item-%04d", index), 1_700_000_099_000 + Int64(index / 2)])
+                try db.execute(
+                    sql: "INSERT INTO t VALUES (?, ?, NULL)",
+                    arguments: [String(format: "item-%04d", index), 1_700_000_099_000 + Int64(index / 2)])
             }
         }
         let translator = SQLTranslator(dialect: .sqlite) { Self.columns[$0] }
@@ -274,14 +283,17 @@ import Testing
         let plan = try database.read { db in
             // The server's page query: named columns, ORDER BY the cursor, LIMIT and OFFSET as parameters.
             try Row.fetchAll(
-                db, sql: "EXPLAIN QUERY PLAN SELECT \"id\", \"name\" FROM t WHERE \(sql) ORDER BY \"updatedAt\", \"id\" LIMIT ? OFFSET ?",
+                db,
+                sql:
+                    "EXPLAIN QUERY PLAN SELECT \"id\", \"name\" FROM t WHERE \(sql) ORDER BY \"updatedAt\", \"id\" LIMIT ? OFFSET ?",
                 arguments: SQLTranslatorTests.databaseValues(arguments + [.int(1001), .int(0)])
             ).map { $0["detail"] as String }
         }
         #expect(plan.contains { $0.hasPrefix("SEARCH") })
         let ids = try database.read { db in
-            try String.fetchAll(db, sql: "SELECT id FROM t WHERE \(sql) ORDER BY \"updatedAt\", \"id\"",
-                                arguments: SQLTranslatorTests.databaseValues(arguments))
+            try String.fetchAll(
+                db, sql: "SELECT id FROM t WHERE \(sql) ORDER BY \"updatedAt\", \"id\"",
+                arguments: SQLTranslatorTests.databaseValues(arguments))
         }
         #expect(ids == ["item-1998", "item-1999"])
     }

@@ -3,7 +3,9 @@ import SyncCore
 import Testing
 
 @Suite struct ItemIDTests {
-    @Test(arguments: ["a", "5e2f8c1a-0c1b-4a4e-9f0e-2d1f6a7b8c9d", "A B", "é", "...", String(repeating: "x", count: 255), " a "])
+    @Test(arguments: [
+        "a", "5e2f8c1a-0c1b-4a4e-9f0e-2d1f6a7b8c9d", "A B", "é", "...", String(repeating: "x", count: 255), " a ",
+    ])
     func acceptsValidIDs(text: String) throws {
         #expect(try ItemID(text).rawValue == text)
     }

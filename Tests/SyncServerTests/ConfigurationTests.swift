@@ -1,7 +1,8 @@
 import Foundation
 import SyncCore
-@testable import SyncServer
 import Testing
+
+@testable import SyncServer
 
 @Suite struct ConfigurationTests {
     @Test func readsTheDocumentedJSONShape() throws {
@@ -22,15 +23,15 @@ import Testing
         let directory = try TemporaryDirectory()
         let url = directory.url.appendingPathComponent("tables.yaml")
         try """
-            tables:
-              - name: TodoItem
-                pageSize: 20
-                columns:
-                  text: string
-                  due: date
-                  weight: double
-                  count: int
-            """.write(to: url, atomically: true, encoding: .utf8)
+        tables:
+          - name: TodoItem
+            pageSize: 20
+            columns:
+              text: string
+              due: date
+              weight: double
+              count: int
+        """.write(to: url, atomically: true, encoding: .utf8)
         let tables = try TableConfiguration.load(from: url)
         #expect(tables.count == 1)
         #expect(tables[0].pageSize == 20)
@@ -45,10 +46,19 @@ import Testing
         (#"{"tables": [{"name": "T", "pageSize": 0}]}"#, "table 'T': pageSize must be at least 1"),
         (#"{"tables": [{"name": "T", "maxTop": "many"}]}"#, "table 'T': 'maxTop' must be a whole number"),
         (#"{"tables": [{"name": "T", "softDelete": "yes"}]}"#, "table 'T': 'softDelete' must be true or false"),
-        (#"{"tables": [{"name": "T", "columns": {"a": "text"}}]}"#, #"table 'T': column types are string, int, double, bool or date, not "text""#),
-        (#"{"tables": [{"name": "T", "columns": {"bad name": "string"}}]}"#, "table 'T', column 'bad name': use 1–128 letters, digits and '_', starting with a letter"),
+        (
+            #"{"tables": [{"name": "T", "columns": {"a": "text"}}]}"#,
+            #"table 'T': column types are string, int, double, bool or date, not "text""#
+        ),
+        (
+            #"{"tables": [{"name": "T", "columns": {"bad name": "string"}}]}"#,
+            "table 'T', column 'bad name': use 1–128 letters, digits and '_', starting with a letter"
+        ),
         (#"{"tables": [{"name": "T"}, {"name": "t"}]}"#, "table 't' is configured twice"),
-        (#"{"tables": [{"name": "sqlite_x"}]}"#, "table 'sqlite_x': names starting with 'sqlite_' are reserved by the database"),
+        (
+            #"{"tables": [{"name": "sqlite_x"}]}"#,
+            "table 'sqlite_x': names starting with 'sqlite_' are reserved by the database"
+        ),
     ])
     func refusesUnknownKeysAndBadValuesNamingThem(json: String, message: String) throws {
         let error = #expect(throws: ConfigurationError.self) {

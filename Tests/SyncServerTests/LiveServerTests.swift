@@ -1,13 +1,15 @@
 import Foundation
-#if canImport(FoundationNetworking)
-import FoundationNetworking
-#endif
 import HTTPTypes
 import Hummingbird
 import HummingbirdTesting
 import SyncCore
-@testable import SyncServer
 import Testing
+
+@testable import SyncServer
+
+#if canImport(FoundationNetworking)
+    import FoundationNetworking
+#endif
 
 /// A real server on 127.0.0.1 (any port) with a real SQLite file, reached over the network.
 @Suite struct LiveServerTests {
@@ -24,7 +26,9 @@ import Testing
             session = URLSession(configuration: configuration)
         }
 
-        func send(_ method: String, _ path: String, json: JSONValue? = nil) async throws -> (status: Int, body: JSONValue?) {
+        func send(_ method: String, _ path: String, json: JSONValue? = nil) async throws -> (
+            status: Int, body: JSONValue?
+        ) {
             var request = URLRequest(url: URL(string: base.absoluteString + path)!)
             request.httpMethod = method
             request.setValue("2.0.0", forHTTPHeaderField: "ZUMO-API-VERSION")
@@ -51,7 +55,8 @@ import Testing
         let written: [JSONValue] = try await buildApplication(configuration).test(.live) { client in
             var items: [JSONValue] = []
             for index in 0..<60 {
-                let reply = try await client.send(.post, "/tables/TodoItem", json: ["text": .string("item \(index)"), "n": .int(Int64(index))])
+                let reply = try await client.send(
+                    .post, "/tables/TodoItem", json: ["text": .string("item \(index)"), "n": .int(Int64(index))])
                 items.append(try #require(reply.json))
             }
             _ = try await client.send(.delete, "/tables/TodoItem/\(items[0]["id"]!.stringValue!)")
@@ -61,7 +66,8 @@ import Testing
             var items: [JSONValue] = []
             var skip = 0
             while true {
-                let page = try await client.send(.get, "/tables/TodoItem?__includeDeleted=true&$orderby=n&$top=50&$skip=\(skip)")
+                let page = try await client.send(
+                    .get, "/tables/TodoItem?__includeDeleted=true&$orderby=n&$top=50&$skip=\(skip)")
                 items += page.items
                 skip += page.items.count
                 if page.items.count < 50 { return items }
@@ -77,7 +83,8 @@ import Testing
     @Test(.timeLimit(.minutes(2)))
     func aCursorReaderMissesNothingWhileEightWritersWrite() async throws {
         let directory = try TemporaryDirectory()
-        let configuration = Fixture.configuration(directory, tables: [Fixture.table("Race", pageSize: 200, maxTop: 200)])
+        let configuration = Fixture.configuration(
+            directory, tables: [Fixture.table("Race", pageSize: 200, maxTop: 200)])
         try await buildApplication(configuration).test(.live) { client in
             let http = HTTP(port: try #require(client.port))
             let (writers, writesPerWriter) = (8, 500)
@@ -97,11 +104,13 @@ import Testing
                         var mine: [String] = []
                         for step in 0..<writesPerWriter {
                             if step % 3 == 2, let id = mine.randomElement() {
-                                let (status, _) = try await http.send("PATCH", "/tables/Race/\(id)", json: ["step": .int(Int64(step))])
+                                let (status, _) = try await http.send(
+                                    "PATCH", "/tables/Race/\(id)", json: ["step": .int(Int64(step))])
                                 #expect(status == 200)
                             } else {
                                 let id = "w\(writer)-\(step)"
-                                let (status, _) = try await http.send("POST", "/tables/Race", json: ["id": .string(id), "step": .int(Int64(step))])
+                                let (status, _) = try await http.send(
+                                    "POST", "/tables/Race", json: ["id": .string(id), "step": .int(Int64(step))])
                                 #expect(status == 201)
                                 mine.append(id)
                             }
@@ -135,7 +144,8 @@ import Testing
         func pullPage(_ http: HTTP) async throws -> Int {
             var path = "/tables/Race?__includeDeleted=true&$orderby=updatedAt%20asc,id%20asc&$top=200"
             if let (t, i) = cursor {
-                let filter = "(updatedAt gt datetimeoffset'\(t)') or ((updatedAt eq datetimeoffset'\(t)') and (id gt '\(i)'))"
+                let filter =
+                    "(updatedAt gt datetimeoffset'\(t)') or ((updatedAt eq datetimeoffset'\(t)') and (id gt '\(i)'))"
                 path += "&$filter=" + ODataQuery.percentEncode(filter)
             }
             let (status, body) = try await http.send("GET", path)

@@ -13,13 +13,24 @@ import Testing
 
     static let rows: [JSONValue] = [
         ["id": "a", "name": "Bob", "price": 5.5, "count": 10, "inStock": true, "released": "2012-05-21T00:00:29.300Z"],
-        ["id": "b", "name": "bob", "price": 599.99, "count": 0, "inStock": false, "released": "2020-02-29T12:34:56.789Z"],
-        ["id": "c", "name": "100%_real*deal", "price": -2.5, "count": -7, "inStock": true, "released": "1969-12-31T23:59:59.999Z"],
+        [
+            "id": "b", "name": "bob", "price": 599.99, "count": 0, "inStock": false,
+            "released": "2020-02-29T12:34:56.789Z",
+        ],
+        [
+            "id": "c", "name": "100%_real*deal", "price": -2.5, "count": -7, "inStock": true,
+            "released": "1969-12-31T23:59:59.999Z",
+        ],
         ["id": "d", "name": .null, "price": .null, "count": .null, "inStock": .null, "released": .null],
-        ["id": "e", "name": "\u{DC}n\u{EF}code stra\u{DF}e", "price": 1_234_567.89, "count": 350, "inStock": false, "released": "2000-01-01T00:00:00.000Z"],
+        [
+            "id": "e", "name": "\u{DC}n\u{EF}code stra\u{DF}e", "price": 1_234_567.89, "count": 350, "inStock": false,
+            "released": "2000-01-01T00:00:00.000Z",
+        ],
     ]
 
-    static func withProducts<T: Sendable>(_ body: @Sendable (any TestClientProtocol) async throws -> T) async throws -> T {
+    static func withProducts<T: Sendable>(_ body: @Sendable (any TestClientProtocol) async throws -> T) async throws
+        -> T
+    {
         try await Fixture.withServer(tables: [products]) { client in
             for row in rows { _ = try await client.send(.post, "/tables/Products", json: row) }
             return try await body(client)
@@ -144,7 +155,8 @@ import Testing
         try await Fixture.withServer(tables: [Fixture.table("Many", pageSize: 5)]) { client in
             for index in 0..<7 { _ = try await client.send(.post, "/tables/Many", json: ["n": .int(Int64(index))]) }
             #expect(try await client.send(.get, "/tables/Many").ids.count == 5)
-            let filter = ODataQuery.percentEncode("updatedAt gt cast(2000-01-01T00:00:00Z,Edm.DateTimeOffset) and n lt 2")
+            let filter = ODataQuery.percentEncode(
+                "updatedAt gt cast(2000-01-01T00:00:00Z,Edm.DateTimeOffset) and n lt 2")
             #expect(try await client.send(.get, "/tables/Many?$filter=\(filter)").ids.count == 2)
         }
     }

@@ -11,21 +11,27 @@ import Testing
             _ = try await client.send(.post, "/tables/TodoItem", json: ["id": "a", "text": "x"])
             let grown = try await client.send(
                 .post, "/tables/TodoItem",
-                json: ["id": "b", "priority": 2, "due": "2024-01-31T12:00:00.000Z", "tags": ["x", "y"], "meta": ["k": 1.5]])
+                json: [
+                    "id": "b", "priority": 2, "due": "2024-01-31T12:00:00.000Z", "tags": ["x", "y"], "meta": ["k": 1.5],
+                ])
             #expect(grown.status == .created)
             #expect(grown.json?["tags"] == ["x", "y"])
             #expect(grown.json?["meta"] == ["k": 1.5])
             #expect(grown.json?["due"] == "2024-01-31T12:00:00.000Z")
             let old = try await client.send(.get, "/tables/TodoItem/a")
             #expect(old.json?["priority"] == .null)
-            let filtered = try await client.send(.get, "/tables/TodoItem?$filter=priority%20eq%202%20and%20due%20lt%20datetime'2025-01-01T00:00:00Z'")
+            let filtered = try await client.send(
+                .get, "/tables/TodoItem?$filter=priority%20eq%202%20and%20due%20lt%20datetime'2025-01-01T00:00:00Z'")
             #expect(filtered.ids == ["b"])
         }
     }
 
     @Test(arguments: [
         (JSONValue.object(["priority": "high"]), "Invalid item: field 'priority' holds integers; got strings"),
-        (.object(["due": "tomorrow"]), "Invalid item: field 'due' holds dates; 'tomorrow' is not a date such as 2024-01-31T12:00:00.000Z"),
+        (
+            .object(["due": "tomorrow"]),
+            "Invalid item: field 'due' holds dates; 'tomorrow' is not a date such as 2024-01-31T12:00:00.000Z"
+        ),
         (.object(["text": 5]), "Invalid item: field 'text' holds strings; got integers"),
         (.object(["done": "yes"]), "Invalid item: field 'done' holds true or false; got strings"),
         (.object(["Text": "x"]), "Invalid item: field 'Text' differs from the existing field 'text' only in case"),
@@ -65,11 +71,13 @@ import Testing
     @Test func aDeclaredSchemaRefusesUnknownFieldsAndNestedValues() async throws {
         let table = Fixture.table("Todo", columns: ["text": .string, "complete": .bool, "count": .integer])
         try await Fixture.withServer(tables: [table]) { client in
-            #expect(try await client.send(.post, "/tables/Todo", json: ["text": "x", "complete": true]).status == .created)
+            #expect(
+                try await client.send(.post, "/tables/Todo", json: ["text": "x", "complete": true]).status == .created)
             let unknown = try await client.send(.post, "/tables/Todo", json: ["extra": 1])
             #expect(unknown.error == "Invalid item: field 'extra' is not a column of this table")
             let nested = try await client.send(.post, "/tables/Todo", json: ["text": ["a"]])
-            #expect(nested.error == "Invalid item: field 'text': nested objects and arrays are not allowed in this table")
+            #expect(
+                nested.error == "Invalid item: field 'text': nested objects and arrays are not allowed in this table")
             let fraction = try await client.send(.post, "/tables/Todo", json: ["count": 1.5])
             #expect(fraction.error == "Invalid item: field 'count' holds integers; 1.5 is not one")
             #expect(try await client.send(.post, "/tables/Todo", json: ["count": 2.0]).json?["count"] == 2)
@@ -78,7 +86,10 @@ import Testing
 
     @Test func integersKeepAll64BitsAndDoublesTheirPrecision() async throws {
         try await Fixture.withServer { client in
-            let item: JSONValue = ["id": "a", "big": .int(Int64.max), "small": .int(Int64.min), "pi": 3.141592653589793, "tiny": 5e-324]
+            let item: JSONValue = [
+                "id": "a", "big": .int(Int64.max), "small": .int(Int64.min), "pi": 3.141592653589793,
+                "tiny": .double(.leastNonzeroMagnitude),
+            ]
             let stored = try #require(try await client.send(.post, "/tables/TodoItem", json: item).json)
             for key in ["big", "small", "pi", "tiny"] { #expect(stored[key] == item[key]) }
         }

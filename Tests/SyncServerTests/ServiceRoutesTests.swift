@@ -5,9 +5,10 @@ import HummingbirdTesting
 import Metrics
 import Prometheus
 import SyncCore
-@testable import SyncServer
 import Testing
 import Yams
+
+@testable import SyncServer
 
 @Suite struct ServiceRoutesTests {
     @Test func everyRegisteredRouteIsInTheOpenAPIDocument() async throws {
@@ -18,9 +19,11 @@ import Yams
         let paths = try #require(document["paths"] as? [String: Any])
         let registered = router.routes.map { route in
             // Hummingbird writes captures as {name}; the document names them {table} and {id}.
-            let path = "/" + route.path.description.split(separator: "/").map { segment in
-                segment == "{name}" ? "{table}" : String(segment)
-            }.joined(separator: "/")
+            let path =
+                "/"
+                + route.path.description.split(separator: "/").map { segment in
+                    segment == "{name}" ? "{table}" : String(segment)
+                }.joined(separator: "/")
             return (path, route.method.rawValue.lowercased())
         }
         #expect(registered.count == 9)
@@ -49,7 +52,10 @@ import Yams
                 _ = try await client.send(.get, "/tables/TodoItem")
                 let metrics = try await client.send(.get, "/metrics", versioned: false)
                 #expect(metrics.status == .ok)
-                #expect(metrics.text.contains(#"hb_requests{http_route="/tables/{name}",http_request_method="POST",http_response_status_code="409"} 1"#))
+                #expect(
+                    metrics.text.contains(
+                        #"hb_requests{http_route="/tables/{name}",http_request_method="POST",http_response_status_code="409"} 1"#
+                    ))
                 #expect(metrics.text.contains(#"sync_conflicts{sync_table="todoitem"} 1"#))
                 #expect(metrics.text.contains(#"sync_rows_returned{sync_table="todoitem"} 1"#))
             }

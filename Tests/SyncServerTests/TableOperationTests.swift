@@ -10,7 +10,8 @@ import Testing
 @Suite struct TableOperationTests {
     @Test func insertReturns201WithTheStoredItemETagAndLocation() async throws {
         try await Fixture.withServer { client in
-            let reply = try await client.send(.post, "/tables/TodoItem", json: ["id": "a", "text": "milk", "complete": false])
+            let reply = try await client.send(
+                .post, "/tables/TodoItem", json: ["id": "a", "text": "milk", "complete": false])
             #expect(reply.status == .created)
             let item = try #require(reply.json)
             #expect(item["text"] == "milk")
@@ -36,8 +37,10 @@ import Testing
         try await Fixture.withServer { client in
             let reply = try await client.send(
                 .post, "/tables/TodoItem",
-                json: ["id": "a", "createdAt": "2000-01-01T00:00:00.000Z", "updatedAt": "2000-01-01T00:00:00.000Z",
-                       "deleted": true, "version": "forged"])
+                json: [
+                    "id": "a", "createdAt": "2000-01-01T00:00:00.000Z", "updatedAt": "2000-01-01T00:00:00.000Z",
+                    "deleted": true, "version": "forged",
+                ])
             #expect(reply.status == .created)
             #expect(reply.json?["deleted"] == false)
             #expect(reply.json?["createdAt"] != "2000-01-01T00:00:00.000Z")
@@ -70,8 +73,14 @@ import Testing
         ("{\"id\": 5}", "Invalid item: 'id' must be a string"),
         ("{\"id\": \"a/b\"}", "Invalid item id: it contains '/'"),
         ("{\"__meta\": 1}", "Invalid item: field '__meta': names starting with '__' are reserved"),
-        ("{\"bad name\": 1}", "Invalid item: field 'bad name': use 1–128 letters, digits and '_', starting with a letter"),
-        ("{\"Deleted\": 1}", "Invalid item: field 'Deleted': it differs from the system property 'deleted' only in case"),
+        (
+            "{\"bad name\": 1}",
+            "Invalid item: field 'bad name': use 1–128 letters, digits and '_', starting with a letter"
+        ),
+        (
+            "{\"Deleted\": 1}",
+            "Invalid item: field 'Deleted': it differs from the system property 'deleted' only in case"
+        ),
     ])
     func insertRefusesBadBodiesWith400(body: String, message: String) async throws {
         try await Fixture.withServer { client in
@@ -91,7 +100,8 @@ import Testing
 
     @Test func oversizedBodyIs413() async throws {
         try await Fixture.withServer(configure: { $0.maxBodySize = 1000 }) { client in
-            let reply = try await client.send(.post, "/tables/TodoItem", json: ["text": .string(String(repeating: "x", count: 2000))])
+            let reply = try await client.send(
+                .post, "/tables/TodoItem", json: ["text": .string(String(repeating: "x", count: 2000))])
             #expect(reply.status == .contentTooLarge)
             #expect(reply.error == "The request body is larger than 1000 bytes")
         }
@@ -164,7 +174,9 @@ import Testing
 
     @Test func updateChangesOnlyTheGivenFields() async throws {
         try await Fixture.withServer { client in
-            let inserted = try #require(try await client.send(.post, "/tables/TodoItem", json: ["id": "a", "text": "x", "complete": false]).json)
+            let inserted = try #require(
+                try await client.send(.post, "/tables/TodoItem", json: ["id": "a", "text": "x", "complete": false]).json
+            )
             let reply = try await client.send(.patch, "/tables/TodoItem/a", json: ["complete": true])
             #expect(reply.status == .ok)
             #expect(reply.json?["text"] == "x")
@@ -180,17 +192,21 @@ import Testing
             _ = try await client.send(.post, "/tables/TodoItem", json: ["id": "a", "text": "x"])
             _ = try await client.send(.delete, "/tables/TodoItem/a")
             #expect(try await client.send(.patch, "/tables/TodoItem/a", json: ["text": "y"]).status == .notFound)
-            #expect(try await client.send(.patch, "/tables/TodoItem/a?__includeDeleted=true", json: ["text": "y"]).status == .ok)
+            #expect(
+                try await client.send(.patch, "/tables/TodoItem/a?__includeDeleted=true", json: ["text": "y"]).status
+                    == .ok)
         }
     }
 
     @Test(arguments: [true, false])
     func staleIfMatchIs412WithTheStoredItem(quoted: Bool) async throws {
         try await Fixture.withServer { client in
-            let v1 = try #require(try await client.send(.post, "/tables/TodoItem", json: ["id": "a", "text": "v1"]).json?.version)
+            let v1 = try #require(
+                try await client.send(.post, "/tables/TodoItem", json: ["id": "a", "text": "v1"]).json?.version)
             let stored = try await client.send(.patch, "/tables/TodoItem/a", json: ["text": "v2"])
             let header = quoted ? v1.entityTag : v1.rawValue
-            let reply = try await client.send(.patch, "/tables/TodoItem/a", json: ["text": "mine"], headers: [.ifMatch: header])
+            let reply = try await client.send(
+                .patch, "/tables/TodoItem/a", json: ["text": "mine"], headers: [.ifMatch: header])
             #expect(reply.status == .preconditionFailed)
             #expect(reply.json == stored.json)
             #expect(reply["ETag"] == stored["ETag"])
@@ -200,10 +216,12 @@ import Testing
     @Test func matchingIfMatchQuotedUnquotedOrStarSucceeds() async throws {
         try await Fixture.withServer { client in
             let v1 = try #require(try await client.send(.post, "/tables/TodoItem", json: ["id": "a"]).json?.version)
-            let quoted = try await client.send(.patch, "/tables/TodoItem/a", json: ["n": 1], headers: [.ifMatch: v1.entityTag])
+            let quoted = try await client.send(
+                .patch, "/tables/TodoItem/a", json: ["n": 1], headers: [.ifMatch: v1.entityTag])
             #expect(quoted.status == .ok)
             let v2 = try #require(quoted.json?.version)
-            let bare = try await client.send(.patch, "/tables/TodoItem/a", json: ["n": 2], headers: [.ifMatch: v2.rawValue])
+            let bare = try await client.send(
+                .patch, "/tables/TodoItem/a", json: ["n": 2], headers: [.ifMatch: v2.rawValue])
             #expect(bare.status == .ok)
             let any = try await client.send(.patch, "/tables/TodoItem/a", json: ["n": 3], headers: [.ifMatch: "*"])
             #expect(any.status == .ok)
@@ -213,9 +231,12 @@ import Testing
 
     @Test func staleBodyVersionIs409AndIfMatchWinsOverIt() async throws {
         try await Fixture.withServer { client in
-            let v1 = try #require(try await client.send(.post, "/tables/TodoItem", json: ["id": "a", "text": "v1"]).json?.version)
-            let v2 = try #require(try await client.send(.patch, "/tables/TodoItem/a", json: ["text": "v2"]).json?.version)
-            let conflict = try await client.send(.patch, "/tables/TodoItem/a", json: ["text": "mine", "version": .string(v1.rawValue)])
+            let v1 = try #require(
+                try await client.send(.post, "/tables/TodoItem", json: ["id": "a", "text": "v1"]).json?.version)
+            let v2 = try #require(
+                try await client.send(.patch, "/tables/TodoItem/a", json: ["text": "v2"]).json?.version)
+            let conflict = try await client.send(
+                .patch, "/tables/TodoItem/a", json: ["text": "mine", "version": .string(v1.rawValue)])
             #expect(conflict.status == .conflict)
             #expect(conflict.json?["text"] == "v2")
             let winning = try await client.send(
@@ -249,7 +270,9 @@ import Testing
     func malformedIfMatchIs400(header: String) async throws {
         try await Fixture.withServer { client in
             _ = try await client.send(.post, "/tables/TodoItem", json: ["id": "a"])
-            #expect(try await client.send(.patch, "/tables/TodoItem/a", json: ["n": 1], headers: [.ifMatch: header]).status == .badRequest)
+            #expect(
+                try await client.send(.patch, "/tables/TodoItem/a", json: ["n": 1], headers: [.ifMatch: header]).status
+                    == .badRequest)
         }
     }
 
@@ -270,12 +293,19 @@ import Testing
             let missing = try await client.send(.get, "/tables/TodoItem", versioned: false)
             #expect(missing.status == .badRequest)
             #expect(missing.error?.contains("ZUMO-API-VERSION of 2.0.0") == true)
-            #expect(try await client.send(.get, "/tables/TodoItem?zumo-api-version=2.0.0", versioned: false).status == .ok)
-            #expect(try await client.send(.get, "/tables/TodoItem", headers: [HTTPField.Name("ZUMO-API-VERSION")!: "2.0.7"], versioned: false).status == .ok)
-            let v3 = try await client.send(.get, "/tables/TodoItem", headers: [HTTPField.Name("ZUMO-API-VERSION")!: "3.0.0"], versioned: false)
+            #expect(
+                try await client.send(.get, "/tables/TodoItem?zumo-api-version=2.0.0", versioned: false).status == .ok)
+            #expect(
+                try await client.send(
+                    .get, "/tables/TodoItem", headers: [HTTPField.Name("ZUMO-API-VERSION")!: "2.0.7"], versioned: false
+                ).status == .ok)
+            let v3 = try await client.send(
+                .get, "/tables/TodoItem", headers: [HTTPField.Name("ZUMO-API-VERSION")!: "3.0.0"], versioned: false)
             #expect(v3.status == .badRequest)
             #expect(v3.error?.contains("Datasync") == true)
-            #expect(try await client.send(.get, "/tables/TodoItem?ZUMO-API-VERSION=1.0.0", versioned: false).status == .badRequest)
+            #expect(
+                try await client.send(.get, "/tables/TodoItem?ZUMO-API-VERSION=1.0.0", versioned: false).status
+                    == .badRequest)
             #expect(try await client.send(.get, "/health", versioned: false).status == .ok)
         }
     }

@@ -4,6 +4,7 @@ import Hummingbird
 import HummingbirdTesting
 import NIOCore
 import SyncCore
+
 @testable import SyncServer
 
 /// A response, with its body parsed as JSON when it is JSON.
@@ -82,6 +83,7 @@ enum Fixture {
         columns: [String: SQLColumnType]? = nil
     ) -> TableConfiguration {
         // Test tables are well-formed by construction.
-        try! TableConfiguration(name: name, softDelete: softDelete, pageSize: pageSize, maxTop: maxTop, columns: columns)
+        try! TableConfiguration(
+            name: name, softDelete: softDelete, pageSize: pageSize, maxTop: maxTop, columns: columns)
     }
 }

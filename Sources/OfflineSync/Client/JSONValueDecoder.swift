@@ -15,7 +15,8 @@ struct JSONValueDecoder: Decoder {
     func decodeValue<T: Decodable>(_ type: T.Type) throws -> T {
         if type == Date.self {
             guard let text = value.stringValue, let date = WireDate(parsing: text)?.date as? T else {
-                throw DecodingError.typeMismatch(Date.self, .init(codingPath: codingPath, debugDescription: "Not a wire date"))
+                throw DecodingError.typeMismatch(
+                    Date.self, .init(codingPath: codingPath, debugDescription: "Not a wire date"))
             }
             return date
         }
@@ -25,14 +26,16 @@ struct JSONValueDecoder: Decoder {
 
     func container<Key: CodingKey>(keyedBy type: Key.Type) throws -> KeyedDecodingContainer<Key> {
         guard case .object(let members) = value else {
-            throw DecodingError.typeMismatch([String: Any].self, .init(codingPath: codingPath, debugDescription: "Not an object"))
+            throw DecodingError.typeMismatch(
+                [String: Any].self, .init(codingPath: codingPath, debugDescription: "Not an object"))
         }
         return KeyedDecodingContainer(KeyedContainer<Key>(members: members, codingPath: codingPath))
     }
 
     func unkeyedContainer() throws -> any UnkeyedDecodingContainer {
         guard case .array(let elements) = value else {
-            throw DecodingError.typeMismatch([Any].self, .init(codingPath: codingPath, debugDescription: "Not an array"))
+            throw DecodingError.typeMismatch(
+                [Any].self, .init(codingPath: codingPath, debugDescription: "Not an array"))
         }
         return UnkeyedContainer(elements: elements, codingPath: codingPath)
     }
@@ -50,7 +53,8 @@ struct JSONValueDecoder: Decoder {
 
         private func value(_ key: Key) throws -> JSONValue {
             guard let value = members[key.stringValue] else {
-                throw DecodingError.keyNotFound(key, .init(codingPath: codingPath, debugDescription: "No value for '\(key.stringValue)'"))
+                throw DecodingError.keyNotFound(
+                    key, .init(codingPath: codingPath, debugDescription: "No value for '\(key.stringValue)'"))
             }
             return value
         }
@@ -86,7 +90,8 @@ struct JSONValueDecoder: Decoder {
 
         private mutating func next() throws -> JSONValue {
             guard !isAtEnd else {
-                throw DecodingError.valueNotFound(JSONValue.self, .init(codingPath: codingPath, debugDescription: "No more elements"))
+                throw DecodingError.valueNotFound(
+                    JSONValue.self, .init(codingPath: codingPath, debugDescription: "No more elements"))
             }
             defer { currentIndex += 1 }
             return elements[currentIndex]
@@ -112,7 +117,9 @@ struct JSONValueDecoder: Decoder {
             try JSONValueDecoder(value: try next(), codingPath: codingPath).unkeyedContainer()
         }
 
-        mutating func superDecoder() throws -> any Decoder { JSONValueDecoder(value: try next(), codingPath: codingPath) }
+        mutating func superDecoder() throws -> any Decoder {
+            JSONValueDecoder(value: try next(), codingPath: codingPath)
+        }
     }
 
     struct SingleValueContainer: SingleValueDecodingContainer {
@@ -122,7 +129,8 @@ struct JSONValueDecoder: Decoder {
         func decodeNil() -> Bool { value == .null }
 
         private func mismatch<T>(_ type: T.Type) -> DecodingError {
-            .typeMismatch(type, .init(codingPath: codingPath, debugDescription: "Found \(value.serialized().prefix(40))"))
+            .typeMismatch(
+                type, .init(codingPath: codingPath, debugDescription: "Found \(value.serialized().prefix(40))"))
         }
 
         func decode(_ type: Bool.Type) throws -> Bool {

@@ -54,7 +54,8 @@ public struct RemoteTable<Item: Codable & Sendable>: Sendable {
         let value = try ItemCoder.json(item)
         guard let id = value.itemID else { throw ValueError(kind: "item", reason: "it has no valid 'id'") }
         let response = try await endpoint.send(
-            "PATCH", endpoint.url(name, id: id), body: value.removing(SystemProperty.serverManaged), ifMatch: value.version,
+            "PATCH", endpoint.url(name, id: id), body: value.removing(SystemProperty.serverManaged),
+            ifMatch: value.version,
             features: value.version == nil ? [] : ["OC"])
         _ = try Self.check(response, expecting: [200])
         return try ItemCoder.item(response.item ?? .null, as: Item.self)
@@ -67,7 +68,8 @@ public struct RemoteTable<Item: Codable & Sendable>: Sendable {
     public func delete(_ item: Item) async throws {
         let value = try ItemCoder.json(item)
         guard let id = value.itemID else { throw ValueError(kind: "item", reason: "it has no valid 'id'") }
-        let response = try await endpoint.send("DELETE", endpoint.url(name, id: id), ifMatch: value.version, features: [])
+        let response = try await endpoint.send(
+            "DELETE", endpoint.url(name, id: id), ifMatch: value.version, features: [])
         _ = try Self.check(response, expecting: [200, 204])
     }
 

@@ -79,11 +79,13 @@ public final class SyncClient: Sendable {
         }
         endpoint = TableEndpoint(
             baseURL: url, transport: configuration.transport, installationID: installationID,
-            tokenProvider: configuration.tokenProvider, timeout: configuration.requestTimeout, logger: configuration.logger)
+            tokenProvider: configuration.tokenProvider, timeout: configuration.requestTimeout,
+            logger: configuration.logger)
         context = SyncContext(
             store: store, endpoint: endpoint, logger: configuration.logger,
             conflictHandler: configuration.conflictHandler,
-            retry: RetryPolicy(limit: configuration.pullRetryLimit, clock: configuration.clock, jitter: configuration.jitter))
+            retry: RetryPolicy(
+                limit: configuration.pullRetryLimit, clock: configuration.clock, jitter: configuration.jitter))
     }
 
     /// A table used offline: reads and writes go to the local store; push and pull sync it.
@@ -118,7 +120,8 @@ public final class SyncClient: Sendable {
 
     private static func tableName(_ name: String) -> TableName {
         guard let table = TableName(rawValue: name) else {
-            preconditionFailure("'\(name)' is not a valid table name: use letters, digits and '_', starting with a letter")
+            preconditionFailure(
+                "'\(name)' is not a valid table name: use letters, digits and '_', starting with a letter")
         }
         return table
     }

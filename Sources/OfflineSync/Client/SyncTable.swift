@@ -123,7 +123,8 @@ public struct SyncTable<Item: Codable & Sendable>: Sendable {
         progress: (@Sendable (PullProgress) -> Void)? = nil
     ) async throws -> PullSummary {
         try await client.context.pull(
-            name, filter: query.filter, queryID: queryID, pageSize: client.configuration.pullPageSize, progress: progress)
+            name, filter: query.filter, queryID: queryID, pageSize: client.configuration.pullPageSize,
+            progress: progress)
     }
 
     /// Pulls as ``pull(_:queryID:progress:)`` does, reporting progress as a stream: one element per
@@ -164,7 +165,9 @@ public struct SyncTable<Item: Codable & Sendable>: Sendable {
     ///   - mode: Whether pending operations prevent the purge.
     /// - Throws: ``PurgeError`` when operations are pending and `mode` is `.refuseIfPending`.
     /// - Warning: `.evenIfPending` drops the table's local changes that were not pushed.
-    public func purge(_ query: ODataQuery? = nil, queryID: QueryID? = nil, mode: PurgeMode = .refuseIfPending) async throws {
+    public func purge(_ query: ODataQuery? = nil, queryID: QueryID? = nil, mode: PurgeMode = .refuseIfPending)
+        async throws
+    {
         try await client.context.purge(name, filter: query?.filter, queryID: queryID, mode: mode)
     }
 

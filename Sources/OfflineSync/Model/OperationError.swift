@@ -22,7 +22,9 @@ public struct OperationError: Sendable, Hashable, Identifiable {
     ///   - message: The server's message.
     ///   - sentItem: The item sent.
     ///   - serverItem: The server's copy.
-    public init(operation: PendingOperation, status: Int, message: String?, sentItem: JSONValue?, serverItem: JSONValue?) {
+    public init(
+        operation: PendingOperation, status: Int, message: String?, sentItem: JSONValue?, serverItem: JSONValue?
+    ) {
         self.operation = operation
         self.status = status
         self.message = message

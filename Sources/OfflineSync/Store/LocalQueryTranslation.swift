@@ -28,15 +28,16 @@ enum LocalQueryTranslation {
     }
 
     static func arguments(_ values: [SQLValue]) -> StatementArguments {
-        StatementArguments(values.map { value -> DatabaseValue in
-            switch value {
-            case .null: .null
-            case .bool(let bool): bool.databaseValue
-            case .int(let int): int.databaseValue
-            case .double(let double): double.databaseValue
-            case .text(let text): text.databaseValue
-            }
-        })
+        StatementArguments(
+            values.map { value -> DatabaseValue in
+                switch value {
+                case .null: .null
+                case .bool(let bool): bool.databaseValue
+                case .int(let int): int.databaseValue
+                case .double(let double): double.databaseValue
+                case .text(let text): text.databaseValue
+                }
+            })
     }
 }
 

@@ -64,7 +64,8 @@ public protocol LocalStoreWriter: LocalStoreReader {
     /// Removes the items matching `filter` (all items when nil).
     func deleteItems(in table: TableName, matching filter: ODataExpression?) throws
     /// Appends an operation to the queue, giving it the next sequence number.
-    func enqueue(_ kind: OperationKind, itemID: ItemID, in table: TableName, item: JSONValue?) throws -> PendingOperation
+    func enqueue(_ kind: OperationKind, itemID: ItemID, in table: TableName, item: JSONValue?) throws
+        -> PendingOperation
     /// Saves an operation's changed kind, item, edit count or in-flight flag.
     func updateOperation(_ operation: PendingOperation) throws
     /// Removes an operation and its error.

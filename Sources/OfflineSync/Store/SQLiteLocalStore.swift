@@ -37,33 +37,34 @@ public final class SQLiteLocalStore: LocalStore {
     static var migrator: DatabaseMigrator {
         var migrator = DatabaseMigrator()
         migrator.registerMigration("v1: queue, errors, cursors, settings") { db in
-            try db.execute(sql: """
-                CREATE TABLE "sync_operations" (
-                    "id" INTEGER PRIMARY KEY AUTOINCREMENT,
-                    "tableName" TEXT NOT NULL,
-                    "itemID" TEXT NOT NULL,
-                    "kind" TEXT NOT NULL,
-                    "item" TEXT,
-                    "isInFlight" INTEGER NOT NULL DEFAULT 0
-                );
-                CREATE INDEX "sync_operations_item" ON "sync_operations" ("tableName", "itemID");
-                CREATE TABLE "sync_errors" (
-                    "operationID" INTEGER PRIMARY KEY NOT NULL,
-                    "operation" TEXT NOT NULL,
-                    "status" INTEGER NOT NULL,
-                    "message" TEXT,
-                    "sentItem" TEXT,
-                    "serverItem" TEXT
-                );
-                CREATE TABLE "sync_cursors" (
-                    "tableName" TEXT NOT NULL,
-                    "queryID" TEXT NOT NULL,
-                    "updatedAt" INTEGER NOT NULL,
-                    "itemID" TEXT NOT NULL,
-                    PRIMARY KEY ("tableName", "queryID")
-                );
-                CREATE TABLE "sync_settings" ("key" TEXT PRIMARY KEY NOT NULL, "value" TEXT NOT NULL);
-                """)
+            try db.execute(
+                sql: """
+                    CREATE TABLE "sync_operations" (
+                        "id" INTEGER PRIMARY KEY AUTOINCREMENT,
+                        "tableName" TEXT NOT NULL,
+                        "itemID" TEXT NOT NULL,
+                        "kind" TEXT NOT NULL,
+                        "item" TEXT,
+                        "isInFlight" INTEGER NOT NULL DEFAULT 0
+                    );
+                    CREATE INDEX "sync_operations_item" ON "sync_operations" ("tableName", "itemID");
+                    CREATE TABLE "sync_errors" (
+                        "operationID" INTEGER PRIMARY KEY NOT NULL,
+                        "operation" TEXT NOT NULL,
+                        "status" INTEGER NOT NULL,
+                        "message" TEXT,
+                        "sentItem" TEXT,
+                        "serverItem" TEXT
+                    );
+                    CREATE TABLE "sync_cursors" (
+                        "tableName" TEXT NOT NULL,
+                        "queryID" TEXT NOT NULL,
+                        "updatedAt" INTEGER NOT NULL,
+                        "itemID" TEXT NOT NULL,
+                        PRIMARY KEY ("tableName", "queryID")
+                    );
+                    CREATE TABLE "sync_settings" ("key" TEXT PRIMARY KEY NOT NULL, "value" TEXT NOT NULL);
+                    """)
         }
         return migrator
     }

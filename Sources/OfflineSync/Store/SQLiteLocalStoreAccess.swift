@@ -20,22 +20,25 @@ struct SQLiteLocalStoreAccess: LocalStoreWriter {
     private func ensureRowTable(_ table: TableName) throws {
         guard try !hasRowTable(table) else { return }
         let name = SQLiteLocalStore.rowTable(table)
-        try db.execute(sql: """
-            CREATE TABLE IF NOT EXISTS \(name) ("id" TEXT PRIMARY KEY NOT NULL, "updatedAt" TEXT, "data" TEXT NOT NULL);
-            CREATE INDEX IF NOT EXISTS "rows_\(table.canonical)_updatedAt" ON \(name) ("updatedAt");
-            """)
+        try db.execute(
+            sql: """
+                CREATE TABLE IF NOT EXISTS \(name) ("id" TEXT PRIMARY KEY NOT NULL, "updatedAt" TEXT, "data" TEXT NOT NULL);
+                CREATE INDEX IF NOT EXISTS "rows_\(table.canonical)_updatedAt" ON \(name) ("updatedAt");
+                """)
         store.knownTables.withLock { _ = $0.insert(table.canonical) }
     }
 
     func item(_ id: ItemID, in table: TableName) throws -> JSONValue? {
         guard try hasRowTable(table) else { return nil }
-        let statement = try db.cachedStatement(sql: "SELECT \"data\" FROM \(SQLiteLocalStore.rowTable(table)) WHERE \"id\" = ?")
+        let statement = try db.cachedStatement(
+            sql: "SELECT \"data\" FROM \(SQLiteLocalStore.rowTable(table)) WHERE \"id\" = ?")
         return try String.fetchOne(statement, arguments: [id.rawValue]).map { try JSONValue(parsing: $0) }
     }
 
     func containsItem(_ id: ItemID, in table: TableName) throws -> Bool {
         guard try hasRowTable(table) else { return false }
-        let statement = try db.cachedStatement(sql: "SELECT 1 FROM \(SQLiteLocalStore.rowTable(table)) WHERE \"id\" = ?")
+        let statement = try db.cachedStatement(
+            sql: "SELECT 1 FROM \(SQLiteLocalStore.rowTable(table)) WHERE \"id\" = ?")
         return try Bool.fetchOne(statement, arguments: [id.rawValue]) != nil
     }
 
@@ -50,7 +53,8 @@ struct SQLiteLocalStoreAccess: LocalStoreWriter {
             values.append(.int(Int64(query.skip ?? 0)))
         }
         // Cached: an app runs the same few query shapes again and again.
-        let texts = try String.fetchCursor(db.cachedStatement(sql: sql), arguments: LocalQueryTranslation.arguments(values))
+        let texts = try String.fetchCursor(
+            db.cachedStatement(sql: sql), arguments: LocalQueryTranslation.arguments(values))
         var items: [JSONValue] = []
         while let text = try texts.next() { items.append(try JSONValue(parsing: text)) }
         return items
@@ -71,10 +75,11 @@ struct SQLiteLocalStoreAccess: LocalStoreWriter {
     func upsert(_ item: JSONValue, text: String, in table: TableName) throws {
         guard let id = item.itemID else { throw ValueError(kind: "item", reason: "it has no valid id") }
         try ensureRowTable(table)
-        let statement = try db.cachedStatement(sql: """
-            INSERT INTO \(SQLiteLocalStore.rowTable(table)) ("id", "updatedAt", "data") VALUES (?, ?, ?)
-            ON CONFLICT ("id") DO UPDATE SET "updatedAt" = excluded."updatedAt", "data" = excluded."data"
-            """)
+        let statement = try db.cachedStatement(
+            sql: """
+                INSERT INTO \(SQLiteLocalStore.rowTable(table)) ("id", "updatedAt", "data") VALUES (?, ?, ?)
+                ON CONFLICT ("id") DO UPDATE SET "updatedAt" = excluded."updatedAt", "data" = excluded."data"
+                """)
         try statement.execute(arguments: [id.rawValue, item["updatedAt"]?.stringValue, text])
     }
 
@@ -99,8 +104,10 @@ struct SQLiteLocalStoreAccess: LocalStoreWriter {
     private func operation(_ row: Row) throws -> PendingOperation {
         let itemText: String? = row["item"]
         return PendingOperation(
-            id: row["id"], table: try TableName(row["tableName"] as String), itemID: try ItemID(row["itemID"] as String),
-            kind: OperationKind(rawValue: row["kind"]) ?? .update, item: try itemText.map { try JSONValue(parsing: $0) },
+            id: row["id"], table: try TableName(row["tableName"] as String),
+            itemID: try ItemID(row["itemID"] as String),
+            kind: OperationKind(rawValue: row["kind"]) ?? .update,
+            item: try itemText.map { try JSONValue(parsing: $0) },
             isInFlight: row["isInFlight"])
     }
 
@@ -114,24 +121,31 @@ struct SQLiteLocalStoreAccess: LocalStoreWriter {
 
     func lastOperation(for id: ItemID, in table: TableName) throws -> PendingOperation? {
         let statement = try db.cachedStatement(
-            sql: "SELECT \(Self.operationColumns) FROM \"sync_operations\" WHERE \"tableName\" = ? AND \"itemID\" = ? ORDER BY \"id\" DESC LIMIT 1")
+            sql:
+                "SELECT \(Self.operationColumns) FROM \"sync_operations\" WHERE \"tableName\" = ? AND \"itemID\" = ? ORDER BY \"id\" DESC LIMIT 1"
+        )
         return try Row.fetchOne(statement, arguments: [table.canonical, id.rawValue]).map(operation)
     }
 
     func itemIDsWithOperations(in table: TableName) throws -> Set<String> {
-        Set(try String.fetchAll(
-            db, sql: "SELECT DISTINCT \"itemID\" FROM \"sync_operations\" WHERE \"tableName\" = ?", arguments: [table.canonical]))
+        Set(
+            try String.fetchAll(
+                db, sql: "SELECT DISTINCT \"itemID\" FROM \"sync_operations\" WHERE \"tableName\" = ?",
+                arguments: [table.canonical]))
     }
 
     func operationCount(in table: TableName?) throws -> Int {
         if let table {
             return try Int.fetchOne(
-                db, sql: "SELECT COUNT(*) FROM \"sync_operations\" WHERE \"tableName\" = ?", arguments: [table.canonical]) ?? 0
+                db, sql: "SELECT COUNT(*) FROM \"sync_operations\" WHERE \"tableName\" = ?",
+                arguments: [table.canonical]) ?? 0
         }
         return try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM \"sync_operations\"") ?? 0
     }
 
-    func enqueue(_ kind: OperationKind, itemID: ItemID, in table: TableName, item: JSONValue?) throws -> PendingOperation {
+    func enqueue(_ kind: OperationKind, itemID: ItemID, in table: TableName, item: JSONValue?) throws
+        -> PendingOperation
+    {
         try db.cachedStatement(
             sql: "INSERT INTO \"sync_operations\" (\"tableName\", \"itemID\", \"kind\", \"item\") VALUES (?, ?, ?, ?)"
         ).execute(arguments: [table.canonical, itemID.rawValue, kind.rawValue, item?.serialized()])
@@ -151,7 +165,8 @@ struct SQLiteLocalStoreAccess: LocalStoreWriter {
 
     func removeOperations(in table: TableName) throws {
         try db.execute(
-            sql: "DELETE FROM \"sync_errors\" WHERE \"operationID\" IN (SELECT \"id\" FROM \"sync_operations\" WHERE \"tableName\" = ?)",
+            sql:
+                "DELETE FROM \"sync_errors\" WHERE \"operationID\" IN (SELECT \"id\" FROM \"sync_operations\" WHERE \"tableName\" = ?)",
             arguments: [table.canonical])
         try db.execute(sql: "DELETE FROM \"sync_operations\" WHERE \"tableName\" = ?", arguments: [table.canonical])
     }
@@ -192,11 +207,15 @@ struct SQLiteLocalStoreAccess: LocalStoreWriter {
     // MARK: Cursors and settings
 
     func cursor(for table: TableName, queryID: QueryID) throws -> PullCursor? {
-        guard let row = try Row.fetchOne(
-            db, sql: "SELECT \"updatedAt\", \"itemID\" FROM \"sync_cursors\" WHERE \"tableName\" = ? AND \"queryID\" = ?",
-            arguments: [table.canonical, queryID.rawValue])
+        guard
+            let row = try Row.fetchOne(
+                db,
+                sql:
+                    "SELECT \"updatedAt\", \"itemID\" FROM \"sync_cursors\" WHERE \"tableName\" = ? AND \"queryID\" = ?",
+                arguments: [table.canonical, queryID.rawValue])
         else { return nil }
-        return PullCursor(updatedAt: WireDate(millisecondsSince1970: row["updatedAt"]), itemID: try ItemID(row["itemID"] as String))
+        return PullCursor(
+            updatedAt: WireDate(millisecondsSince1970: row["updatedAt"]), itemID: try ItemID(row["itemID"] as String))
     }
 
     func setCursor(_ cursor: PullCursor?, for table: TableName, queryID: QueryID) throws {
@@ -206,10 +225,14 @@ struct SQLiteLocalStoreAccess: LocalStoreWriter {
                 arguments: [table.canonical, queryID.rawValue])
             return
         }
-        try db.cachedStatement(sql: """
-            INSERT INTO "sync_cursors" ("tableName", "queryID", "updatedAt", "itemID") VALUES (?, ?, ?, ?)
-            ON CONFLICT ("tableName", "queryID") DO UPDATE SET "updatedAt" = excluded."updatedAt", "itemID" = excluded."itemID"
-            """).execute(arguments: [table.canonical, queryID.rawValue, cursor.updatedAt.millisecondsSince1970, cursor.itemID.rawValue])
+        try db.cachedStatement(
+            sql: """
+                INSERT INTO "sync_cursors" ("tableName", "queryID", "updatedAt", "itemID") VALUES (?, ?, ?, ?)
+                ON CONFLICT ("tableName", "queryID") DO UPDATE SET "updatedAt" = excluded."updatedAt", "itemID" = excluded."itemID"
+                """
+        ).execute(arguments: [
+            table.canonical, queryID.rawValue, cursor.updatedAt.millisecondsSince1970, cursor.itemID.rawValue,
+        ])
     }
 
     func removeCursors(in table: TableName) throws {
@@ -222,7 +245,9 @@ struct SQLiteLocalStoreAccess: LocalStoreWriter {
 
     func setSetting(_ value: String?, for key: String) throws {
         if let value {
-            try db.execute(sql: "INSERT OR REPLACE INTO \"sync_settings\" (\"key\", \"value\") VALUES (?, ?)", arguments: [key, value])
+            try db.execute(
+                sql: "INSERT OR REPLACE INTO \"sync_settings\" (\"key\", \"value\") VALUES (?, ?)",
+                arguments: [key, value])
         } else {
             try db.execute(sql: "DELETE FROM \"sync_settings\" WHERE \"key\" = ?", arguments: [key])
         }

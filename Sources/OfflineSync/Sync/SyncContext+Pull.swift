@@ -33,7 +33,8 @@ extension SyncContext {
             let items = page.items
             let last = try Self.cursor(of: items[items.count - 1].value)
             let isLast = page.isLast
-            async let next: Page? = isLast ? nil : fetch(table, filter: filter, after: last, pageSize: pageSize, count: false)
+            async let next: Page? =
+                isLast ? nil : fetch(table, filter: filter, after: last, pageSize: pageSize, count: false)
             let (applied, skipped) = try await apply(items, to: table, cursor: last, queryID: queryID)
             summary.appliedCount += applied
             summary.skippedCount += skipped
@@ -43,7 +44,9 @@ extension SyncContext {
             summary.requestCount += 1
             page = following
         }
-        log.debug("Pull finished", metadata: [SyncLogKey.rows: "\(summary.appliedCount)", SyncLogKey.pages: "\(summary.requestCount)"])
+        log.debug(
+            "Pull finished",
+            metadata: [SyncLogKey.rows: "\(summary.appliedCount)", SyncLogKey.pages: "\(summary.requestCount)"])
         return summary
     }
 
@@ -60,7 +63,8 @@ extension SyncContext {
     func fetch(_ table: TableName, filter: ODataExpression?, after cursor: PullCursor?, pageSize: Int, count: Bool)
         async throws -> Page
     {
-        var query = ODataQuery(filter: filter, orderBy: [ODataOrdering("updatedAt"), ODataOrdering("id")], top: pageSize)
+        var query = ODataQuery(
+            filter: filter, orderBy: [ODataOrdering("updatedAt"), ODataOrdering("id")], top: pageSize)
         query.includeDeleted = true
         query.includeTotalCount = count
         if let cursor {
@@ -68,7 +72,9 @@ extension SyncContext {
             let stamp = ODataExpression.literal(.date(cursor.updatedAt, .datetimeoffset))
             let after = ODataExpression.binary(
                 .or, .binary(.gt, updatedAt, stamp),
-                .binary(.and, .binary(.eq, updatedAt, stamp), .binary(.gt, .member("id"), .literal(.string(cursor.itemID.rawValue)))))
+                .binary(
+                    .and, .binary(.eq, updatedAt, stamp),
+                    .binary(.gt, .member("id"), .literal(.string(cursor.itemID.rawValue)))))
             query.filter = filter.map { .binary(.and, $0, after) } ?? after
         }
         let features = cursor == nil ? ["TQ", "OL"] : ["TQ", "OL", "IP"]
@@ -84,10 +90,13 @@ extension SyncContext {
                 if error.code == .cancelled || attempt > retry.limit { throw PullError.networkUnavailable(error) }
             }
             let delay = retryDelay(attempt: attempt, jitter: retry.jitter())
-            logger.info("Pull retrying a page", metadata: [SyncLogKey.table: "\(table)", SyncLogKey.attempt: "\(attempt)"])
+            logger.info(
+                "Pull retrying a page", metadata: [SyncLogKey.table: "\(table)", SyncLogKey.attempt: "\(attempt)"])
             try await retry.clock.sleep(for: delay)
         }
-        guard response.status == 200 else { throw PullError.rejected(status: response.status, message: response.message) }
+        guard response.status == 200 else {
+            throw PullError.rejected(status: response.status, message: response.message)
+        }
         let items: [(value: JSONValue, text: String)]
         var totalCount: Int?
         if let elements = try? JSONValue.parseArrayElements(response.body, keeping: Self.pulledFields) {
@@ -103,7 +112,8 @@ extension SyncContext {
     }
 
     /// Applies one page and its cursor in one transaction; rows with pending operations are skipped.
-    func apply(_ items: [(value: JSONValue, text: String)], to table: TableName, cursor: PullCursor, queryID: QueryID?) async throws
+    func apply(_ items: [(value: JSONValue, text: String)], to table: TableName, cursor: PullCursor, queryID: QueryID?)
+        async throws
         -> (applied: Int, skipped: Int)
     {
         try await store.write { writer in
@@ -115,7 +125,11 @@ extension SyncContext {
                     skipped += 1
                     continue
                 }
-                if item.isDeleted { try writer.deleteItem(id, in: table) } else { try writer.upsert(item, text: text, in: table) }
+                if item.isDeleted {
+                    try writer.deleteItem(id, in: table)
+                } else {
+                    try writer.upsert(item, text: text, in: table)
+                }
                 applied += 1
             }
             if let queryID { try writer.setCursor(cursor, for: table, queryID: queryID) }

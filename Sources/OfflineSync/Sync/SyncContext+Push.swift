@@ -23,9 +23,10 @@ extension SyncContext {
     func pushAll() async throws -> PushResult {
         var result = PushResult()
         var blocked: Set<String> = []  // items whose earlier operation failed: later ones wait
-        let parked = Set(try await store.read { reader in
-            try reader.operationErrors().filter(\.isConflict).map(\.operation.id)
-        })
+        let parked = Set(
+            try await store.read { reader in
+                try reader.operationErrors().filter(\.isConflict).map(\.operation.id)
+            })
         var after: Int64?
         logger.debug("Push started")
         do {
@@ -76,7 +77,8 @@ extension SyncContext {
             guard var operation = try writer.operations(after: queued.id - 1, limit: 1).first,
                 operation.id == queued.id
             else { return nil }
-            let row = operation.kind == .delete ? operation.item : try writer.item(operation.itemID, in: operation.table)
+            let row =
+                operation.kind == .delete ? operation.item : try writer.item(operation.itemID, in: operation.table)
             if operation.kind != .delete, row == nil {
                 try writer.removeOperation(operation.id)  // the row is gone: nothing to send
                 return nil
@@ -126,14 +128,17 @@ extension SyncContext {
         return .failed(error)
     }
 
-    private func send(_ operation: PendingOperation, body: JSONValue?, version: Version?) async throws -> HTTPResponseData {
+    private func send(_ operation: PendingOperation, body: JSONValue?, version: Version?) async throws
+        -> HTTPResponseData
+    {
         let features = version == nil ? ["OL"] : ["OC", "OL"]
         switch operation.kind {
         case .insert:
             return try await endpoint.send("POST", endpoint.url(operation.table), body: body, features: ["OL"])
         case .update:
             return try await endpoint.send(
-                "PATCH", endpoint.url(operation.table, id: operation.itemID), body: body, ifMatch: version, features: features)
+                "PATCH", endpoint.url(operation.table, id: operation.itemID), body: body, ifMatch: version,
+                features: features)
         case .delete:
             return try await endpoint.send(
                 "DELETE", endpoint.url(operation.table, id: operation.itemID), ifMatch: version, features: features)
@@ -148,7 +153,8 @@ extension SyncContext {
         case (.delete, 404): return true
         case (.insert, 409):
             guard let server = response.item, let sent, server["deleted"]?.boolValue != true else { return false }
-            return server.userFields.objectValue?.filter { $0.value != .null } == sent.userFields.objectValue?.filter { $0.value != .null }
+            return server.userFields.objectValue?.filter { $0.value != .null }
+                == sent.userFields.objectValue?.filter { $0.value != .null }
         default: return false
         }
     }

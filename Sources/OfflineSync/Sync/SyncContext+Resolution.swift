@@ -6,7 +6,8 @@ extension SyncContext {
     func resolve(_ error: OperationError, with resolution: ConflictResolution) async throws {
         let operation = error.operation
         try await store.write { writer in
-            guard var current = try writer.operations(after: operation.id - 1, limit: 1).first, current.id == operation.id
+            guard var current = try writer.operations(after: operation.id - 1, limit: 1).first,
+                current.id == operation.id
             else { throw ResolutionError.operationGone(operation) }
             let table = operation.table
             switch resolution {

@@ -27,7 +27,8 @@ actor SyncContext {
     // MARK: Local writes
 
     /// Writes items locally and queues their operations, all in one transaction.
-    nonisolated func write(_ kind: OperationKind, _ items: [JSONValue], in table: TableName) async throws -> [JSONValue] {
+    nonisolated func write(_ kind: OperationKind, _ items: [JSONValue], in table: TableName) async throws -> [JSONValue]
+    {
         try await store.write { writer in
             try items.map { item in try Self.apply(kind, item, in: table, writer: writer) }
         }

@@ -32,7 +32,9 @@ public struct HTTPRequestData: Sendable, Hashable {
     ///   - headers: The header fields.
     ///   - body: The body.
     ///   - timeout: How long to wait; 30 seconds by default.
-    public init(method: String, url: URL, headers: [String: String] = [:], body: Data? = nil, timeout: Duration = .seconds(30)) {
+    public init(
+        method: String, url: URL, headers: [String: String] = [:], body: Data? = nil, timeout: Duration = .seconds(30)
+    ) {
         self.method = method
         self.url = url
         self.headers = headers

@@ -17,13 +17,13 @@ struct TableEndpoint: Sendable {
 
     static let userAgent = "OfflineSync/1.0 (lang=Swift; os=\(osName))"
     #if os(Linux)
-    static let osName = "Linux"
+        static let osName = "Linux"
     #elseif os(iOS)
-    static let osName = "iOS"
+        static let osName = "iOS"
     #elseif os(macOS)
-    static let osName = "macOS"
+        static let osName = "macOS"
     #else
-    static let osName = "other"
+        static let osName = "other"
     #endif
 
     /// The URL of a table, or of one of its items, with a query string.

@@ -1,8 +1,8 @@
 #if canImport(FoundationNetworking)
-import Foundation
-public import FoundationNetworking
+    import Foundation
+    public import FoundationNetworking
 #else
-public import Foundation
+    public import Foundation
 #endif
 
 /// The default transport, on `URLSession` (FoundationNetworking on Linux): no dependency beyond
@@ -21,7 +21,8 @@ public struct URLSessionTransport: HTTPTransport {
         var urlRequest = URLRequest(url: request.url)
         urlRequest.httpMethod = request.method
         urlRequest.httpBody = request.body
-        urlRequest.timeoutInterval = Double(request.timeout.components.seconds)
+        urlRequest.timeoutInterval =
+            Double(request.timeout.components.seconds)
             + Double(request.timeout.components.attoseconds) / 1e18
         for (name, value) in request.headers { urlRequest.setValue(value, forHTTPHeaderField: name) }
         let host = request.url.host.map { host in request.url.port.map { "\(host):\($0)" } ?? host } ?? "server"

@@ -157,7 +157,8 @@ struct ODataParser {
         }
         try expect(.rightParenthesis)
         guard function.arity.contains(arguments.count) else {
-            let expected = function.arity.count == 1
+            let expected =
+                function.arity.count == 1
                 ? "\(function.arity.lowerBound)" : "\(function.arity.lowerBound) or \(function.arity.upperBound)"
             throw ODataError(
                 "function '\(name)' takes \(expected) argument\(function.arity.upperBound == 1 ? "" : "s"), "

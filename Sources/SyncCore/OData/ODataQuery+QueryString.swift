@@ -128,7 +128,8 @@ extension ODataQuery {
 
     // MARK: Percent-encoding
 
-    private static let unescaped: Set<UInt8> = Set("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~'()*!,$/".utf8)
+    private static let unescaped: Set<UInt8> = Set(
+        "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~'()*!,$/".utf8)
     private static let hexDigits = Array("0123456789ABCDEF".utf8)
 
     /// Percent-encodes a query value: everything but unreserved characters and `'()*!,$/`.

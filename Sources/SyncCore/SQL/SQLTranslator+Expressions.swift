@@ -20,7 +20,8 @@ extension SQLTranslator {
         case .binary(.or, let left, let right):
             if let keyset = try keysetComparison(left, right) { return keyset }
             return condition(
-                SQLFragment("(") + (try predicate(left)) + SQLFragment(" OR ") + (try predicate(right)) + SQLFragment(")"))
+                SQLFragment("(") + (try predicate(left)) + SQLFragment(" OR ") + (try predicate(right))
+                    + SQLFragment(")"))
         case .binary(let op, let left, let right) where op.isLogical:
             let keyword = op == .and ? " AND " : " OR "
             return condition(
@@ -90,14 +91,16 @@ extension SQLTranslator {
             return condition(SQLFragment("(") + leftSQL + SQLFragment(" \(symbol) ") + right.sql + SQLFragment(")"))
         }
         switch (op, dialect) {
-        case (.eq, .sqlite): return condition(SQLFragment("(") + leftSQL + SQLFragment(" IS ") + right.sql + SQLFragment(")"))
+        case (.eq, .sqlite):
+            return condition(SQLFragment("(") + leftSQL + SQLFragment(" IS ") + right.sql + SQLFragment(")"))
         case (.ne, .sqlite):
             return condition(SQLFragment("(") + leftSQL + SQLFragment(" IS NOT ") + right.sql + SQLFragment(")"))
         case (.eq, .postgres):
             return condition(
                 SQLFragment("(") + leftSQL + SQLFragment(" IS NOT DISTINCT FROM ") + right.sql + SQLFragment(")"))
         case (.ne, .postgres):
-            return condition(SQLFragment("(") + leftSQL + SQLFragment(" IS DISTINCT FROM ") + right.sql + SQLFragment(")"))
+            return condition(
+                SQLFragment("(") + leftSQL + SQLFragment(" IS DISTINCT FROM ") + right.sql + SQLFragment(")"))
         default:
             return condition(
                 SQLFragment("COALESCE((") + leftSQL + SQLFragment(" \(symbol) ") + right.sql
@@ -137,7 +140,9 @@ extension SQLTranslator {
     /// and scans the whole index.) Nil when the expression is not that shape on non-nullable columns.
     private func keysetComparison(_ left: ODataExpression, _ right: ODataExpression) throws(ODataError) -> TypedSQL? {
         guard case .binary(.gt, .member(let first), .literal(let x)) = left,
-            case .binary(.and, .binary(.eq, .member(let first2), .literal(let x2)), .binary(.gt, .member(let second), .literal(let y))) = right,
+            case .binary(
+                .and, .binary(.eq, .member(let first2), .literal(let x2)),
+                .binary(.gt, .member(let second), .literal(let y))) = right,
             first == first2, x == x2, x != .null, y != .null
         else { return nil }
         let (a, b) = (try value(.member(first)), try value(.member(second)))
@@ -160,7 +165,8 @@ extension SQLTranslator {
     private func arithmetic(_ op: ODataBinaryOperator, _ left: TypedSQL, _ right: TypedSQL) throws(ODataError)
         -> TypedSQL
     {
-        for operand in [left, right] where !operand.type.isNumeric && operand.type != .null && operand.type != .dynamic {
+        for operand in [left, right] where !operand.type.isNumeric && operand.type != .null && operand.type != .dynamic
+        {
             throw ODataError("'\(op.rawValue)' needs numbers, not a \(operand.type.name)")
         }
         let type: SQLValueType =
@@ -181,7 +187,8 @@ extension SQLTranslator {
                 // The remainder of a truncated division, with the dividend's sign, on both databases.
                 let truncate = dialect == .postgres ? "trunc(" : "CAST(("
                 let close = dialect == .postgres ? ")" : ") AS INTEGER)"
-                sql = SQLFragment("(") + left.sql + SQLFragment(" - ") + right.sql + SQLFragment(" * \(truncate)")
+                sql =
+                    SQLFragment("(") + left.sql + SQLFragment(" - ") + right.sql + SQLFragment(" * \(truncate)")
                     + left.sql + SQLFragment(" / ") + divisor + SQLFragment(close + ")")
             }
         }

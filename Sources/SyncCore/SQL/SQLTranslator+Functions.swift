@@ -20,7 +20,8 @@ extension SQLTranslator {
                     + SQLFragment(") - 1)"), .integer, arguments)
         case .substring:
             try require(arguments, [.string, .integer, .integer], function)
-            var sql = SQLFragment("substr(") + arguments[0].sql + SQLFragment(", ") + clampedInt(arguments[1].sql)
+            var sql =
+                SQLFragment("substr(") + arguments[0].sql + SQLFragment(", ") + clampedInt(arguments[1].sql)
                 + SQLFragment(" + 1")
             if arguments.count == 3 { sql += SQLFragment(", ") + clampedInt(arguments[2].sql) }
             return derived(sql + SQLFragment(")"), .string, arguments)
@@ -60,7 +61,8 @@ extension SQLTranslator {
             let expected = types[index]
             guard argument.type == expected else {
                 let wanted = expected == .integer ? "an integer" : "a \(expected.name)"
-                let got = argument.type == .double && expected == .integer ? "a fractional number" : "a \(argument.type.name)"
+                let got =
+                    argument.type == .double && expected == .integer ? "a fractional number" : "a \(argument.type.name)"
                 throw ODataError("argument \(index + 1) of '\(function.rawValue)' must be \(wanted), not \(got)")
             }
         }
@@ -93,7 +95,8 @@ extension SQLTranslator {
             }
             let op = dialect == .sqlite ? " GLOB " : " LIKE "
             let escapeClause = dialect == .sqlite ? ")" : " ESCAPE '\\')"
-            sql = SQLFragment("(") + field.sql + SQLFragment(op) + SQLFragment(parameter: .text(pattern))
+            sql =
+                SQLFragment("(") + field.sql + SQLFragment(op) + SQLFragment(parameter: .text(pattern))
                 + SQLFragment(escapeClause)
         } else {
             let (f, s) = (field.sql, needle.sql)
@@ -102,10 +105,12 @@ extension SQLTranslator {
                 let position = dialect == .sqlite ? "instr(" : "strpos("
                 sql = SQLFragment("(\(position)") + f + SQLFragment(", ") + s + SQLFragment(") > 0)")
             case .prefix:
-                sql = SQLFragment("(substr(") + f + SQLFragment(", 1, length(") + s + SQLFragment(")) = ") + s
+                sql =
+                    SQLFragment("(substr(") + f + SQLFragment(", 1, length(") + s + SQLFragment(")) = ") + s
                     + SQLFragment(")")
             case .suffix:
-                sql = SQLFragment("(length(") + f + SQLFragment(") >= length(") + s + SQLFragment(") AND substr(")
+                sql =
+                    SQLFragment("(length(") + f + SQLFragment(") >= length(") + s + SQLFragment(") AND substr(")
                     + f + SQLFragment(", length(") + f + SQLFragment(") - length(") + s + SQLFragment(") + 1) = ")
                     + s + SQLFragment(")")
             }

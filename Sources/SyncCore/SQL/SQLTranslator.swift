@@ -39,7 +39,9 @@ public struct SQLTranslator: Sendable {
     public func predicate(_ filter: ODataExpression) throws(ODataError) -> SQLFragment {
         let typed = try value(filter)
         switch typed.type {
-        case .bool, .dynamic: return typed.isNullable || typed.type == .dynamic ? SQLFragment("(") + typed.sql + SQLFragment(" IS TRUE)") : typed.sql
+        case .bool, .dynamic:
+            return typed.isNullable || typed.type == .dynamic
+                ? SQLFragment("(") + typed.sql + SQLFragment(" IS TRUE)") : typed.sql
         case .null: return SQLFragment("(1 = 0)")
         default: throw ODataError("the filter must be a condition, not a \(typed.type.name)")
         }
@@ -56,7 +58,9 @@ public struct SQLTranslator: Sendable {
         for ordering in orderings {
             let column = try resolve(ordering.field)
             var term = try quoted(column)
-            if dialect == .postgres, column.type == .string || column.type == .json { term += SQLFragment(" COLLATE \"C\"") }
+            if dialect == .postgres, column.type == .string || column.type == .json {
+                term += SQLFragment(" COLLATE \"C\"")
+            }
             switch (ordering.direction, dialect) {
             case (.ascending, .sqlite): term += SQLFragment(" ASC")
             case (.descending, .sqlite): term += SQLFragment(" DESC")

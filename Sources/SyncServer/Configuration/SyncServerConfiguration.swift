@@ -55,7 +55,9 @@ public enum DatabaseLocation: Sendable, Hashable, CustomStringConvertible {
     public init(parsing text: String) throws {
         if text.hasPrefix("sqlite:") {
             let path = String(text.dropFirst("sqlite:".count))
-            guard !path.isEmpty else { throw ConfigurationError("--database sqlite: needs a file path, as in sqlite:sync.sqlite") }
+            guard !path.isEmpty else {
+                throw ConfigurationError("--database sqlite: needs a file path, as in sqlite:sync.sqlite")
+            }
             self = .sqlite(path: path)
         } else if text.hasPrefix("postgres://") || text.hasPrefix("postgresql://") {
             self = .postgres(url: text)

@@ -67,7 +67,9 @@ extension TableConfiguration {
 
     private static func table(from entry: JSONValue, index: Int) throws -> TableConfiguration {
         guard let members = entry.objectValue else { throw ConfigurationError("tables[\(index)] must be an object") }
-        guard let name = members["name"]?.stringValue else { throw ConfigurationError("tables[\(index)] needs a 'name'") }
+        guard let name = members["name"]?.stringValue else {
+            throw ConfigurationError("tables[\(index)] needs a 'name'")
+        }
         let label = "table '\(name)'"
         let known: Set<String> = ["name", "softDelete", "pageSize", "maxTop", "columns"]
         for key in members.keys.sorted() where !known.contains(key) {
@@ -82,7 +84,9 @@ extension TableConfiguration {
         }
         var softDelete = true
         if let member = members["softDelete"] {
-            guard let bool = member.boolValue else { throw ConfigurationError("\(label): 'softDelete' must be true or false") }
+            guard let bool = member.boolValue else {
+                throw ConfigurationError("\(label): 'softDelete' must be true or false")
+            }
             softDelete = bool
         }
         var columns: [String: SQLColumnType]?

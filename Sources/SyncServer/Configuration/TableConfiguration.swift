@@ -62,7 +62,9 @@ public struct TableConfiguration: Sendable, Hashable {
         guard pageSize >= 1 else { throw ConfigurationError("\(label): pageSize must be at least 1") }
         guard maxTop >= 1 else { throw ConfigurationError("\(label): maxTop must be at least 1") }
         for (column, type) in columns ?? [:] {
-            if let reason = FieldName.validate(column) { throw ConfigurationError("\(label), column '\(column)': \(reason)") }
+            if let reason = FieldName.validate(column) {
+                throw ConfigurationError("\(label), column '\(column)': \(reason)")
+            }
             if type == .json || type == .dynamic {
                 throw ConfigurationError("\(label), column '\(column)': declared columns need a fixed type")
             }

@@ -17,7 +17,8 @@ struct APIVersionMiddleware: RouterMiddleware {
                     + "(header or query parameter)")
         }
         if version.hasPrefix("3.0.") {
-            throw APIError.badRequest("ZUMO-API-VERSION \(version) (the Datasync protocol) is not supported yet; use 2.0.0")
+            throw APIError.badRequest(
+                "ZUMO-API-VERSION \(version) (the Datasync protocol) is not supported yet; use 2.0.0")
         }
         guard Self.isSupported(version) else {
             throw APIError.badRequest("ZUMO-API-VERSION \(version) is not supported; use 2.0.0")

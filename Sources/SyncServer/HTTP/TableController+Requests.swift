@@ -21,7 +21,9 @@ extension TableController {
     func target(_ context: SyncRequestContext) async throws -> (TableSchema, ItemID) {
         let schema = try await schema(context)
         let raw = context.parameters.get("id") ?? ""
-        guard let text = ODataQuery.percentDecode(raw) else { throw APIError.badRequest("Invalid item id: bad percent-encoding") }
+        guard let text = ODataQuery.percentDecode(raw) else {
+            throw APIError.badRequest("Invalid item id: bad percent-encoding")
+        }
         do { return (schema, try ItemID(text)) } catch { throw APIError.badRequest("\(error)") }
     }
 
@@ -86,7 +88,8 @@ extension TableController {
     }
 
     private func countConflict(_ table: TableName?) {
-        Counter(label: MetricLabel.conflicts, dimensions: [(MetricLabel.table, table?.canonical ?? "unknown")]).increment()
+        Counter(label: MetricLabel.conflicts, dimensions: [(MetricLabel.table, table?.canonical ?? "unknown")])
+            .increment()
     }
 
     /// The absolute URL of this request's base (`http://host`), from the `Host` header.

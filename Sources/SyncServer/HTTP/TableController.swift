@@ -25,7 +25,9 @@ struct TableController: Sendable {
     func query(_ request: Request, _ context: SyncRequestContext) async throws -> Response {
         let schema = try await schema(context)
         let query: ODataQuery
-        do { query = try ODataQuery(parsing: request.uri.query ?? "") } catch { throw APIError.badRequest(error.description) }
+        do { query = try ODataQuery(parsing: request.uri.query ?? "") } catch {
+            throw APIError.badRequest(error.description)
+        }
         let configuration = schema.configuration
         if let top = query.top, top > configuration.maxTop {
             throw APIError.badRequest("$top: you cannot request more than \(configuration.maxTop) records")
@@ -40,7 +42,8 @@ struct TableController: Sendable {
         }
         var response = JSONResponse.make(.ok, bytes: body)
         if page.hasMore, query.top.map({ $0 > page.itemCount }) ?? true {
-            response.headers[HTTPField.Name("Link")!] = nextLink(request, query: query, returned: page.itemCount) + "; rel=next"
+            response.headers[HTTPField.Name("Link")!] =
+                nextLink(request, query: query, returned: page.itemCount) + "; rel=next"
         }
         return response
     }
@@ -48,7 +51,9 @@ struct TableController: Sendable {
     func read(_ request: Request, _ context: SyncRequestContext) async throws -> Response {
         let (schema, id) = try await target(context)
         let includeDeleted = try includesDeleted(request)
-        guard let item = try await perform({ try await store.item(id, in: schema.name, includeDeleted: includeDeleted) }) else {
+        guard
+            let item = try await perform({ try await store.item(id, in: schema.name, includeDeleted: includeDeleted) })
+        else {
             throw APIError(.notFound, TableStoreError.notFound.description)
         }
         return JSONResponse.item(.ok, item)
@@ -81,12 +86,15 @@ struct TableController: Sendable {
         var precondition = try ifMatch(request)
         let fromHeader = precondition != nil
         if precondition == nil, let version = fields[SystemProperty.version.rawValue] {
-            guard let text = version.stringValue else { throw APIError.badRequest("Invalid item: 'version' must be a string") }
+            guard let text = version.stringValue else {
+                throw APIError.badRequest("Invalid item: 'version' must be a string")
+            }
             precondition = .version(Version(text))
         }
         let includeDeleted = try includesDeleted(request)
         let item = try await perform(table: schema.name, conflictStatus: fromHeader ? .preconditionFailed : .conflict) {
-            try await store.update(id, with: fields, in: schema.name, precondition: precondition, includeDeleted: includeDeleted)
+            try await store.update(
+                id, with: fields, in: schema.name, precondition: precondition, includeDeleted: includeDeleted)
         }
         return JSONResponse.item(.ok, item)
     }

@@ -29,8 +29,11 @@ extension TableSchema {
                 throw .invalidItem("field '\(field)' differs from the existing field '\(other)' only in case")
             }
             guard let kind = FieldKind(value) else {
-                if columns[field] != nil { plan.values.append((field, .null)) }
-                else if !isDynamic { throw .invalidItem("field '\(field)' is not a column of this table") }
+                if columns[field] != nil {
+                    plan.values.append((field, .null))
+                } else if !isDynamic {
+                    throw .invalidItem("field '\(field)' is not a column of this table")
+                }
                 continue
             }
             if kind == .json, !isDynamic {
@@ -60,13 +63,15 @@ extension TableSchema {
     }
 
     /// Converts a JSON value for a column of `type`, or explains why it does not fit.
-    static func sqlValue(_ value: JSONValue, as type: SQLColumnType, field: String) throws(TableStoreError) -> SQLValue {
+    static func sqlValue(_ value: JSONValue, as type: SQLColumnType, field: String) throws(TableStoreError) -> SQLValue
+    {
         switch (type, value) {
         case (_, .null): return .null
         case (.string, .string(let text)): return .text(text)
         case (.date, .string(let text)):
             guard let date = WireDate(parsing: text) else {
-                throw .invalidItem("field '\(field)' holds dates; '\(text)' is not a date such as 2024-01-31T12:00:00.000Z")
+                throw .invalidItem(
+                    "field '\(field)' holds dates; '\(text)' is not a date such as 2024-01-31T12:00:00.000Z")
             }
             return .int(date.millisecondsSince1970)
         case (.integer, .int(let int)): return .int(int)
@@ -80,7 +85,8 @@ extension TableSchema {
         case (.bool, .bool(let bool)): return .bool(bool)
         case (.json, .array), (.json, .object): return .text(value.serialized())
         default:
-            throw .invalidItem("field '\(field)' holds \(type.noun); got \(FieldKind(value)?.columnType.noun ?? "null")")
+            throw .invalidItem(
+                "field '\(field)' holds \(type.noun); got \(FieldKind(value)?.columnType.noun ?? "null")")
         }
     }
 }

@@ -8,7 +8,8 @@ extension SQLiteTableStore {
         let (whereClause, orderBy) = try Self.clauses(for: query, schema: schema, dialect: .sqlite)
         let (whereSQL, whereArguments) = whereClause.render(for: .sqlite)
         let name = Self.quoted(schema.name.canonical)
-        let rowsSQL = "SELECT \(Self.columnList(schema)) FROM \(name) WHERE \(whereSQL) ORDER BY \(orderBy.render(for: .sqlite).sql) LIMIT ? OFFSET ?"
+        let rowsSQL =
+            "SELECT \(Self.columnList(schema)) FROM \(name) WHERE \(whereSQL) ORDER BY \(orderBy.render(for: .sqlite).sql) LIMIT ? OFFSET ?"
         let rowsArguments = Self.arguments(whereArguments + [.int(Int64(limit) + 1), .int(Int64(query.skip ?? 0))])
         return try await read { db in
             var json: [UInt8] = [UInt8(ascii: "[")]
@@ -29,7 +30,8 @@ extension SQLiteTableStore {
             var total: Int?
             if query.includeTotalCount {
                 total = try Int.fetchOne(
-                    db, sql: "SELECT COUNT(*) FROM \(name) WHERE \(whereSQL)", arguments: Self.arguments(whereArguments))
+                    db, sql: "SELECT COUNT(*) FROM \(name) WHERE \(whereSQL)", arguments: Self.arguments(whereArguments)
+                )
             }
             return QueryPage(itemsJSON: json, itemCount: count, hasMore: hasMore, totalCount: total)
         }
@@ -63,7 +65,9 @@ extension SQLiteTableStore {
         guard let fields else { return nil }
         var selected: Set<String> = []
         for field in fields {
-            guard let column = schema.column(for: field) else { throw .invalidQuery("$select: unknown field '\(field)'") }
+            guard let column = schema.column(for: field) else {
+                throw .invalidQuery("$select: unknown field '\(field)'")
+            }
             selected.insert(column.name)
         }
         return selected

@@ -7,16 +7,20 @@ extension SQLiteTableStore {
         let table = quoted(configuration.name.canonical)
         var columns = try storedColumns(of: configuration.name, in: db)
         if columns == nil {
-            try db.execute(sql: """
-                CREATE TABLE \(table) (
-                    "id" TEXT PRIMARY KEY NOT NULL,
-                    "createdAt" INTEGER NOT NULL,
-                    "updatedAt" INTEGER NOT NULL,
-                    "version" TEXT NOT NULL,
-                    "deleted" INTEGER NOT NULL DEFAULT 0
-                )
-                """)
-            try db.execute(sql: "CREATE INDEX \(quoted(configuration.name.canonical + "_cursor")) ON \(table) (\"updatedAt\", \"id\")")
+            try db.execute(
+                sql: """
+                    CREATE TABLE \(table) (
+                        "id" TEXT PRIMARY KEY NOT NULL,
+                        "createdAt" INTEGER NOT NULL,
+                        "updatedAt" INTEGER NOT NULL,
+                        "version" TEXT NOT NULL,
+                        "deleted" INTEGER NOT NULL DEFAULT 0
+                    )
+                    """)
+            try db.execute(
+                sql:
+                    "CREATE INDEX \(quoted(configuration.name.canonical + "_cursor")) ON \(table) (\"updatedAt\", \"id\")"
+            )
             columns = [:]
         }
         var schema = TableSchema(configuration: configuration, columns: columns ?? [:])
@@ -32,8 +36,9 @@ extension SQLiteTableStore {
 
     /// The user columns recorded for a table, or nil when the table was never created.
     static func storedColumns(of table: TableName, in db: Database) throws -> [String: SQLColumnType]? {
-        guard let text = try String.fetchOne(
-            db, sql: "SELECT \"columns\" FROM \"__sync_tables\" WHERE \"name\" = ?", arguments: [table.canonical])
+        guard
+            let text = try String.fetchOne(
+                db, sql: "SELECT \"columns\" FROM \"__sync_tables\" WHERE \"name\" = ?", arguments: [table.canonical])
         else { return nil }
         guard case .object(let members) = try JSONValue(parsing: text) else { return [:] }
         return members.compactMapValues { $0.stringValue.flatMap(SQLColumnType.init(rawValue:)) }

@@ -14,13 +14,16 @@ extension SQLiteTableStore {
             if plan.changesSchema { (plan, schema) = try Self.applySchemaChanges(for: fields, cached: cached, in: db) }
             let stamp = try Self.nextStamp(for: schema, now: now, in: db)
             var columns = ["id", "createdAt", "updatedAt", "version", "deleted"]
-            var values: [SQLValue] = [.text(id.rawValue), .int(stamp), .int(stamp), .text(Self.version(stamp)), .bool(false)]
+            var values: [SQLValue] = [
+                .text(id.rawValue), .int(stamp), .int(stamp), .text(Self.version(stamp)), .bool(false),
+            ]
             for (column, value) in plan.values {
                 columns.append(column)
                 values.append(value)
             }
             try db.execute(
-                sql: "INSERT INTO \(Self.quoted(schema.name.canonical)) (\(columns.map(Self.quoted).joined(separator: ", "))) "
+                sql:
+                    "INSERT INTO \(Self.quoted(schema.name.canonical)) (\(columns.map(Self.quoted).joined(separator: ", "))) "
                     + "VALUES (\(Array(repeating: "?", count: values.count).joined(separator: ", ")))",
                 arguments: Self.arguments(values))
             return (try Self.storedItem(id, schema: schema, in: db), schema)
@@ -47,7 +50,8 @@ extension SQLiteTableStore {
                 values.append(value)
             }
             try db.execute(
-                sql: "UPDATE \(Self.quoted(schema.name.canonical)) SET \(assignments.joined(separator: ", ")) WHERE \"id\" = ?",
+                sql:
+                    "UPDATE \(Self.quoted(schema.name.canonical)) SET \(assignments.joined(separator: ", ")) WHERE \"id\" = ?",
                 arguments: Self.arguments(values + [.text(id.rawValue)]))
             return (try Self.storedItem(id, schema: schema, in: db), schema)
         }
@@ -59,7 +63,8 @@ extension SQLiteTableStore {
         let schema = try requireSchema(table)
         let now = self.now
         return try await write { db in
-            let current = try Self.checked(id, schema: schema, precondition: precondition, includeDeleted: false, in: db)
+            let current = try Self.checked(
+                id, schema: schema, precondition: precondition, includeDeleted: false, in: db)
             let name = Self.quoted(schema.name.canonical)
             guard schema.configuration.softDelete else {
                 try db.execute(sql: "DELETE FROM \(name) WHERE \"id\" = ?", arguments: [id.rawValue])
@@ -81,7 +86,8 @@ extension SQLiteTableStore {
             guard current.isDeleted else { return current }
             let stamp = try Self.nextStamp(for: schema, now: now, in: db)
             try db.execute(
-                sql: "UPDATE \(Self.quoted(schema.name.canonical)) SET \"deleted\" = 0, \"updatedAt\" = ?, \"version\" = ? WHERE \"id\" = ?",
+                sql:
+                    "UPDATE \(Self.quoted(schema.name.canonical)) SET \"deleted\" = 0, \"updatedAt\" = ?, \"version\" = ? WHERE \"id\" = ?",
                 arguments: [stamp, Self.version(stamp), id.rawValue])
             return try Self.storedItem(id, schema: schema, in: db)
         }

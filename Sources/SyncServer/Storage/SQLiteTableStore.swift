@@ -47,13 +47,14 @@ public final class SQLiteTableStore: TableStore {
     static var migrator: DatabaseMigrator {
         var migrator = DatabaseMigrator()
         migrator.registerMigration("v1: table registry") { db in
-            try db.execute(sql: """
-                CREATE TABLE "__sync_tables" (
-                    "name" TEXT PRIMARY KEY NOT NULL,
-                    "displayName" TEXT NOT NULL,
-                    "columns" TEXT NOT NULL
-                )
-                """)
+            try db.execute(
+                sql: """
+                    CREATE TABLE "__sync_tables" (
+                        "name" TEXT PRIMARY KEY NOT NULL,
+                        "displayName" TEXT NOT NULL,
+                        "columns" TEXT NOT NULL
+                    )
+                    """)
         }
         return migrator
     }
