@@ -15,6 +15,7 @@ let package = Package(
         .library(name: "SyncCore", targets: ["SyncCore"]),
         .library(name: "OfflineSync", targets: ["OfflineSync"]),
         .library(name: "OfflineSyncTesting", targets: ["OfflineSyncTesting"]),
+        .library(name: "OfflineSyncAsyncHTTPClient", targets: ["OfflineSyncAsyncHTTPClient"]),
         .library(name: "SyncServer", targets: ["SyncServer"]),
         .executable(name: "sync-server", targets: ["sync-server"]),
         .executable(name: "todo", targets: ["todo"]),
@@ -32,6 +33,7 @@ let package = Package(
         .package(url: "https://github.com/jpsim/Yams.git", from: "6.2.2"),
         .package(url: "https://github.com/apple/swift-http-types.git", from: "1.8.0"),
         .package(url: "https://github.com/apple/swift-nio.git", from: "2.101.2"),
+        .package(url: "https://github.com/swift-server/async-http-client.git", from: "1.37.0"),
     ],
     targets: [
         .target(name: "SyncCore", swiftSettings: swiftSettings),
@@ -45,6 +47,16 @@ let package = Package(
             swiftSettings: swiftSettings
         ),
         .target(name: "OfflineSyncTesting", dependencies: ["OfflineSync"], swiftSettings: swiftSettings),
+        .target(
+            name: "OfflineSyncAsyncHTTPClient",
+            dependencies: [
+                "OfflineSync",
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+            ],
+            swiftSettings: swiftSettings
+        ),
         .target(
             name: "SyncServer",
             dependencies: [
@@ -83,6 +95,7 @@ let package = Package(
             name: "sync-bench",
             dependencies: [
                 "OfflineSync",
+                "OfflineSyncAsyncHTTPClient",
                 "SyncServer",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "GRDB", package: "GRDB.swift"),
@@ -104,6 +117,7 @@ let package = Package(
             name: "OfflineSyncTests",
             dependencies: [
                 "OfflineSync",
+                "OfflineSyncAsyncHTTPClient",
                 "OfflineSyncTesting",
                 "SyncServer",
                 .product(name: "GRDB", package: "GRDB.swift"),

@@ -9,7 +9,9 @@ extension Cases {
         let megabytes = try await BenchServer.run(path: serverPath) { server in
             let process = Process()
             process.executableURL = URL(fileURLWithPath: CommandLine.arguments[0])
-            process.arguments = ["--memory-child", server.url.absoluteString, "--rows", String(rows)]
+            process.arguments = [
+                "--memory-child", server.url.absoluteString, "--rows", String(rows), "--transport", transport,
+            ]
             let output = Pipe()
             process.standardOutput = output
             try process.run()
@@ -26,10 +28,12 @@ extension Cases {
     }
 
     /// In the child: pull every row into a fresh store, then print the peak RSS in MB.
-    static func memoryChild(url: URL, rows: Int, directory: URL) async throws {
+    static func memoryChild(url: URL, rows: Int, transport: String, directory: URL) async throws {
         let store = try SQLiteLocalStore(
             path: directory.appendingPathComponent("child-\(UUID().uuidString).sqlite").path)
-        let client = try await SyncClient(url: url, store: store)
+        var configuration = SyncClient.Configuration()
+        configuration.transport = Self.transport(named: transport)
+        let client = try await SyncClient(url: url, store: store, configuration: configuration)
         let summary = try await client.syncTable("TodoItem", of: BenchItem.self).pull(queryID: "all")
         guard summary.appliedCount == rows else {
             throw BenchError("memory child pulled \(summary.appliedCount) of \(rows)")

@@ -1,6 +1,7 @@
 import Foundation
 import GRDB
 import OfflineSync
+import OfflineSyncAsyncHTTPClient
 
 #if canImport(FoundationNetworking)
     import FoundationNetworking
@@ -17,6 +18,20 @@ struct Cases {
     let directory: URL
     let repetitions: Int
     let quick: Bool
+    /// Which transport the clients use: `urlsession` (the default) or `async-http-client`.
+    let transport: String
+
+    /// A client on a fresh store at `name`, with the chosen transport.
+    func client(_ url: URL, store name: String) async throws -> SyncClient {
+        var configuration = SyncClient.Configuration()
+        configuration.transport = Self.transport(named: transport)
+        return try await SyncClient(
+            url: url, store: try SQLiteLocalStore(path: path(name)), configuration: configuration)
+    }
+
+    static func transport(named name: String) -> any HTTPTransport {
+        name == "async-http-client" ? AsyncHTTPClientTransport() : URLSessionTransport()
+    }
 
     func path(_ name: String) -> String {
         directory.appendingPathComponent("\(name)-\(UUID().uuidString).sqlite").path
@@ -78,7 +93,7 @@ struct Cases {
             var localQuery: [Double] = []
             var localQueryReference: [Double] = []
             for _ in 0..<repetitions {
-                let client = try await SyncClient(url: server.url, store: try SQLiteLocalStore(path: path("pull")))
+                let client = try await client(server.url, store: "pull")
                 let table = client.syncTable("TodoItem", of: BenchItem.self)
                 var summary: PullSummary?
                 ours.append(

@@ -21,6 +21,9 @@ struct SyncBenchCommand: AsyncParsableCommand {
     )
     var only: String?
 
+    @Option(help: "The clients' transport: urlsession or async-http-client.")
+    var transport = "urlsession"
+
     @Option(help: .hidden) var memoryChild: String?
 
     @Option(help: "Rows for the pull cases (default 100000; 20000 with --quick).")
@@ -35,9 +38,12 @@ struct SyncBenchCommand: AsyncParsableCommand {
         defer { try? FileManager.default.removeItem(at: directory) }
         let rows = self.rows ?? (quick ? 20_000 : 100_000)
         if let memoryChild, let url = URL(string: memoryChild) {
-            return try await Cases.memoryChild(url: url, rows: rows, directory: directory)
+            return try await Cases.memoryChild(url: url, rows: rows, transport: transport, directory: directory)
         }
-        let cases = Cases(directory: directory, repetitions: max(repetitions, 1), quick: quick)
+        guard ["urlsession", "async-http-client"].contains(transport) else {
+            throw ValidationError("--transport is urlsession or async-http-client")
+        }
+        let cases = Cases(directory: directory, repetitions: max(repetitions, 1), quick: quick, transport: transport)
         var results: [BenchResult] = []
         func wanted(_ names: String...) -> Bool { only.map { names.contains($0) } ?? true }
         if wanted("local.insert") { results.append(try await cases.localInsert()) }

@@ -1,0 +1,58 @@
+public import AsyncHTTPClient
+import Foundation
+import NIOCore
+import NIOHTTP1
+public import OfflineSync
+
+/// A transport on AsyncHTTPClient (SwiftNIO), for servers and Linux apps that already use NIO. Apple
+/// apps keep `URLSessionTransport`, which needs no NIO.
+///
+/// For example:
+/// ```swift
+/// var configuration = SyncClient.Configuration()
+/// configuration.transport = AsyncHTTPClientTransport()
+/// ```
+public struct AsyncHTTPClientTransport: HTTPTransport {
+    private let client: HTTPClient
+    /// The largest response body accepted.
+    public var maxBodySize: Int
+
+    /// Creates a transport.
+    ///
+    /// - Parameters:
+    ///   - client: The client to send with; the shared one by default.
+    ///   - maxBodySize: The largest response body accepted; 64 MiB by default.
+    public init(client: HTTPClient = .shared, maxBodySize: Int = 64 << 20) {
+        self.client = client
+        self.maxBodySize = maxBodySize
+    }
+
+    public func send(_ request: HTTPRequestData) async throws -> HTTPResponseData {
+        var outgoing = HTTPClientRequest(url: request.url.absoluteString)
+        outgoing.method = HTTPMethod(rawValue: request.method)
+        for (name, value) in request.headers { outgoing.headers.add(name: name, value: value) }
+        if let body = request.body { outgoing.body = .bytes(ByteBuffer(bytes: body)) }
+        let host = request.url.host.map { host in request.url.port.map { "\(host):\($0)" } ?? host } ?? "server"
+        let timeout = request.timeout.components
+        let nanoseconds = timeout.seconds * 1_000_000_000 + timeout.attoseconds / 1_000_000_000
+        do {
+            let response = try await client.execute(outgoing, timeout: .nanoseconds(nanoseconds))
+            let body = try await response.body.collect(upTo: maxBodySize)
+            var headers: [String: String] = [:]
+            for field in response.headers { headers[field.name] = field.value }
+            return HTTPResponseData(
+                status: Int(response.status.code), headers: headers, body: Data(body.readableBytesView))
+        } catch is CancellationError {
+            throw TransportError(.cancelled, host: host)
+        } catch let error as HTTPClientError
+            where error == .deadlineExceeded || error == .readTimeout
+            || error == .connectTimeout
+        {
+            throw TransportError(.timedOut, host: host)
+        } catch let error as HTTPClientError where error == .cancelled {
+            throw TransportError(.cancelled, host: host)
+        } catch {
+            throw TransportError(.unreachable, host: host)
+        }
+    }
+}

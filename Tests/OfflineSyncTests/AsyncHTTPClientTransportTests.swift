@@ -1,0 +1,37 @@
+import Foundation
+import OfflineSync
+import OfflineSyncAsyncHTTPClient
+import Testing
+
+@Suite struct AsyncHTTPClientTransportTests {
+    @Test func syncsWithTheServerLikeTheDefaultTransport() async throws {
+        let workspace = try Workspace()
+        try await LiveServer.run(in: workspace) { url in
+            try await PullTests.seed(url, workspace, count: 120)
+            let client = try await SyncClient.make(url, workspace: workspace) { configuration in
+                configuration.transport = AsyncHTTPClientTransport()
+                configuration.pullPageSize = 50
+            }
+            let table = client.syncTable("TodoItem", of: TodoItem.self)
+            #expect(try await table.pull(queryID: "all").appliedCount == 120)
+            try await table.insert(TodoItem(id: "via-ahc", text: "x", complete: false))
+            #expect(try await client.push().pushedCount == 1)
+            #expect(try await client.table("TodoItem", of: TodoItem.self).item(id: ItemID("via-ahc"))?.text == "x")
+            #expect(try await client.table("TodoItem", of: TodoItem.self).item(id: ItemID("missing")) == nil)
+        }
+    }
+
+    @Test func anUnreachableServerIsATransportErrorAndNothingIsLost() async throws {
+        let workspace = try Workspace()
+        let client = try await SyncClient.make(LiveServer.down, workspace: workspace) {
+            $0.transport = AsyncHTTPClientTransport()
+        }
+        try await client.syncTable("TodoItem", of: TodoItem.self).insert(TodoItem(id: "a", text: "a", complete: false))
+        let error = await #expect(throws: PushError.self) { try await client.push() }
+        guard case .networkUnavailable(let transport, _)? = error else {
+            Issue.record("expected networkUnavailable"); return
+        }
+        #expect(transport.code == .unreachable)
+        #expect(try await client.pendingOperations().count == 1)
+    }
+}
