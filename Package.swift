@@ -38,9 +38,15 @@ let package = Package(
     targets: [
         .target(name: "SyncCore", swiftSettings: swiftSettings),
         .target(
+            name: "SyncSQLite",
+            dependencies: ["SyncCore", .product(name: "GRDB", package: "GRDB.swift")],
+            swiftSettings: swiftSettings
+        ),
+        .target(
             name: "OfflineSync",
             dependencies: [
                 "SyncCore",
+                "SyncSQLite",
                 .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "Logging", package: "swift-log"),
             ],
@@ -61,6 +67,7 @@ let package = Package(
             name: "SyncServer",
             dependencies: [
                 "SyncCore",
+                "SyncSQLite",
                 .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HTTPTypes", package: "swift-http-types"),
@@ -108,6 +115,7 @@ let package = Package(
             name: "SyncCoreTests",
             dependencies: [
                 "SyncCore",
+                "SyncSQLite",
                 .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "PropertyBased", package: "swift-property-based"),
             ],
@@ -136,6 +144,7 @@ let package = Package(
             name: "SyncServerTests",
             dependencies: [
                 "SyncServer",
+                "SyncSQLite",
                 .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "HummingbirdTesting", package: "hummingbird"),
                 .product(name: "HTTPTypes", package: "swift-http-types"),

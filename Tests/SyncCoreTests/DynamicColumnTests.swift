@@ -1,5 +1,6 @@
 import GRDB
 import SyncCore
+import SyncSQLite
 import Testing
 
 /// Filters on items stored as JSON text, read with `json_extract` as `.dynamic` columns.
@@ -23,7 +24,7 @@ import Testing
             let (sql, arguments) = try translator.predicate(try ODataExpression(parsing: filter)).render(for: .sqlite)
             return try String.fetchAll(
                 db, sql: "SELECT id FROM docs WHERE \(sql) ORDER BY id",
-                arguments: SQLTranslatorTests.databaseValues(arguments))
+                arguments: StatementArguments(sqlValues: arguments))
         }
     }
 

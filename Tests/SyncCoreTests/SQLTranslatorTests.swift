@@ -1,6 +1,7 @@
 import Foundation
 import GRDB
 import SyncCore
+import SyncSQLite
 import Testing
 
 /// Runs translated filters on a real SQLite database and checks which rows match.
@@ -45,25 +46,13 @@ import Testing
         return database
     }
 
-    static func databaseValues(_ arguments: [SQLValue]) -> StatementArguments {
-        StatementArguments(
-            arguments.map { value -> DatabaseValue in
-                switch value {
-                case .null: .null
-                case .bool(let bool): bool.databaseValue
-                case .int(let int): int.databaseValue
-                case .double(let double): double.databaseValue
-                case .text(let text): text.databaseValue
-                }
-            })
-    }
-
     static func matchingIDs(_ filter: String) throws -> [String] {
         let predicate = try translator.predicate(try ODataExpression(parsing: filter))
         let (sql, arguments) = predicate.render(for: .sqlite)
         return try makeDatabase().read { db in
             try String.fetchAll(
-                db, sql: "SELECT id FROM items WHERE \(sql) ORDER BY id", arguments: databaseValues(arguments))
+                db, sql: "SELECT id FROM items WHERE \(sql) ORDER BY id",
+                arguments: StatementArguments(sqlValues: arguments))
         }
     }
 
@@ -286,14 +275,14 @@ import Testing
                 db,
                 sql:
                     "EXPLAIN QUERY PLAN SELECT \"id\", \"name\" FROM t WHERE \(sql) ORDER BY \"updatedAt\", \"id\" LIMIT ? OFFSET ?",
-                arguments: SQLTranslatorTests.databaseValues(arguments + [.int(1001), .int(0)])
+                arguments: StatementArguments(sqlValues: arguments + [.int(1001), .int(0)])
             ).map { $0["detail"] as String }
         }
         #expect(plan.contains { $0.hasPrefix("SEARCH") })
         let ids = try database.read { db in
             try String.fetchAll(
                 db, sql: "SELECT id FROM t WHERE \(sql) ORDER BY \"updatedAt\", \"id\"",
-                arguments: SQLTranslatorTests.databaseValues(arguments))
+                arguments: StatementArguments(sqlValues: arguments))
         }
         #expect(ids == ["item-1998", "item-1999"])
     }

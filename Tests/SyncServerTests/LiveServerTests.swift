@@ -3,6 +3,7 @@ import HTTPTypes
 import Hummingbird
 import HummingbirdTesting
 import SyncCore
+import SyncSQLite
 import Testing
 
 @testable import SyncServer

@@ -26,19 +26,6 @@ enum LocalQueryTranslation {
         let orderSQL = try translator.orderBy(orderings).render(for: .sqlite).sql
         return (whereSQL, orderSQL, arguments)
     }
-
-    static func arguments(_ values: [SQLValue]) -> StatementArguments {
-        StatementArguments(
-            values.map { value -> DatabaseValue in
-                switch value {
-                case .null: .null
-                case .bool(let bool): bool.databaseValue
-                case .int(let int): int.databaseValue
-                case .double(let double): double.databaseValue
-                case .text(let text): text.databaseValue
-                }
-            })
-    }
 }
 
 /// Operations as JSON, for the error table.

@@ -1,6 +1,7 @@
 import Foundation
 import GRDB
 import SyncCore
+import SyncSQLite
 
 /// The default local store: one SQLite file (WAL mode) holding each sync table's rows as JSON, the
 /// operation queue, operation errors, pull cursors and settings.
@@ -17,17 +18,15 @@ import SyncCore
 public final class SQLiteLocalStore: LocalStore {
     let pool: DatabasePool
     /// Tables whose row table is known to exist.
-    let knownTables = LockedValue<Set<String>>([])
+    let knownTables = Locked<Set<String>>([])
 
     /// Opens (or creates) the store file and migrates it.
     ///
     /// - Parameter path: The SQLite file; its folder must exist.
     /// - Throws: ``LocalStoreError`` when the file cannot be opened or migrated.
     public init(path: String) throws {
-        var configuration = Configuration()
-        configuration.busyMode = .timeout(10)
         do {
-            pool = try DatabasePool(path: path, configuration: configuration)
+            pool = try openDatabasePool(path: path)
             try Self.migrator.migrate(pool)
         } catch {
             throw LocalStoreError(operation: "open \(path)", underlying: error)
@@ -112,19 +111,5 @@ public struct LocalStoreError: Error, Sendable, CustomStringConvertible {
     public var description: String {
         let reason = (underlying as? DatabaseError)?.message ?? String(describing: type(of: underlying))
         return "Local store could not \(operation): \(reason)"
-    }
-}
-
-/// A value behind a lock, for small synchronous state.
-final class LockedValue<Value>: @unchecked Sendable {  // @unchecked: every access holds `lock`.
-    private let lock = NSLock()
-    private var value: Value
-
-    init(_ value: Value) { self.value = value }
-
-    func withLock<Result>(_ body: (inout Value) throws -> Result) rethrows -> Result {
-        lock.lock()
-        defer { lock.unlock() }
-        return try body(&value)
     }
 }

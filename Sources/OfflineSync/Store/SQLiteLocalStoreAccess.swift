@@ -1,5 +1,6 @@
 import GRDB
 import SyncCore
+import SyncSQLite
 
 /// Reads and writes one `Database` connection on behalf of ``SQLiteLocalStore``, inside a transaction
 /// or read that GRDB holds open for the duration of the call.
@@ -54,7 +55,7 @@ struct SQLiteLocalStoreAccess: LocalStoreWriter {
         }
         // Cached: an app runs the same few query shapes again and again.
         let texts = try String.fetchCursor(
-            db.cachedStatement(sql: sql), arguments: LocalQueryTranslation.arguments(values))
+            db.cachedStatement(sql: sql), arguments: StatementArguments(sqlValues: values))
         var items: [JSONValue] = []
         while let text = try texts.next() { items.append(try JSONValue(parsing: text)) }
         return items
@@ -65,7 +66,7 @@ struct SQLiteLocalStoreAccess: LocalStoreWriter {
         let (whereSQL, _, arguments) = try LocalQueryTranslation.clauses(ODataQuery(filter: filter))
         return try Int.fetchOne(
             db, sql: "SELECT COUNT(*) FROM \(SQLiteLocalStore.rowTable(table)) WHERE \(whereSQL)",
-            arguments: LocalQueryTranslation.arguments(arguments)) ?? 0
+            arguments: StatementArguments(sqlValues: arguments)) ?? 0
     }
 
     func upsert(_ item: JSONValue, in table: TableName) throws {
@@ -94,7 +95,7 @@ struct SQLiteLocalStoreAccess: LocalStoreWriter {
         let (whereSQL, _, arguments) = try LocalQueryTranslation.clauses(ODataQuery(filter: filter))
         try db.execute(
             sql: "DELETE FROM \(SQLiteLocalStore.rowTable(table)) WHERE \(whereSQL)",
-            arguments: LocalQueryTranslation.arguments(arguments))
+            arguments: StatementArguments(sqlValues: arguments))
     }
 
     // MARK: Operations

@@ -1,5 +1,6 @@
 import GRDB
 public import SyncCore
+import SyncSQLite
 
 extension SQLiteTableStore {
     public func query(_ table: TableName, _ query: ODataQuery, limit: Int) async throws -> QueryPage {
@@ -10,7 +11,8 @@ extension SQLiteTableStore {
         let name = Self.quoted(schema.name.canonical)
         let rowsSQL =
             "SELECT \(Self.columnList(schema)) FROM \(name) WHERE \(whereSQL) ORDER BY \(orderBy.render(for: .sqlite).sql) LIMIT ? OFFSET ?"
-        let rowsArguments = Self.arguments(whereArguments + [.int(Int64(limit) + 1), .int(Int64(query.skip ?? 0))])
+        let rowsArguments = StatementArguments(
+            sqlValues: whereArguments + [.int(Int64(limit) + 1), .int(Int64(query.skip ?? 0))])
         return try await read { db in
             var json: [UInt8] = [UInt8(ascii: "[")]
             json.reserveCapacity(256 * min(limit, 1000))
@@ -30,7 +32,8 @@ extension SQLiteTableStore {
             var total: Int?
             if query.includeTotalCount {
                 total = try Int.fetchOne(
-                    db, sql: "SELECT COUNT(*) FROM \(name) WHERE \(whereSQL)", arguments: Self.arguments(whereArguments)
+                    db, sql: "SELECT COUNT(*) FROM \(name) WHERE \(whereSQL)",
+                    arguments: StatementArguments(sqlValues: whereArguments)
                 )
             }
             return QueryPage(itemsJSON: json, itemCount: count, hasMore: hasMore, totalCount: total)

@@ -59,18 +59,4 @@ extension SQLiteTableStore {
         case (.blob(let data), _): return .string(data.base64EncodedString())
         }
     }
-
-    static func databaseValue(_ value: SQLValue) -> DatabaseValue {
-        switch value {
-        case .null: .null
-        case .bool(let bool): bool.databaseValue
-        case .int(let int): int.databaseValue
-        case .double(let double): double.databaseValue
-        case .text(let text): text.databaseValue
-        }
-    }
-
-    static func arguments(_ values: [SQLValue]) -> StatementArguments {
-        StatementArguments(values.map(databaseValue))
-    }
 }

@@ -1,6 +1,7 @@
 import Foundation
 import GRDB
 public import SyncCore
+import SyncSQLite
 
 extension SQLiteTableStore {
     public func insert(_ fields: [String: JSONValue], id: ItemID, into table: TableName) async throws -> JSONValue {
@@ -25,7 +26,7 @@ extension SQLiteTableStore {
                 sql:
                     "INSERT INTO \(Self.quoted(schema.name.canonical)) (\(columns.map(Self.quoted).joined(separator: ", "))) "
                     + "VALUES (\(Array(repeating: "?", count: values.count).joined(separator: ", ")))",
-                arguments: Self.arguments(values))
+                arguments: StatementArguments(sqlValues: values))
             return (try Self.storedItem(id, schema: schema, in: db), schema)
         }
         publish(schema)
@@ -52,7 +53,7 @@ extension SQLiteTableStore {
             try db.execute(
                 sql:
                     "UPDATE \(Self.quoted(schema.name.canonical)) SET \(assignments.joined(separator: ", ")) WHERE \"id\" = ?",
-                arguments: Self.arguments(values + [.text(id.rawValue)]))
+                arguments: StatementArguments(sqlValues: values + [.text(id.rawValue)]))
             return (try Self.storedItem(id, schema: schema, in: db), schema)
         }
         publish(schema)

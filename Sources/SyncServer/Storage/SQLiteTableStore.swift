@@ -1,6 +1,7 @@
 public import Foundation
 import GRDB
 public import SyncCore
+import SyncSQLite
 
 /// The embedded store: every table in one SQLite file, in WAL mode, read through a pool of
 /// connections while writes take turns.
@@ -28,10 +29,8 @@ public final class SQLiteTableStore: TableStore {
     ///   - now: The clock that stamps `createdAt` and `updatedAt`.
     /// - Throws: ``TableStoreError/unavailable(_:)`` when the file cannot be opened or migrated.
     public init(path: String, now: @escaping @Sendable () -> Date = { Date() }) throws {
-        var configuration = Configuration()
-        configuration.busyMode = .timeout(10)
         do {
-            pool = try DatabasePool(path: path, configuration: configuration)
+            pool = try openDatabasePool(path: path)
             try Self.migrator.migrate(pool)
         } catch {
             throw TableStoreError.unavailable("cannot open the SQLite database at \(path): \(Self.reason(error))")

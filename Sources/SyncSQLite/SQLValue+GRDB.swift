@@ -1,0 +1,31 @@
+package import GRDB
+package import SyncCore
+
+// GRDB support shared by the client's and the server's SQLite stores (package-internal, not public API).
+
+package extension SQLValue {
+    /// The value as GRDB binds it.
+    var databaseValue: DatabaseValue {
+        switch self {
+        case .null: .null
+        case .bool(let bool): bool.databaseValue
+        case .int(let int): int.databaseValue
+        case .double(let double): double.databaseValue
+        case .text(let text): text.databaseValue
+        }
+    }
+}
+
+package extension StatementArguments {
+    /// Arguments for the parameters of translated SQL, in order.
+    init(sqlValues: [SQLValue]) {
+        self.init(sqlValues.map(\.databaseValue))
+    }
+}
+
+/// Opens a WAL-mode pool on `path` that waits up to 10 s for a busy database instead of failing at once.
+package func openDatabasePool(path: String) throws -> DatabasePool {
+    var configuration = Configuration()
+    configuration.busyMode = .timeout(10)
+    return try DatabasePool(path: path, configuration: configuration)
+}
