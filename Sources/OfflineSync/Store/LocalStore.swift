@@ -32,6 +32,8 @@ public protocol LocalStoreReader {
     func count(in table: TableName, matching filter: ODataExpression?) throws -> Int
     /// Pending operations in queue order, after `sequence` when given, at most `limit` of them.
     func operations(after sequence: Int64?, limit: Int?) throws -> [PendingOperation]
+    /// The operation at queue position `id`, or nil when it is no longer queued.
+    func operation(_ id: Int64) throws -> PendingOperation?
     /// The item's last pending operation, or nil.
     func lastOperation(for id: ItemID, in table: TableName) throws -> PendingOperation?
     /// The ids of a table's items that have pending operations.

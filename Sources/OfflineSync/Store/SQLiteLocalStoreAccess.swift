@@ -120,6 +120,12 @@ struct SQLiteLocalStoreAccess: LocalStoreWriter {
         return try rows.map(operation)
     }
 
+    func operation(_ id: Int64) throws -> PendingOperation? {
+        let statement = try db.cachedStatement(
+            sql: "SELECT \(Self.operationColumns) FROM \"sync_operations\" WHERE \"id\" = ?")
+        return try Row.fetchOne(statement, arguments: [id]).map(operation)
+    }
+
     func lastOperation(for id: ItemID, in table: TableName) throws -> PendingOperation? {
         let statement = try db.cachedStatement(
             sql:

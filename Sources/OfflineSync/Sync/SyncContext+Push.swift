@@ -74,9 +74,7 @@ extension SyncContext {
         // Mark it in flight and read what to send, in one transaction: a local write after this
         // queues a new operation instead of changing this one.
         let prepared: (PendingOperation, JSONValue?)? = try await store.write { writer in
-            guard var operation = try writer.operations(after: queued.id - 1, limit: 1).first,
-                operation.id == queued.id
-            else { return nil }
+            guard var operation = try writer.operation(queued.id) else { return nil }
             let row =
                 operation.kind == .delete ? operation.item : try writer.item(operation.itemID, in: operation.table)
             if operation.kind != .delete, row == nil {

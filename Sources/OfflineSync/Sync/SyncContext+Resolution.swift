@@ -6,9 +6,9 @@ extension SyncContext {
     func resolve(_ error: OperationError, with resolution: ConflictResolution) async throws {
         let operation = error.operation
         try await store.write { writer in
-            guard var current = try writer.operations(after: operation.id - 1, limit: 1).first,
-                current.id == operation.id
-            else { throw ResolutionError.operationGone(operation) }
+            guard var current = try writer.operation(operation.id) else {
+                throw ResolutionError.operationGone(operation)
+            }
             let table = operation.table
             switch resolution {
             case .leave:
