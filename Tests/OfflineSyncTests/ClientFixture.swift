@@ -47,21 +47,6 @@ enum LiveServer {
     static let down = URL(string: "http://127.0.0.1:9")!
 }
 
-/// Counts the requests a client makes.
-final class CountingTransport: HTTPTransport, @unchecked Sendable {  // @unchecked: state behind `lock`.
-    private let lock = NSLock()
-    private var sent: [HTTPRequestData] = []
-    private let base = URLSessionTransport()
-
-    var requests: [HTTPRequestData] { lock.withLock { sent } }
-    func reset() { lock.withLock { sent = [] } }
-
-    func send(_ request: HTTPRequestData) async throws -> HTTPResponseData {
-        lock.withLock { sent.append(request) }
-        return try await base.send(request)
-    }
-}
-
 extension SyncClient {
     /// A client on a store file in `workspace`.
     static func make(

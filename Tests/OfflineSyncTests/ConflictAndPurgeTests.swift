@@ -114,9 +114,8 @@ import Testing
 @Suite struct PurgeTests {
     @Test func purgeRefusesWithPendingOperationsUnlessForcedAndResetsCursors() async throws {
         let workspace = try Workspace()
-        let transport = CountingTransport()
         try await LiveServer.run(in: workspace) { url in
-            let client = try await SyncClient.make(url, workspace: workspace) { $0.transport = transport }
+            let client = try await SyncClient.make(url, workspace: workspace)
             let table = client.syncTable("TodoItem", of: TodoItem.self)
             try await table.insert(contentsOf: (0..<5).map { TodoItem(id: "p\($0)", text: "\($0)", complete: false) })
             try await table.pull(queryID: "all")

@@ -18,7 +18,7 @@ import Testing
 
     @Test func rowsSharingOneUpdatedAtArePulledOnceEachAcrossPages() async throws {
         let workspace = try Workspace()
-        let transport = CountingTransport()
+        let transport = ScriptedTransport(forwardingTo: URLSessionTransport())
         try await LiveServer.run(in: workspace) { url in
             try await Self.seed(url, workspace, count: 300)
             // Give every row the same updatedAt, as a server with coarse timestamps would.
@@ -83,7 +83,7 @@ import Testing
 @Suite struct ServerPageTests {
     @Test func theClientFollowsAServersSmallerPage() async throws {
         let workspace = try Workspace()
-        let transport = CountingTransport()
+        let transport = ScriptedTransport(forwardingTo: URLSessionTransport())
         try await LiveServer.run(in: workspace) { url in  // the server's TodoItem pages hold 50 rows
             try await PullTests.seed(url, workspace, count: 120)
             // The client asks for 1000 rows a page.
