@@ -21,31 +21,41 @@ import SyncCore
 ///   - onServerRunning: Called once the server listens, with the real port.
 /// - Returns: The application, ready to run.
 /// - Throws: ``ConfigurationError`` or ``TableStoreError`` when the store cannot be opened or prepared.
+///   (PostgreSQL is reached when the application runs: its `runService()` throws
+///   ``TableStoreError/unavailable(_:)`` when the database stays unreachable for
+///   ``SyncServerConfiguration/databaseWaitLimit``.)
 public func buildApplication(
     _ configuration: SyncServerConfiguration,
     onServerRunning: @escaping @Sendable (_ port: Int) async -> Void = { _ in }
 ) async throws -> some ApplicationProtocol {
-    let store = try await makeStore(configuration)
+    let store: any TableStore
+    var postgres: PostgresTableStore?
+    switch configuration.database {
+    case .sqlite(let path):
+        let sqlite = try SQLiteTableStore(path: path, now: configuration.now)
+        try await sqlite.prepare(configuration.servedTables)
+        store = sqlite
+    case .postgres(let url):
+        postgres = try PostgresTableStore(url: url, now: configuration.now, logger: configuration.logger)
+        store = postgres!
+    }
     let router = try buildRouter(configuration, store: store)
-    return Application(
+    var app = Application(
         router: router,
         configuration: .init(
             address: .hostname(configuration.host, port: configuration.port), serverName: "sync-server"),
         onServerRunning: { channel in await onServerRunning(channel.localAddress?.port ?? configuration.port) },
         logger: configuration.logger
     )
-}
-
-/// Opens the configured store and prepares the served tables.
-func makeStore(_ configuration: SyncServerConfiguration) async throws -> any TableStore {
-    switch configuration.database {
-    case .sqlite(let path):
-        let store = try SQLiteTableStore(path: path, now: configuration.now)
-        try await store.prepare(configuration.servedTables)
-        return store
-    case .postgres:
-        throw ConfigurationError("PostgreSQL storage is not available yet; use --database sqlite:PATH")
+    if let postgres {
+        // The pool runs as a service; the tables are prepared once it runs and before the server listens.
+        app.addServices(postgres)
+        app.beforeServerStarts {
+            try await postgres.waitUntilReachable(for: configuration.databaseWaitLimit)
+            try await postgres.prepare(configuration.servedTables)
+        }
     }
+    return app
 }
 
 /// The server's routes and middleware.

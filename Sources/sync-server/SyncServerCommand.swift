@@ -22,8 +22,15 @@ struct SyncServerCommand: AsyncParsableCommand {
     @Option(help: "The port to listen on; 0 picks any free port.")
     var port = 8080
 
-    @Option(help: "Where the tables live: sqlite:PATH (or postgres://USER:PASS@HOST:PORT/DB, not yet available).")
-    var database = "sqlite:sync.sqlite"
+    @Option(
+        help: """
+            Where the tables live: sqlite:PATH, or postgres://USER:PASS@HOST:PORT/DB (several instances may share \
+            one PostgreSQL database). Default: $DATABASE_URL if set, else sqlite:sync.sqlite.
+            """)
+    var database: String?
+
+    @Option(help: "How many seconds to keep retrying an unreachable PostgreSQL server at startup.")
+    var databaseWait = 30
 
     @Option(name: .customLong("table"), help: "A table to serve, with a dynamic schema and soft delete (repeatable).")
     var tables: [String] = []
@@ -60,7 +67,9 @@ struct SyncServerCommand: AsyncParsableCommand {
         configuration.metricsRegistry = registry
         configuration.logger = Logger(label: "sync-server")
         do {
+            let database = database ?? ProcessInfo.processInfo.environment["DATABASE_URL"] ?? "sqlite:sync.sqlite"
             configuration.database = try DatabaseLocation(parsing: database)
+            configuration.databaseWaitLimit = .seconds(max(0, databaseWait))
             configuration.tables = try tables.map { try TableConfiguration(name: $0) }
             if let config {
                 let fromFile = try TableConfiguration.load(from: URL(fileURLWithPath: config))

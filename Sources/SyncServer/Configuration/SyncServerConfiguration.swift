@@ -19,6 +19,9 @@ public struct SyncServerConfiguration: Sendable {
     public var port = 8080
     /// Where the tables live. Default `sqlite:sync.sqlite`.
     public var database = DatabaseLocation.sqlite(path: "sync.sqlite")
+    /// How long a PostgreSQL server may stay unreachable at startup (retried with backoff) before
+    /// the server gives up. Default 30 s.
+    public var databaseWaitLimit = Duration.seconds(30)
     /// The tables to serve; when empty, the tutorial's `TodoItem` (dynamic schema, soft delete).
     public var tables: [TableConfiguration] = []
     /// Whether table requests must carry `ZUMO-API-VERSION: 2.0.x`. Default true.

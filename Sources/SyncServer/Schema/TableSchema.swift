@@ -37,6 +37,11 @@ public struct TableSchema: Sendable, Hashable {
         return SQLColumn(name: match.key, type: match.value)
     }
 
+    /// Whether `column` is a system property or one of the user columns.
+    func knows(_ column: String) -> Bool {
+        SystemProperty.isSystemProperty(column) || columns[column] != nil
+    }
+
     /// The system properties as columns: never null.
     static let systemColumns: [SystemProperty: SQLColumn] = [
         .id: SQLColumn(name: "id", type: .string, isNullable: false),

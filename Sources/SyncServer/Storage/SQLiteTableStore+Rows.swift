@@ -14,7 +14,7 @@ extension SQLiteTableStore {
         return .object(members)
     }
 
-    /// Writes a row as a JSON object (keys in the row's column order, which ``columnList(_:)`` sorts).
+    /// Writes a row as a JSON object (keys in the row's column order, which ``StoreSQL/columnList(_:)`` sorts).
     static func writeItem(_ row: Row, schema: TableSchema, select: Set<String>?, to json: inout [UInt8]) {
         json.append(UInt8(ascii: "{"))
         var first = true

@@ -4,7 +4,7 @@ import SyncCore
 extension SQLiteTableStore {
     /// Creates the table if needed, adds declared columns it lacks, and returns its schema.
     static func prepare(_ configuration: TableConfiguration, in db: Database) throws -> TableSchema {
-        let table = quoted(configuration.name.canonical)
+        let table = StoreSQL.quoted(configuration.name.canonical)
         var columns = try storedColumns(of: configuration.name, in: db)
         if columns == nil {
             try db.execute(
@@ -19,14 +19,14 @@ extension SQLiteTableStore {
                     """)
             try db.execute(
                 sql:
-                    "CREATE INDEX \(quoted(configuration.name.canonical + "_cursor")) ON \(table) (\"updatedAt\", \"id\")"
+                    "CREATE INDEX \(StoreSQL.quoted(configuration.name.canonical + "_cursor")) ON \(table) (\"updatedAt\", \"id\")"
             )
             columns = [:]
         }
         var schema = TableSchema(configuration: configuration, columns: columns ?? [:])
         for (name, type) in configuration.columns ?? [:] where schema.columns[name] != type {
             if schema.columns[name] == nil {
-                try db.execute(sql: "ALTER TABLE \(table) ADD COLUMN \(quoted(name)) \(sqlType(type))")
+                try db.execute(sql: "ALTER TABLE \(table) ADD COLUMN \(StoreSQL.quoted(name)) \(sqlType(type))")
             }
             schema.columns[name] = type
         }
@@ -66,7 +66,7 @@ extension SQLiteTableStore {
         guard plan.changesSchema else { return (plan, current) }
         for (name, type) in plan.newColumns {
             try db.execute(
-                sql: "ALTER TABLE \(quoted(current.name.canonical)) ADD COLUMN \(quoted(name)) \(sqlType(type))")
+                sql: "ALTER TABLE \(StoreSQL.quoted(current.name.canonical)) ADD COLUMN \(StoreSQL.quoted(name)) \(sqlType(type))")
         }
         let updated = current.applying(plan)
         try save(updated, in: db)
@@ -79,10 +79,5 @@ extension SQLiteTableStore {
         case .integer, .bool, .date: "INTEGER"
         case .double: "REAL"
         }
-    }
-
-    /// A name already validated as an identifier, in double quotes.
-    static func quoted(_ name: String) -> String {
-        "\"" + name + "\""
     }
 }

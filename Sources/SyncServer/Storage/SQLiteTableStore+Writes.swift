@@ -5,7 +5,7 @@ import SyncSQLite
 
 extension SQLiteTableStore {
     public func insert(_ fields: [String: JSONValue], id: ItemID, into table: TableName) async throws -> JSONValue {
-        let cached = try requireSchema(table)
+        let cached = try schemas.require(table)
         let now = self.now
         let (item, schema) = try await write { db in
             var (plan, schema) = (try cached.plan(fields), cached)
@@ -16,7 +16,7 @@ extension SQLiteTableStore {
             let stamp = try Self.nextStamp(for: schema, now: now, in: db)
             var columns = ["id", "createdAt", "updatedAt", "version", "deleted"]
             var values: [SQLValue] = [
-                .text(id.rawValue), .int(stamp), .int(stamp), .text(Self.version(stamp)), .bool(false),
+                .text(id.rawValue), .int(stamp), .int(stamp), .text(StoreSQL.version(stamp)), .bool(false),
             ]
             for (column, value) in plan.values {
                 columns.append(column)
@@ -24,12 +24,12 @@ extension SQLiteTableStore {
             }
             try db.execute(
                 sql:
-                    "INSERT INTO \(Self.quoted(schema.name.canonical)) (\(columns.map(Self.quoted).joined(separator: ", "))) "
+                    "INSERT INTO \(StoreSQL.quoted(schema.name.canonical)) (\(columns.map(StoreSQL.quoted).joined(separator: ", "))) "
                     + "VALUES (\(Array(repeating: "?", count: values.count).joined(separator: ", ")))",
                 arguments: StatementArguments(sqlValues: values))
             return (try Self.storedItem(id, schema: schema, in: db), schema)
         }
-        publish(schema)
+        schemas.publish(schema)
         return item
     }
 
@@ -37,7 +37,7 @@ extension SQLiteTableStore {
         _ id: ItemID, with fields: [String: JSONValue], in table: TableName, precondition: Precondition?,
         includeDeleted: Bool
     ) async throws -> JSONValue {
-        let cached = try requireSchema(table)
+        let cached = try schemas.require(table)
         let now = self.now
         let (item, schema) = try await write { db in
             var (plan, schema) = (try cached.plan(fields), cached)
@@ -45,28 +45,28 @@ extension SQLiteTableStore {
             if plan.changesSchema { (plan, schema) = try Self.applySchemaChanges(for: fields, cached: cached, in: db) }
             let stamp = try Self.nextStamp(for: schema, now: now, in: db)
             var assignments = ["\"updatedAt\" = ?", "\"version\" = ?"]
-            var values: [SQLValue] = [.int(stamp), .text(Self.version(stamp))]
+            var values: [SQLValue] = [.int(stamp), .text(StoreSQL.version(stamp))]
             for (column, value) in plan.values {
-                assignments.append("\(Self.quoted(column)) = ?")
+                assignments.append("\(StoreSQL.quoted(column)) = ?")
                 values.append(value)
             }
             try db.execute(
                 sql:
-                    "UPDATE \(Self.quoted(schema.name.canonical)) SET \(assignments.joined(separator: ", ")) WHERE \"id\" = ?",
+                    "UPDATE \(StoreSQL.quoted(schema.name.canonical)) SET \(assignments.joined(separator: ", ")) WHERE \"id\" = ?",
                 arguments: StatementArguments(sqlValues: values + [.text(id.rawValue)]))
             return (try Self.storedItem(id, schema: schema, in: db), schema)
         }
-        publish(schema)
+        schemas.publish(schema)
         return item
     }
 
     public func delete(_ id: ItemID, from table: TableName, precondition: Precondition?) async throws -> JSONValue {
-        let schema = try requireSchema(table)
+        let schema = try schemas.require(table)
         let now = self.now
         return try await write { db in
             let current = try Self.checked(
                 id, schema: schema, precondition: precondition, includeDeleted: false, in: db)
-            let name = Self.quoted(schema.name.canonical)
+            let name = StoreSQL.quoted(schema.name.canonical)
             guard schema.configuration.softDelete else {
                 try db.execute(sql: "DELETE FROM \(name) WHERE \"id\" = ?", arguments: [id.rawValue])
                 return current
@@ -74,13 +74,13 @@ extension SQLiteTableStore {
             let stamp = try Self.nextStamp(for: schema, now: now, in: db)
             try db.execute(
                 sql: "UPDATE \(name) SET \"deleted\" = 1, \"updatedAt\" = ?, \"version\" = ? WHERE \"id\" = ?",
-                arguments: [stamp, Self.version(stamp), id.rawValue])
+                arguments: [stamp, StoreSQL.version(stamp), id.rawValue])
             return try Self.storedItem(id, schema: schema, in: db)
         }
     }
 
     public func undelete(_ id: ItemID, in table: TableName, precondition: Precondition?) async throws -> JSONValue {
-        let schema = try requireSchema(table)
+        let schema = try schemas.require(table)
         let now = self.now
         return try await write { db in
             let current = try Self.checked(id, schema: schema, precondition: precondition, includeDeleted: true, in: db)
@@ -88,8 +88,8 @@ extension SQLiteTableStore {
             let stamp = try Self.nextStamp(for: schema, now: now, in: db)
             try db.execute(
                 sql:
-                    "UPDATE \(Self.quoted(schema.name.canonical)) SET \"deleted\" = 0, \"updatedAt\" = ?, \"version\" = ? WHERE \"id\" = ?",
-                arguments: [stamp, Self.version(stamp), id.rawValue])
+                    "UPDATE \(StoreSQL.quoted(schema.name.canonical)) SET \"deleted\" = 0, \"updatedAt\" = ?, \"version\" = ? WHERE \"id\" = ?",
+                arguments: [stamp, StoreSQL.version(stamp), id.rawValue])
             return try Self.storedItem(id, schema: schema, in: db)
         }
     }
@@ -113,17 +113,10 @@ extension SQLiteTableStore {
         return item(from: row, schema: schema)
     }
 
-    /// The next `updatedAt` of a table, in milliseconds: `max(now, greatest updatedAt + 1)`, so that
-    /// stamps strictly increase in commit order (writes are serialized by SQLite).
+    /// The next `updatedAt` of a table (see ``StoreSQL/nextStamp(after:now:)``); SQLite serializes writes,
+    /// so stamps strictly increase in commit order.
     static func nextStamp(for schema: TableSchema, now: @Sendable () -> Date, in db: Database) throws -> Int64 {
-        let last = try Int64.fetchOne(db, sql: "SELECT MAX(\"updatedAt\") FROM \(quoted(schema.name.canonical))")
-        let clock = WireDate(now()).millisecondsSince1970
-        guard let last else { return clock }
-        return max(clock, last + 1)
-    }
-
-    /// An opaque version for a write stamped `stamp`: the stamp's 8 bytes, base64 (like a SQL Server rowversion).
-    static func version(_ stamp: Int64) -> String {
-        withUnsafeBytes(of: UInt64(bitPattern: stamp).bigEndian) { Data($0).base64EncodedString() }
+        let last = try Int64.fetchOne(db, sql: "SELECT MAX(\"updatedAt\") FROM \(StoreSQL.quoted(schema.name.canonical))")
+        return StoreSQL.nextStamp(after: last, now: now())
     }
 }

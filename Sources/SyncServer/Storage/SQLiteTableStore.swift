@@ -19,8 +19,7 @@ import SyncSQLite
 public final class SQLiteTableStore: TableStore {
     let pool: DatabasePool
     let now: @Sendable () -> Date
-    /// Committed schemas by canonical table name; they only ever grow.
-    let schemas = Locked<[String: TableSchema]>([:])
+    let schemas = SchemaCache()
 
     /// Opens (or creates) the database file and brings its bookkeeping up to date.
     ///
@@ -61,31 +60,12 @@ public final class SQLiteTableStore: TableStore {
     public func prepare(_ tables: [TableConfiguration]) async throws {
         for configuration in tables {
             let schema = try await write { db in try Self.prepare(configuration, in: db) }
-            publish(schema)
+            schemas.publish(schema)
         }
     }
 
     public func schema(of table: TableName) async throws -> TableSchema? {
-        schemas.withLock { $0[table.canonical] }
-    }
-
-    func requireSchema(_ table: TableName) throws(TableStoreError) -> TableSchema {
-        guard let schema = schemas.withLock({ $0[table.canonical] }) else { throw .unknownTable(table) }
-        return schema
-    }
-
-    /// Merges a committed schema into the cache: columns are only added or widened, never lost.
-    func publish(_ schema: TableSchema) {
-        schemas.withLock { cache in
-            guard var merged = cache[schema.name.canonical] else {
-                cache[schema.name.canonical] = schema
-                return
-            }
-            for (name, type) in schema.columns where merged.columns[name] == nil || type == .double {
-                merged.columns[name] = type
-            }
-            cache[schema.name.canonical] = merged
-        }
+        schemas.schema(of: table)
     }
 
     /// Runs a write transaction, mapping database failures to ``TableStoreError``.

@@ -1,0 +1,204 @@
+import Logging
+import NIOCore
+import PostgresNIO
+public import SyncCore
+
+extension PostgresTableStore {
+    public func query(_ table: TableName, _ query: ODataQuery, limit: Int) async throws -> QueryPage {
+        let (page, sawNewColumn) = try await self.page(table, query, limit: limit, schema: try schemas.require(table))
+        guard sawNewColumn else { return page }
+        // Another instance added a column since this one cached the schema: learn its type, then
+        // write the page again so that its values show as that type (a date, not a number).
+        return try await self.page(table, query, limit: limit, schema: try await reloadSchema(of: table)).page
+    }
+
+    private func page(_ table: TableName, _ query: ODataQuery, limit: Int, schema: TableSchema) async throws
+        -> (page: QueryPage, sawNewColumn: Bool)
+    {
+        var schema = schema
+        let translated = { (schema: TableSchema) throws(TableStoreError) in
+            (
+                select: try StoreSQL.selection(query.select, schema: schema),
+                clauses: try StoreSQL.clauses(for: query, schema: schema, dialect: .postgres)
+            )
+        }
+        let select: Set<String>?
+        let clauses: (where: SQLFragment, orderBy: SQLFragment)
+        do {
+            (select, clauses) = try translated(schema)
+        } catch {
+            // The field may be one that another instance added a moment ago.
+            schema = try await reloadSchema(of: table)
+            (select, clauses) = try translated(schema)
+        }
+        let (whereSQL, whereArguments) = clauses.where.render(for: .postgres)
+        let orderSQL = clauses.orderBy.render(for: .postgres, firstParameterIndex: whereArguments.count + 1)
+        let arguments = whereArguments + orderSQL.arguments
+        let name = StoreSQL.quoted(schema.name.canonical)
+        let rowsSQL =
+            "SELECT * FROM \(name) WHERE \(whereSQL) ORDER BY \(orderSQL.sql) LIMIT \(Int64(limit) + 1) OFFSET \(query.skip ?? 0)"
+        let countSQL = query.includeTotalCount ? "SELECT COUNT(*) FROM \(name) WHERE \(whereSQL)" : nil
+        let logger = self.logger
+        return try await withConnection { [schema] connection in
+            var writer = RowWriter(schema: schema, select: select)
+            var count = 0
+            var hasMore = false
+            let rows = try await connection.query(
+                PostgresQuery(unsafeSQL: rowsSQL, binds: try Self.bindings(arguments)), logger: logger)
+            for try await row in rows {
+                if count == limit {
+                    hasMore = true
+                    break
+                }
+                try writer.append(row)
+                count += 1
+            }
+            var total: Int?
+            if let countSQL {
+                let counted = try await connection.query(
+                    PostgresQuery(unsafeSQL: countSQL, binds: try Self.bindings(whereArguments)), logger: logger)
+                for try await value in counted.decode(Int64.self) { total = Int(value) }
+            }
+            let page = QueryPage(itemsJSON: writer.finish(), itemCount: count, hasMore: hasMore, totalCount: total)
+            return (page, writer.sawUnknownColumn)
+        }
+    }
+
+    public func item(_ id: ItemID, in table: TableName, includeDeleted: Bool) async throws -> JSONValue? {
+        var schema = try schemas.require(table)
+        let logger = self.logger
+        let read = { @Sendable (schema: TableSchema) in
+            try await self.withConnection { connection in
+                try await Self.item(id, schema: schema, on: connection, logger: logger)
+            }
+        }
+        var item = try await read(schema)
+        if let members = item?.objectValue, members.keys.contains(where: { !schema.knows($0) }) {
+            schema = try await reloadSchema(of: table)  // a column another instance added: learn its type
+            item = try await read(schema)
+        }
+        guard let item, !item.isDeleted || includeDeleted else { return nil }
+        return item
+    }
+
+    /// The stored item with `id`, tombstone or not, or nil.
+    static func item(_ id: ItemID, schema: TableSchema, on connection: PostgresConnection, logger: Logger)
+        async throws -> JSONValue?
+    {
+        let rows = try await connection.query(
+            PostgresQuery(
+                unsafeSQL: "SELECT * FROM \(StoreSQL.quoted(schema.name.canonical)) WHERE \"id\" = $1",
+                binds: try bindings([.text(id.rawValue)])), logger: logger)
+        for try await row in rows { return try item(from: row, schema: schema) }
+        return nil
+    }
+
+    /// The item a row holds, as the wire shows it.
+    static func item(from row: PostgresRow, schema: TableSchema) throws -> JSONValue {
+        var members: [String: JSONValue] = [:]
+        for cell in row { members[cell.columnName] = try member(cell, schema: schema) }
+        return .object(members)
+    }
+
+    /// One cell as the wire shows it. Values are read by their database type, which is current even
+    /// when another instance widened the column a moment ago; the schema tells dates and JSON apart.
+    static func member(_ cell: PostgresCell, schema: TableSchema) throws -> JSONValue {
+        guard cell.bytes != nil else { return .null }
+        let type = schema.columns[cell.columnName]
+        switch cell.columnName {
+        case "createdAt", "updatedAt":
+            return .string(WireDate(millisecondsSince1970: try cell.decode(Int64.self)).description)
+        default:
+            break
+        }
+        switch cell.dataType {
+        case .bool:
+            return .bool(try cell.decode(Bool.self))
+        case .int8, .int4, .int2:
+            let int = try cell.decode(Int64.self)
+            switch type {
+            case .date: return .string(WireDate(millisecondsSince1970: int).description)
+            case .double: return .double(Double(int))
+            default: return .int(int)
+            }
+        case .float8, .float4:
+            let double = try cell.decode(Double.self)
+            if type == .integer, let int = Int64(exactly: double) { return .int(int) }
+            return .double(double)
+        default:
+            let text = try cell.decode(String.self)
+            if type == .json { return (try? JSONValue(parsing: text)) ?? .string(text) }
+            return .string(text)
+        }
+    }
+
+    /// Binds values in order, for `$1`, `$2`, …
+    static func bindings(_ values: [SQLValue]) throws -> PostgresBindings {
+        var bindings = PostgresBindings(capacity: values.count)
+        for value in values {
+            switch value {
+            case .null: bindings.appendNull()
+            case .bool(let bool): bindings.append(bool)
+            case .int(let int): bindings.append(int)
+            case .double(let double): bindings.append(double)
+            case .text(let text): bindings.append(text)
+            }
+        }
+        return bindings
+    }
+}
+
+/// Writes rows as one JSON array, each object's keys sorted. The column order is worked out once,
+/// from the first row: `SELECT *` returns the columns as they are now, including any that another
+/// instance added after this one cached the schema.
+struct RowWriter {
+    let schema: TableSchema
+    let select: Set<String>?
+    private var json: [UInt8] = [UInt8(ascii: "[")]
+    private var order: [(index: Int, key: [UInt8])]?
+    /// Whether a row had a column the cached schema lacks (the caller then reloads the schema).
+    private(set) var sawUnknownColumn = false
+
+    init(schema: TableSchema, select: Set<String>?) {
+        self.schema = schema
+        self.select = select
+        json.reserveCapacity(16 * 1024)
+    }
+
+    mutating func append(_ row: PostgresRow) throws {
+        let order = self.order ?? columnOrder(row)
+        self.order = order
+        let cells = Array(row)
+        if json.count > 1 { json.append(UInt8(ascii: ",")) }
+        json.append(UInt8(ascii: "{"))
+        for (position, column) in order.enumerated() {
+            if position > 0 { json.append(UInt8(ascii: ",")) }
+            json.append(contentsOf: column.key)
+            try PostgresTableStore.member(cells[column.index], schema: schema).write(to: &json)
+        }
+        json.append(UInt8(ascii: "}"))
+    }
+
+    /// Which cells to write, in key order, each with its `"name":` prefix ready.
+    private mutating func columnOrder(_ row: PostgresRow) -> [(index: Int, key: [UInt8])] {
+        var columns: [(index: Int, name: String)] = []
+        for (index, cell) in row.enumerated() {
+            let name = cell.columnName
+            let isSystem = SystemProperty.isSystemProperty(name)
+            if !isSystem, schema.columns[name] == nil { sawUnknownColumn = true }
+            if let select, !isSystem, !select.contains(name) { continue }
+            columns.append((index, name))
+        }
+        return columns.sorted { $0.name < $1.name }.map { column in
+            var key: [UInt8] = []
+            JSONValue.string(column.name).write(to: &key)
+            key.append(UInt8(ascii: ":"))
+            return (column.index, key)
+        }
+    }
+
+    mutating func finish() -> [UInt8] {
+        json.append(UInt8(ascii: "]"))
+        return json
+    }
+}

@@ -1,0 +1,202 @@
+import Logging
+import PostgresNIO
+public import SyncCore
+
+extension PostgresTableStore {
+    /// The advisory lock that serializes bookkeeping migrations and table creation across instances.
+    static let schemaLockKey: Int64 = 0x4f66_666c_5379_6e63  // "OfflSync"
+
+    /// PostgreSQL truncates identifiers longer than this many bytes.
+    static let maximumIdentifierLength = 63
+
+    /// The store's own bookkeeping, versioned: each instance applies the missing steps in order, under
+    /// the schema lock. Never touches the user tables' rows.
+    static let migrations: [(version: Int, name: String, sql: String)] = [
+        (
+            1, "table registry",
+            """
+            CREATE TABLE "__sync_tables" (
+                "name" text COLLATE "C" PRIMARY KEY,
+                "displayName" text NOT NULL,
+                "columns" text NOT NULL,
+                "lastStamp" bigint NOT NULL DEFAULT 0
+            )
+            """
+        )
+    ]
+
+    public func prepare(_ tables: [TableConfiguration]) async throws {
+        for configuration in tables {
+            let length = configuration.name.canonical.utf8.count + "_cursor".count
+            guard length <= Self.maximumIdentifierLength else {
+                throw TableStoreError.unavailable(
+                    "table name '\(configuration.name)' is too long for PostgreSQL (at most 56 characters)")
+            }
+        }
+        let logger = self.logger
+        let schemas = try await transaction { connection in
+            try await connection.query("SELECT pg_advisory_xact_lock(\(Self.schemaLockKey))", logger: logger)
+            try await Self.migrate(connection, logger: logger)
+            var schemas: [TableSchema] = []
+            for configuration in tables {
+                schemas.append(try await Self.prepare(configuration, on: connection, logger: logger))
+            }
+            return schemas
+        }
+        for schema in schemas { self.schemas.publish(schema) }
+    }
+
+    public func schema(of table: TableName) async throws -> TableSchema? {
+        schemas.schema(of: table)
+    }
+
+    /// Applies the bookkeeping migrations this database lacks (the caller holds the schema lock).
+    static func migrate(_ connection: PostgresConnection, logger: Logger) async throws {
+        try await connection.query(
+            """
+            CREATE TABLE IF NOT EXISTS "__sync_migrations" (
+                "version" integer PRIMARY KEY,
+                "name" text NOT NULL,
+                "appliedAt" timestamptz NOT NULL DEFAULT now()
+            )
+            """, logger: logger)
+        var applied: Set<Int> = []
+        for try await version in try await connection.query(
+            #"SELECT "version" FROM "__sync_migrations""#, logger: logger
+        ).decode(Int.self) {
+            applied.insert(version)
+        }
+        if let newest = applied.max(), newest > migrations.count {
+            throw TableStoreError.unavailable(
+                "the database was set up by a newer sync-server (bookkeeping version \(newest); this one knows \(migrations.count))"
+            )
+        }
+        for migration in migrations where !applied.contains(migration.version) {
+            try await connection.query(PostgresQuery(unsafeSQL: migration.sql), logger: logger)
+            try await connection.query(
+                #"INSERT INTO "__sync_migrations" ("version", "name") VALUES (\#(migration.version), \#(migration.name))"#,
+                logger: logger)
+        }
+    }
+
+    /// Creates the table if needed, adds declared columns it lacks, and returns its schema.
+    static func prepare(_ configuration: TableConfiguration, on connection: PostgresConnection, logger: Logger)
+        async throws -> TableSchema
+    {
+        let name = configuration.name.canonical
+        let table = StoreSQL.quoted(name)
+        var columns = try await storedColumns(of: configuration.name, on: connection, logger: logger)
+        if columns == nil {
+            try await connection.query(
+                PostgresQuery(
+                    unsafeSQL: """
+                        CREATE TABLE \(table) (
+                            "id" text COLLATE "C" PRIMARY KEY,
+                            "createdAt" bigint NOT NULL,
+                            "updatedAt" bigint NOT NULL,
+                            "version" text NOT NULL,
+                            "deleted" boolean NOT NULL DEFAULT false
+                        )
+                        """), logger: logger)
+            try await connection.query(
+                PostgresQuery(
+                    unsafeSQL: "CREATE INDEX \(StoreSQL.quoted(name + "_cursor")) ON \(table) (\"updatedAt\", \"id\")"),
+                logger: logger)
+            columns = [:]
+        }
+        var schema = TableSchema(configuration: configuration, columns: columns ?? [:])
+        for (column, type) in configuration.columns ?? [:] where schema.columns[column] != type {
+            if schema.columns[column] == nil {
+                try await addColumn(column, type, to: name, on: connection, logger: logger)
+            }
+            schema.columns[column] = type
+        }
+        try await save(schema, on: connection, logger: logger)
+        return schema
+    }
+
+    /// The user columns recorded for a table, or nil when the table was never created.
+    static func storedColumns(of table: TableName, on connection: PostgresConnection, logger: Logger) async throws
+        -> [String: SQLColumnType]?
+    {
+        let rows = try await connection.query(
+            #"SELECT "columns" FROM "__sync_tables" WHERE "name" = \#(table.canonical)"#, logger: logger)
+        for try await text in rows.decode(String.self) { return try columns(from: text) }
+        return nil
+    }
+
+    /// Reads the JSON object of column types that `__sync_tables` keeps.
+    static func columns(from text: String) throws -> [String: SQLColumnType] {
+        guard case .object(let members) = try JSONValue(parsing: text) else { return [:] }
+        return members.compactMapValues { $0.stringValue.flatMap(SQLColumnType.init(rawValue:)) }
+    }
+
+    static func save(_ schema: TableSchema, on connection: PostgresConnection, logger: Logger) async throws {
+        let columns = JSONValue.object(schema.columns.mapValues { .string($0.rawValue) }).serialized()
+        try await connection.query(
+            """
+            INSERT INTO "__sync_tables" ("name", "displayName", "columns") VALUES (\(schema.name.canonical), \(schema.name.rawValue), \(columns))
+            ON CONFLICT ("name") DO UPDATE SET "displayName" = excluded."displayName", "columns" = excluded."columns"
+            """, logger: logger)
+    }
+
+    /// Re-reads a table's columns from the database into the cache, for a request that names a
+    /// field another instance may have added a moment ago.
+    func reloadSchema(of table: TableName) async throws -> TableSchema {
+        let cached = try schemas.require(table)
+        let logger = self.logger
+        let columns = try await withConnection { connection in
+            try await Self.storedColumns(of: table, on: connection, logger: logger)
+        }
+        schemas.publish(TableSchema(configuration: cached.configuration, columns: columns ?? [:]))
+        return try schemas.require(table)
+    }
+
+    /// Applies a write plan's schema changes inside the write transaction (the caller holds the
+    /// table's bookkeeping row lock, so instances adding the same column take turns: the second sees
+    /// the column and adds nothing). Returns the plan against the stored schema, and the new schema.
+    static func applySchemaChanges(
+        for fields: [String: JSONValue], schema current: TableSchema, on connection: PostgresConnection,
+        logger: Logger
+    ) async throws -> (WritePlan, TableSchema) {
+        let plan = try current.plan(fields)
+        guard plan.changesSchema else { return (plan, current) }
+        let table = current.name.canonical
+        for (name, type) in plan.newColumns {
+            guard name.utf8.count <= maximumIdentifierLength else {
+                throw TableStoreError.invalidItem("field '\(name)': at most 63 characters on this server")
+            }
+            try await addColumn(name, type, to: table, on: connection, logger: logger)
+        }
+        for name in plan.widenedColumns {
+            try await connection.query(
+                PostgresQuery(
+                    unsafeSQL:
+                        "ALTER TABLE \(StoreSQL.quoted(table)) ALTER COLUMN \(StoreSQL.quoted(name)) TYPE double precision"
+                ), logger: logger)
+        }
+        let updated = current.applying(plan)
+        try await save(updated, on: connection, logger: logger)
+        return (plan, updated)
+    }
+
+    static func addColumn(
+        _ name: String, _ type: SQLColumnType, to table: String, on connection: PostgresConnection, logger: Logger
+    ) async throws {
+        try await connection.query(
+            PostgresQuery(
+                unsafeSQL: "ALTER TABLE \(StoreSQL.quoted(table)) ADD COLUMN \(StoreSQL.quoted(name)) \(sqlType(type))"),
+            logger: logger)
+    }
+
+    /// Text compares by code point (`COLLATE "C"`), as on SQLite and in the clients.
+    static func sqlType(_ type: SQLColumnType) -> String {
+        switch type {
+        case .string: "text COLLATE \"C\""
+        case .json, .dynamic: "text"
+        case .integer, .date: "bigint"
+        case .double: "double precision"
+        case .bool: "boolean"
+        }
+    }
+}

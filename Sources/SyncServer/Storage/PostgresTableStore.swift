@@ -1,0 +1,291 @@
+public import Foundation
+public import Logging
+import NIOCore
+import NIOSSL
+import PostgresNIO
+public import ServiceLifecycle
+import SyncCore
+import SyncSQLite
+
+/// The store for scale: every table in one PostgreSQL database, shared by any number of stateless
+/// `sync-server` instances.
+///
+/// Its connection pool is a `Service`: run it in the application's service group (``buildApplication(_:onServerRunning:)``
+/// does). The §5 cursor guarantee holds across instances because each write to a table first locks
+/// that table's row in `__sync_tables` and takes its stamp from there (`max(now, last stamp + 1 ms)`):
+/// writes to one table commit one after another, in stamp order, so no write can commit later with
+/// a cursor at or below one a reader has already seen. `docs/postgres-cursor.md` explains the choice
+/// and what it costs.
+///
+/// For example:
+/// ```swift
+/// let store = try PostgresTableStore(url: "postgres://sync:secret@db.local:5432/sync")
+/// // run `store` as a service, then:
+/// try await store.waitUntilReachable(for: .seconds(30))
+/// try await store.prepare([.todoItem])
+/// ```
+public final class PostgresTableStore: TableStore, Service {
+    let client: PostgresClient
+    /// The same database, for the single connection that checks reachability at startup.
+    let probe: PostgresConnection.Configuration
+    /// `host:port/database`, for messages (never the password).
+    let endpoint: String
+    let now: @Sendable () -> Date
+    let logger: Logger
+    let stamping: Stamping
+    /// How long a request waits for a pooled connection before it is answered 503.
+    let connectionTimeout: Duration
+    let schemas = SchemaCache()
+
+    /// How writes take their `updatedAt`.
+    package enum Stamping: Sendable {
+        /// Under the table's bookkeeping row lock, strictly increasing in commit order (the default).
+        case serialized
+        /// The clock alone, with no lock: what the original servers did. It breaks the cursor
+        /// guarantee and exists only so that `sync-bench` can measure what the guarantee costs.
+        case clockOnly
+    }
+
+    /// Connects lazily to the database at `url` (nothing is sent until the store is used).
+    ///
+    /// - Parameters:
+    ///   - url: `postgres://USER:PASS@HOST:PORT/DB`, optionally with `?sslmode=disable|prefer|require`
+    ///     (default `prefer`, as libpq).
+    ///   - now: The clock that stamps `createdAt` and `updatedAt`.
+    ///   - logger: Where the pool logs connection trouble.
+    ///   - maximumConnections: The most connections this instance opens. Default 20.
+    ///   - connectionTimeout: How long a request waits for a connection before failing with
+    ///     ``TableStoreError/unavailable(_:)``. Default 5 s.
+    /// - Throws: ``ConfigurationError`` for a URL that is not of that form.
+    public convenience init(
+        url: String, now: @escaping @Sendable () -> Date = { Date() },
+        logger: Logger = Logger(label: "sync-server.postgres"), maximumConnections: Int = 20,
+        connectionTimeout: Duration = .seconds(5)
+    ) throws {
+        try self.init(
+            url: url, now: now, logger: logger, maximumConnections: maximumConnections,
+            connectionTimeout: connectionTimeout, stamping: .serialized)
+    }
+
+    package init(
+        url: String, now: @escaping @Sendable () -> Date, logger: Logger, maximumConnections: Int,
+        connectionTimeout: Duration, stamping: Stamping
+    ) throws {
+        let parsed = try DatabaseURL(parsing: url)
+        var configuration = PostgresClient.Configuration(
+            host: parsed.host, port: parsed.port, username: parsed.user, password: parsed.password,
+            database: parsed.database, tls: parsed.tls.client)
+        configuration.options.maximumConnections = maximumConnections
+        configuration.options.connectTimeout = connectionTimeout
+        // The pool logs every failed connection attempt; the store says it once, with the reason.
+        var poolLogger = logger
+        poolLogger.logLevel = max(logger.logLevel, .warning)
+        client = PostgresClient(configuration: configuration, backgroundLogger: poolLogger)
+        probe = try PostgresConnection.Configuration(
+            host: parsed.host, port: parsed.port, username: parsed.user, password: parsed.password,
+            database: parsed.database, tls: parsed.tls.connection())
+        endpoint = parsed.endpoint
+        self.now = now
+        self.logger = logger
+        self.connectionTimeout = connectionTimeout
+        self.stamping = stamping
+    }
+
+    /// Runs the connection pool until the service group shuts down.
+    public func run() async throws {
+        await client.run()
+    }
+
+    /// Waits until the database answers, retrying with backoff (0.25 s doubling to 4 s).
+    ///
+    /// - Parameter limit: How long to keep trying.
+    /// - Throws: ``TableStoreError/unavailable(_:)`` naming the host and the last reason, after `limit`
+    ///   (at once when the server itself refuses, for a wrong password or a missing database).
+    public func waitUntilReachable(for limit: Duration) async throws {
+        let clock = ContinuousClock()
+        let deadline = clock.now + limit
+        var delay = Duration.milliseconds(250)
+        while true {
+            do {
+                let connection = try await PostgresConnection.connect(
+                    configuration: probe, id: 0, logger: Logger(label: "sync-server.postgres.probe"))
+                try await connection.close()
+                return
+            } catch let error as PSQLError {
+                // The server answered (a wrong password, a missing database): waiting will not help.
+                guard error.code != .server, clock.now + delay < deadline else {
+                    throw TableStoreError.unavailable(
+                        "cannot reach PostgreSQL at \(endpoint) (tried for \(limit.seconds) s): \(error.reason)")
+                }
+                logger.notice("PostgreSQL at \(endpoint) is not reachable yet (\(error.reason)); retrying in \(delay)")
+            }
+            try await Task.sleep(for: delay)
+            delay = min(delay * 2, .seconds(4))
+        }
+    }
+
+    /// Runs `body` on a pooled connection, mapping database failures to ``TableStoreError``.
+    ///
+    /// The wait for a connection is bounded by `timeout`: while the database is down the pool keeps
+    /// reconnecting in the background, and requests fail fast with `unavailable` (503) meanwhile.
+    func withConnection<T: Sendable>(
+        timeout: Duration? = nil, _ body: @escaping @Sendable (PostgresConnection) async throws -> T
+    ) async throws -> T {
+        let timeout = timeout ?? connectionTimeout
+        let leased = Locked(false)
+        do {
+            return try await withThrowingTaskGroup(of: T?.self) { group in
+                group.addTask {
+                    try await self.client.withConnection { connection in
+                        leased.withLock { $0 = true }
+                        return try await body(connection)
+                    }
+                }
+                group.addTask {
+                    try await Task.sleep(for: timeout)
+                    if leased.withLock({ $0 }) { return nil }
+                    throw TableStoreError.unavailable("no database connection within \(timeout.seconds) s")
+                }
+                while let result = try await group.next() {
+                    if let result {
+                        group.cancelAll()
+                        return result
+                    }
+                }
+                throw CancellationError()
+            }
+        } catch let error as TableStoreError {
+            throw error
+        } catch let error as PSQLError {
+            throw Self.storeError(error)
+        } catch {
+            // The pool failed the lease itself (its circuit breaker is open after a long outage).
+            guard leased.withLock({ $0 }) else { throw TableStoreError.unavailable("the database is not reachable") }
+            throw error
+        }
+    }
+
+    /// Runs `body` in a transaction on a pooled connection; a thrown error rolls it back. Data the
+    /// database refuses (a string with a NUL character, say) is an invalid item.
+    func transaction<T: Sendable>(_ body: @escaping @Sendable (PostgresConnection) async throws -> T) async throws -> T
+    {
+        let logger = self.logger
+        do {
+            return try await inTransaction(logger: logger, body)
+        } catch TableStoreError.invalidQuery(let message) {
+            throw TableStoreError.invalidItem(message)
+        }
+    }
+
+    private func inTransaction<T: Sendable>(
+        logger: Logger, _ body: @escaping @Sendable (PostgresConnection) async throws -> T
+    ) async throws -> T {
+        try await withConnection { connection in
+            try await connection.query("BEGIN", logger: logger)
+            do {
+                let result = try await body(connection)
+                try await connection.query("COMMIT", logger: logger)
+                return result
+            } catch {
+                _ = try? await connection.query("ROLLBACK", logger: logger)
+                throw error
+            }
+        }
+    }
+
+    /// A database failure as a store error: bad data in a request is the client's (400), a lost or
+    /// refused connection is `unavailable` (503); anything else is a server bug and stays as it is (500).
+    static func storeError(_ error: PSQLError) -> any Error {
+        guard error.code == .server, let state = error.serverInfo?[.sqlState] else {
+            return TableStoreError.unavailable(error.reason)
+        }
+        switch state.prefix(2) {
+        case "22": return TableStoreError.invalidQuery(error.reason)  // data exception: overflow, bad text
+        case "08", "53", "57", "40": return TableStoreError.unavailable(error.reason)
+        default: return error
+        }
+    }
+}
+
+extension PSQLError {
+    /// A short, password-free reason: the server's message, or what went wrong with the connection.
+    var reason: String {
+        if let message = serverInfo?[.message] { return message }
+        if let failure = underlying as? NIOConnectionError {
+            if let last = failure.connectionErrors.last { return "\(last.error)" }
+            if let dns = failure.dnsAError ?? failure.dnsAAAAError { return "cannot resolve \(failure.host): \(dns)" }
+        }
+        if let underlying { return "\(underlying)" }
+        return "\(code)"
+    }
+}
+
+/// The parts of a `postgres://USER:PASS@HOST:PORT/DB?sslmode=…` URL.
+struct DatabaseURL {
+    var host: String
+    var port: Int
+    var user: String
+    var password: String?
+    var database: String?
+    var tls: TLSMode
+
+    /// libpq's `sslmode`, as far as PostgresNIO goes.
+    enum TLSMode {
+        case disable, prefer, require
+
+        var client: PostgresClient.Configuration.TLS {
+            switch self {
+            case .disable: .disable
+            case .prefer: .prefer(.makeClientConfiguration())
+            case .require: .require(.makeClientConfiguration())
+            }
+        }
+
+        func connection() throws -> PostgresConnection.Configuration.TLS {
+            switch self {
+            case .disable: .disable
+            case .prefer: .prefer(try NIOSSLContext(configuration: .makeClientConfiguration()))
+            case .require: .require(try NIOSSLContext(configuration: .makeClientConfiguration()))
+            }
+        }
+    }
+
+    /// `host:port/database`, for messages (never the password).
+    var endpoint: String { "\(host):\(port)/\(database ?? "")" }
+
+    init(parsing url: String) throws {
+        let usage = "the database URL must look like postgres://USER:PASS@HOST:PORT/DB"
+        guard let components = URLComponents(string: url),
+            components.scheme == "postgres" || components.scheme == "postgresql",
+            let host = components.host, !host.isEmpty
+        else { throw ConfigurationError(usage) }
+        guard let user = components.percentEncodedUser?.removingPercentEncoding, !user.isEmpty else {
+            throw ConfigurationError("\(usage): the user is missing")
+        }
+        self.host = host
+        self.user = user
+        password = components.percentEncodedPassword?.removingPercentEncoding
+        port = components.port ?? 5432
+        let database = String(components.path.drop(while: { $0 == "/" })).removingPercentEncoding ?? ""
+        self.database = database.isEmpty ? nil : database
+        switch components.queryItems?.first(where: { $0.name == "sslmode" })?.value ?? "prefer" {
+        case "disable": tls = .disable
+        case "prefer", "allow": tls = .prefer
+        case "require": tls = .require
+        case let other: throw ConfigurationError("sslmode '\(other)' is not supported; use disable, prefer or require")
+        }
+    }
+}
+
+extension TableStoreError {
+    /// The message of an `unavailable` error, else the description.
+    var reason: String {
+        if case .unavailable(let message) = self { return message }
+        return description
+    }
+}
+
+extension Duration {
+    /// Whole seconds, for messages.
+    var seconds: Int64 { components.seconds }
+}

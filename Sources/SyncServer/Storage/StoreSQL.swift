@@ -1,0 +1,104 @@
+import Foundation
+import SyncCore
+import SyncSQLite
+
+/// What the SQLite and PostgreSQL stores build their SQL from in the same way: quoting, column
+/// lists, `$select`, the `WHERE`/`ORDER BY` of a query, and versions.
+enum StoreSQL {
+    /// A name already validated as an identifier, in double quotes.
+    static func quoted(_ name: String) -> String {
+        "\"" + name + "\""
+    }
+
+    /// The columns to read, named one by one: a cached `SELECT *` statement would keep the column
+    /// list it was prepared with after a dynamic schema adds a column.
+    /// Columns come in name order, so that rows can be written as JSON objects with sorted keys.
+    static func columnList(_ schema: TableSchema) -> String {
+        (["id", "createdAt", "updatedAt", "version", "deleted"] + schema.columns.keys).sorted().map(quoted)
+            .joined(separator: ", ")
+    }
+
+    /// The user fields `$select` names (nil for all), each checked against the schema.
+    static func selection(_ fields: [String]?, schema: TableSchema) throws(TableStoreError) -> Set<String>? {
+        guard let fields else { return nil }
+        var selected: Set<String> = []
+        for field in fields {
+            guard let column = schema.column(for: field) else {
+                throw .invalidQuery("$select: unknown field '\(field)'")
+            }
+            selected.insert(column.name)
+        }
+        return selected
+    }
+
+    /// The `WHERE` condition (tombstones excluded unless asked for) and the `ORDER BY` terms (with
+    /// `id` appended so that the order is total) of a query.
+    static func clauses(for query: ODataQuery, schema: TableSchema, dialect: SQLDialect) throws(TableStoreError)
+        -> (where: SQLFragment, orderBy: SQLFragment)
+    {
+        let translator = SQLTranslator(dialect: dialect) { schema.column(for: $0) }
+        var conditions: [SQLFragment] = []
+        if schema.configuration.softDelete, !query.includeDeleted {
+            conditions.append(SQLFragment("(NOT \"deleted\")"))
+        }
+        var orderings = query.orderBy
+        if !orderings.contains(where: { $0.field == SystemProperty.id.rawValue }) {
+            orderings.append(ODataOrdering(SystemProperty.id.rawValue))
+        }
+        let orderBy: SQLFragment
+        do {
+            if let filter = query.filter { conditions.append(try translator.predicate(filter)) }
+            orderBy = try translator.orderBy(orderings)
+        } catch {
+            throw .invalidQuery(error.description)
+        }
+        let always = dialect == .postgres ? "TRUE" : "1"
+        let whereClause =
+            conditions.isEmpty ? SQLFragment(always) : SQLFragment.joined(conditions, separator: " AND ")
+        return (whereClause, orderBy)
+    }
+
+    /// An opaque version for a write stamped `stamp`: the stamp's 8 bytes, base64 (like a SQL Server rowversion).
+    static func version(_ stamp: Int64) -> String {
+        withUnsafeBytes(of: UInt64(bitPattern: stamp).bigEndian) { Data($0).base64EncodedString() }
+    }
+
+    /// The next stamp after `last` (nil for an empty table) at clock time `now`, in milliseconds:
+    /// `max(now, last + 1)`, so that stamps taken one after another strictly increase.
+    static func nextStamp(after last: Int64?, now: Date) -> Int64 {
+        let clock = WireDate(now).millisecondsSince1970
+        guard let last else { return clock }
+        return max(clock, last + 1)
+    }
+}
+
+/// The schemas a store has seen committed, by canonical table name. Columns are only ever added or
+/// widened, so merging what any transaction saw never loses one.
+final class SchemaCache: Sendable {
+    private let schemas = Locked<[String: TableSchema]>([:])
+
+    /// The cached schema of `table`, or nil.
+    func schema(of table: TableName) -> TableSchema? {
+        schemas.withLock { $0[table.canonical] }
+    }
+
+    /// The cached schema of `table`, or ``TableStoreError/unknownTable(_:)``.
+    func require(_ table: TableName) throws(TableStoreError) -> TableSchema {
+        guard let schema = schema(of: table) else { throw .unknownTable(table) }
+        return schema
+    }
+
+    /// Merges a committed schema in: new columns are added, and a column widened to double stays double.
+    func publish(_ schema: TableSchema) {
+        schemas.withLock { cache in
+            guard var merged = cache[schema.name.canonical] else {
+                cache[schema.name.canonical] = schema
+                return
+            }
+            for (name, type) in schema.columns where merged.columns[name] == nil || type == .double {
+                merged.columns[name] = type
+            }
+            cache[schema.name.canonical] = merged
+        }
+    }
+}
