@@ -42,17 +42,20 @@ import Testing
         }
     }
 
-    @Test func answersTheQuickStartRequestWithAnEmptyArray() async throws {
-        try await Fixture.withServer(setup: .live) { client in
+    @Test(arguments: Backend.all) func answersTheQuickStartRequestWithAnEmptyArray(_ backend: Backend) async throws {
+        try await Fixture.withServer(backend, setup: .live) { client in
             let reply = try await client.send(.get, "/tables/TodoItem")
             #expect(reply.status == .ok)
             #expect(reply.text == "[]")
         }
     }
 
-    @Test func restartingOnTheSameFileKeepsEveryRow() async throws {
-        let directory = try TemporaryDirectory()
-        let configuration = Fixture.configuration(directory)
+    @Test(arguments: Backend.all) func restartingOnTheSameDatabaseKeepsEveryRow(_ backend: Backend) async throws {
+        try await TestDatabase.with(backend) { database in try await restartKeepsEveryRow(database) }
+    }
+
+    func restartKeepsEveryRow(_ database: DatabaseLocation) async throws {
+        let configuration = Fixture.configuration(database)
         let written: [JSONValue] = try await buildApplication(configuration).test(.live) { client in
             var items: [JSONValue] = []
             for index in 0..<60 {
@@ -81,11 +84,14 @@ import Testing
 
     /// 8 writers × 500 writes on one table while a reader follows the §5 cursor: the reader ends with
     /// every row's final version, and never sees a row at or behind its cursor.
-    @Test(.timeLimit(.minutes(2)))
-    func aCursorReaderMissesNothingWhileEightWritersWrite() async throws {
-        let directory = try TemporaryDirectory()
+    @Test(.timeLimit(.minutes(2)), arguments: Backend.all)
+    func aCursorReaderMissesNothingWhileEightWritersWrite(_ backend: Backend) async throws {
+        try await TestDatabase.with(backend) { database in try await cursorRace(database) }
+    }
+
+    func cursorRace(_ database: DatabaseLocation) async throws {
         let configuration = Fixture.configuration(
-            directory, tables: [Fixture.table("Race", pageSize: 200, maxTop: 200)])
+            database, tables: [Fixture.table("Race", pageSize: 200, maxTop: 200)])
         try await buildApplication(configuration).test(.live) { client in
             let http = HTTP(port: try #require(client.port))
             let (writers, writesPerWriter) = (8, 500)

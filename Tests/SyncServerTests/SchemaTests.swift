@@ -6,8 +6,8 @@ import Testing
 
 /// Dynamic and declared schemas (PROTOCOL.md §1, §4).
 @Suite struct SchemaTests {
-    @Test func aDynamicTableGrowsAColumnPerNewField() async throws {
-        try await Fixture.withServer { client in
+    @Test(arguments: Backend.all) func aDynamicTableGrowsAColumnPerNewField(_ backend: Backend) async throws {
+        try await Fixture.withServer(backend) { client in
             _ = try await client.send(.post, "/tables/TodoItem", json: ["id": "a", "text": "x"])
             let grown = try await client.send(
                 .post, "/tables/TodoItem",
@@ -26,18 +26,21 @@ import Testing
         }
     }
 
-    @Test(arguments: [
-        (JSONValue.object(["priority": "high"]), "Invalid item: field 'priority' holds integers; got strings"),
-        (
-            .object(["due": "tomorrow"]),
-            "Invalid item: field 'due' holds dates; 'tomorrow' is not a date such as 2024-01-31T12:00:00.000Z"
-        ),
-        (.object(["text": 5]), "Invalid item: field 'text' holds strings; got integers"),
-        (.object(["done": "yes"]), "Invalid item: field 'done' holds true or false; got strings"),
-        (.object(["Text": "x"]), "Invalid item: field 'Text' differs from the existing field 'text' only in case"),
-    ])
-    func aLaterValueOfAnotherTypeIs400(body: JSONValue, message: String) async throws {
-        try await Fixture.withServer { client in
+    @Test(
+        arguments: Backend.all,
+        [
+            (JSONValue.object(["priority": "high"]), "Invalid item: field 'priority' holds integers; got strings"),
+            (
+                .object(["due": "tomorrow"]),
+                "Invalid item: field 'due' holds dates; 'tomorrow' is not a date such as 2024-01-31T12:00:00.000Z"
+            ),
+            (.object(["text": 5]), "Invalid item: field 'text' holds strings; got integers"),
+            (.object(["done": "yes"]), "Invalid item: field 'done' holds true or false; got strings"),
+            (.object(["Text": "x"]), "Invalid item: field 'Text' differs from the existing field 'text' only in case"),
+        ])
+    func aLaterValueOfAnotherTypeIs400(_ backend: Backend, _ example: (JSONValue, String)) async throws {
+        let (body, message) = example
+        try await Fixture.withServer(backend) { client in
             _ = try await client.send(
                 .post, "/tables/TodoItem",
                 json: ["id": "a", "text": "x", "priority": 1, "due": "2024-01-31T12:00:00.000Z", "done": false])
@@ -47,8 +50,10 @@ import Testing
         }
     }
 
-    @Test func anIntegerColumnThatReceivesAFractionBecomesDouble() async throws {
-        try await Fixture.withServer { client in
+    @Test(arguments: Backend.all) func anIntegerColumnThatReceivesAFractionBecomesDouble(_ backend: Backend)
+        async throws
+    {
+        try await Fixture.withServer(backend) { client in
             _ = try await client.send(.post, "/tables/TodoItem", json: ["id": "a", "weight": 2])
             let widened = try await client.send(.post, "/tables/TodoItem", json: ["id": "b", "weight": 2.5])
             #expect(widened.status == .created)
@@ -58,8 +63,10 @@ import Testing
         }
     }
 
-    @Test func aColumnFirstSeenAsNullTakesTheTypeOfItsFirstValue() async throws {
-        try await Fixture.withServer { client in
+    @Test(arguments: Backend.all) func aColumnFirstSeenAsNullTakesTheTypeOfItsFirstValue(_ backend: Backend)
+        async throws
+    {
+        try await Fixture.withServer(backend) { client in
             _ = try await client.send(.post, "/tables/TodoItem", json: ["id": "a", "note": .null])
             _ = try await client.send(.post, "/tables/TodoItem", json: ["id": "b", "note": "hello"])
             let reply = try await client.send(.post, "/tables/TodoItem", json: ["id": "c", "note": 3])
@@ -68,9 +75,11 @@ import Testing
         }
     }
 
-    @Test func aDeclaredSchemaRefusesUnknownFieldsAndNestedValues() async throws {
+    @Test(arguments: Backend.all) func aDeclaredSchemaRefusesUnknownFieldsAndNestedValues(_ backend: Backend)
+        async throws
+    {
         let table = Fixture.table("Todo", columns: ["text": .string, "complete": .bool, "count": .integer])
-        try await Fixture.withServer(tables: [table]) { client in
+        try await Fixture.withServer(backend, tables: [table]) { client in
             #expect(
                 try await client.send(.post, "/tables/Todo", json: ["text": "x", "complete": true]).status == .created)
             let unknown = try await client.send(.post, "/tables/Todo", json: ["extra": 1])
@@ -84,8 +93,8 @@ import Testing
         }
     }
 
-    @Test func integersKeepAll64BitsAndDoublesTheirPrecision() async throws {
-        try await Fixture.withServer { client in
+    @Test(arguments: Backend.all) func integersKeepAll64BitsAndDoublesTheirPrecision(_ backend: Backend) async throws {
+        try await Fixture.withServer(backend) { client in
             let item: JSONValue = [
                 "id": "a", "big": .int(Int64.max), "small": .int(Int64.min), "pi": 3.141592653589793,
                 "tiny": .double(.leastNonzeroMagnitude),
@@ -98,8 +107,10 @@ import Testing
 
 /// Regression: a query prepared before a dynamic column existed kept reading the old column list.
 @Suite struct SchemaGrowthRegressionTests {
-    @Test func aColumnAddedAfterAQueryRanIsReturnedByTheNextQuery() async throws {
-        try await Fixture.withServer { client in
+    @Test(arguments: Backend.all) func aColumnAddedAfterAQueryRanIsReturnedByTheNextQuery(_ backend: Backend)
+        async throws
+    {
+        try await Fixture.withServer(backend) { client in
             _ = try await client.send(.post, "/tables/TodoItem", json: ["id": "a"])
             #expect(try await client.send(.get, "/tables/TodoItem").items.first?["text"] == nil)
             _ = try await client.send(.post, "/tables/TodoItem", json: ["id": "b", "text": "new column"])

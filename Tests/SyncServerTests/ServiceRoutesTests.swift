@@ -13,7 +13,7 @@ import Yams
 @Suite struct ServiceRoutesTests {
     @Test func everyRegisteredRouteIsInTheOpenAPIDocument() async throws {
         let directory = try TemporaryDirectory()
-        let configuration = Fixture.configuration(directory)
+        let configuration = Fixture.configuration(.sqlite(path: directory.databasePath))
         let router = try buildRouter(configuration, store: try SQLiteTableStore(path: directory.databasePath))
         let document = try #require(try Yams.load(yaml: try OpenAPIDocument.load()) as? [String: Any])
         let paths = try #require(document["paths"] as? [String: Any])
@@ -33,8 +33,8 @@ import Yams
         }
     }
 
-    @Test func servesTheOpenAPIDocumentAndHealth() async throws {
-        try await Fixture.withServer { client in
+    @Test(arguments: Backend.all) func servesTheOpenAPIDocumentAndHealth(_ backend: Backend) async throws {
+        try await Fixture.withServer(backend) { client in
             let document = try await client.send(.get, "/openapi.yaml", versioned: false)
             #expect(document.status == .ok)
             #expect(document.text.hasPrefix("openapi: 3.1.0"))
@@ -43,10 +43,10 @@ import Yams
         }
     }
 
-    @Test func metricsCountRequestsByRouteConflictsAndRows() async throws {
+    @Test(arguments: Backend.all) func metricsCountRequestsByRouteConflictsAndRows(_ backend: Backend) async throws {
         let registry = PrometheusCollectorRegistry()
         try await withMetricsFactory(PrometheusMetricsFactory(registry: registry)) {
-            try await Fixture.withServer(configure: { $0.metricsRegistry = registry }) { client in
+            try await Fixture.withServer(backend, configure: { $0.metricsRegistry = registry }) { client in
                 _ = try await client.send(.post, "/tables/TodoItem", json: ["id": "a"])
                 _ = try await client.send(.post, "/tables/TodoItem", json: ["id": "a"])
                 _ = try await client.send(.get, "/tables/TodoItem")
@@ -62,8 +62,8 @@ import Yams
         }
     }
 
-    @Test func metricsAre404WhenNoRegistryIsConfigured() async throws {
-        try await Fixture.withServer { client in
+    @Test(arguments: Backend.all) func metricsAre404WhenNoRegistryIsConfigured(_ backend: Backend) async throws {
+        try await Fixture.withServer(backend) { client in
             let reply = try await client.send(.get, "/metrics", versioned: false)
             #expect(reply.status == .notFound)
         }

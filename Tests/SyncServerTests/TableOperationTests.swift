@@ -8,8 +8,9 @@ import Testing
 
 /// Every row of PROTOCOL.md §3, with its success and failure codes.
 @Suite struct TableOperationTests {
-    @Test func insertReturns201WithTheStoredItemETagAndLocation() async throws {
-        try await Fixture.withServer { client in
+    @Test(arguments: Backend.all) func insertReturns201WithTheStoredItemETagAndLocation(_ backend: Backend) async throws
+    {
+        try await Fixture.withServer(backend) { client in
             let reply = try await client.send(
                 .post, "/tables/TodoItem", json: ["id": "a", "text": "milk", "complete": false])
             #expect(reply.status == .created)
@@ -24,8 +25,8 @@ import Testing
         }
     }
 
-    @Test func insertWithoutAnIDGetsALowercaseUUID() async throws {
-        try await Fixture.withServer { client in
+    @Test(arguments: Backend.all) func insertWithoutAnIDGetsALowercaseUUID(_ backend: Backend) async throws {
+        try await Fixture.withServer(backend) { client in
             let reply = try await client.send(.post, "/tables/TodoItem", json: ["text": "x"])
             let id = try #require(reply.json?["id"]?.stringValue)
             #expect(UUID(uuidString: id) != nil)
@@ -33,8 +34,8 @@ import Testing
         }
     }
 
-    @Test func insertIgnoresServerManagedFields() async throws {
-        try await Fixture.withServer { client in
+    @Test(arguments: Backend.all) func insertIgnoresServerManagedFields(_ backend: Backend) async throws {
+        try await Fixture.withServer(backend) { client in
             let reply = try await client.send(
                 .post, "/tables/TodoItem",
                 json: [
@@ -48,8 +49,8 @@ import Testing
         }
     }
 
-    @Test func duplicateInsertIs409WithTheStoredItem() async throws {
-        try await Fixture.withServer { client in
+    @Test(arguments: Backend.all) func duplicateInsertIs409WithTheStoredItem(_ backend: Backend) async throws {
+        try await Fixture.withServer(backend) { client in
             let first = try await client.send(.post, "/tables/TodoItem", json: ["id": "a", "text": "stored"])
             let second = try await client.send(.post, "/tables/TodoItem", json: ["id": "a", "text": "mine"])
             #expect(second.status == .conflict)
@@ -58,8 +59,8 @@ import Testing
         }
     }
 
-    @Test func insertOverATombstoneIs409WithTheDeletedItem() async throws {
-        try await Fixture.withServer { client in
+    @Test(arguments: Backend.all) func insertOverATombstoneIs409WithTheDeletedItem(_ backend: Backend) async throws {
+        try await Fixture.withServer(backend) { client in
             _ = try await client.send(.post, "/tables/TodoItem", json: ["id": "a", "text": "x"])
             _ = try await client.send(.delete, "/tables/TodoItem/a")
             let reply = try await client.send(.post, "/tables/TodoItem", json: ["id": "a", "text": "again"])
@@ -68,38 +69,41 @@ import Testing
         }
     }
 
-    @Test(arguments: [
-        ("[1]", "The body must be a JSON object"),
-        ("{\"id\": 5}", "Invalid item: 'id' must be a string"),
-        ("{\"id\": \"a/b\"}", "Invalid item id: it contains '/'"),
-        ("{\"__meta\": 1}", "Invalid item: field '__meta': names starting with '__' are reserved"),
-        (
-            "{\"bad name\": 1}",
-            "Invalid item: field 'bad name': use 1–128 letters, digits and '_', starting with a letter"
-        ),
-        (
-            "{\"Deleted\": 1}",
-            "Invalid item: field 'Deleted': it differs from the system property 'deleted' only in case"
-        ),
-    ])
-    func insertRefusesBadBodiesWith400(body: String, message: String) async throws {
-        try await Fixture.withServer { client in
+    @Test(
+        arguments: Backend.all,
+        [
+            ("[1]", "The body must be a JSON object"),
+            ("{\"id\": 5}", "Invalid item: 'id' must be a string"),
+            ("{\"id\": \"a/b\"}", "Invalid item id: it contains '/'"),
+            ("{\"__meta\": 1}", "Invalid item: field '__meta': names starting with '__' are reserved"),
+            (
+                "{\"bad name\": 1}",
+                "Invalid item: field 'bad name': use 1–128 letters, digits and '_', starting with a letter"
+            ),
+            (
+                "{\"Deleted\": 1}",
+                "Invalid item: field 'Deleted': it differs from the system property 'deleted' only in case"
+            ),
+        ])
+    func insertRefusesBadBodiesWith400(_ backend: Backend, _ example: (String, String)) async throws {
+        let (body, message) = example
+        try await Fixture.withServer(backend) { client in
             let reply = try await client.send(.post, "/tables/TodoItem", body: body)
             #expect(reply.status == .badRequest)
             #expect(reply.error == message)
         }
     }
 
-    @Test func invalidJSONIs400() async throws {
-        try await Fixture.withServer { client in
+    @Test(arguments: Backend.all) func invalidJSONIs400(_ backend: Backend) async throws {
+        try await Fixture.withServer(backend) { client in
             let reply = try await client.send(.post, "/tables/TodoItem", body: "{\"a\": ")
             #expect(reply.status == .badRequest)
             #expect(reply.error?.hasPrefix("The body is not valid JSON") == true)
         }
     }
 
-    @Test func oversizedBodyIs413() async throws {
-        try await Fixture.withServer(configure: { $0.maxBodySize = 1000 }) { client in
+    @Test(arguments: Backend.all) func oversizedBodyIs413(_ backend: Backend) async throws {
+        try await Fixture.withServer(backend, configure: { $0.maxBodySize = 1000 }) { client in
             let reply = try await client.send(
                 .post, "/tables/TodoItem", json: ["text": .string(String(repeating: "x", count: 2000))])
             #expect(reply.status == .contentTooLarge)
@@ -107,8 +111,8 @@ import Testing
         }
     }
 
-    @Test func readReturnsTheItemWithItsETag() async throws {
-        try await Fixture.withServer { client in
+    @Test(arguments: Backend.all) func readReturnsTheItemWithItsETag(_ backend: Backend) async throws {
+        try await Fixture.withServer(backend) { client in
             let inserted = try await client.send(.post, "/tables/TodoItem", json: ["id": "a b", "text": "x"])
             let reply = try await client.send(.get, "/tables/TodoItem/a%20b")
             #expect(reply.status == .ok)
@@ -118,8 +122,8 @@ import Testing
         }
     }
 
-    @Test func softDeletedItemsAreHiddenUnlessIncludeDeleted() async throws {
-        try await Fixture.withServer { client in
+    @Test(arguments: Backend.all) func softDeletedItemsAreHiddenUnlessIncludeDeleted(_ backend: Backend) async throws {
+        try await Fixture.withServer(backend) { client in
             _ = try await client.send(.post, "/tables/TodoItem", json: ["id": "a"])
             let deleted = try await client.send(.delete, "/tables/TodoItem/a")
             #expect(deleted.status == .ok)
@@ -134,8 +138,8 @@ import Testing
         }
     }
 
-    @Test func deleteGivesTheTombstoneANewVersionAndUpdatedAt() async throws {
-        try await Fixture.withServer { client in
+    @Test(arguments: Backend.all) func deleteGivesTheTombstoneANewVersionAndUpdatedAt(_ backend: Backend) async throws {
+        try await Fixture.withServer(backend) { client in
             let inserted = try #require(try await client.send(.post, "/tables/TodoItem", json: ["id": "a"]).json)
             let tombstone = try #require(try await client.send(.delete, "/tables/TodoItem/a").json)
             #expect(tombstone.version != inserted.version)
@@ -143,8 +147,8 @@ import Testing
         }
     }
 
-    @Test func undeleteBringsAnItemBackAndIsANoOpOnALiveItem() async throws {
-        try await Fixture.withServer { client in
+    @Test(arguments: Backend.all) func undeleteBringsAnItemBackAndIsANoOpOnALiveItem(_ backend: Backend) async throws {
+        try await Fixture.withServer(backend) { client in
             _ = try await client.send(.post, "/tables/TodoItem", json: ["id": "a", "text": "x"])
             let tombstone = try await client.send(.delete, "/tables/TodoItem/a")
             let wrong = try await client.send(.post, "/tables/TodoItem/a", headers: [.ifMatch: "\"nope\""])
@@ -161,8 +165,8 @@ import Testing
         }
     }
 
-    @Test func hardDeleteTablesRemoveTheRow() async throws {
-        try await Fixture.withServer(tables: [Fixture.table("Notes", softDelete: false)]) { client in
+    @Test(arguments: Backend.all) func hardDeleteTablesRemoveTheRow(_ backend: Backend) async throws {
+        try await Fixture.withServer(backend, tables: [Fixture.table("Notes", softDelete: false)]) { client in
             _ = try await client.send(.post, "/tables/Notes", json: ["id": "a", "text": "x"])
             let deleted = try await client.send(.delete, "/tables/Notes/a")
             #expect(deleted.status == .ok)
@@ -172,8 +176,8 @@ import Testing
         }
     }
 
-    @Test func updateChangesOnlyTheGivenFields() async throws {
-        try await Fixture.withServer { client in
+    @Test(arguments: Backend.all) func updateChangesOnlyTheGivenFields(_ backend: Backend) async throws {
+        try await Fixture.withServer(backend) { client in
             let inserted = try #require(
                 try await client.send(.post, "/tables/TodoItem", json: ["id": "a", "text": "x", "complete": false]).json
             )
@@ -187,8 +191,8 @@ import Testing
         }
     }
 
-    @Test func updateOfATombstoneIs404UnlessIncludeDeleted() async throws {
-        try await Fixture.withServer { client in
+    @Test(arguments: Backend.all) func updateOfATombstoneIs404UnlessIncludeDeleted(_ backend: Backend) async throws {
+        try await Fixture.withServer(backend) { client in
             _ = try await client.send(.post, "/tables/TodoItem", json: ["id": "a", "text": "x"])
             _ = try await client.send(.delete, "/tables/TodoItem/a")
             #expect(try await client.send(.patch, "/tables/TodoItem/a", json: ["text": "y"]).status == .notFound)
@@ -198,9 +202,9 @@ import Testing
         }
     }
 
-    @Test(arguments: [true, false])
-    func staleIfMatchIs412WithTheStoredItem(quoted: Bool) async throws {
-        try await Fixture.withServer { client in
+    @Test(arguments: Backend.all, [true, false])
+    func staleIfMatchIs412WithTheStoredItem(_ backend: Backend, quoted: Bool) async throws {
+        try await Fixture.withServer(backend) { client in
             let v1 = try #require(
                 try await client.send(.post, "/tables/TodoItem", json: ["id": "a", "text": "v1"]).json?.version)
             let stored = try await client.send(.patch, "/tables/TodoItem/a", json: ["text": "v2"])
@@ -213,8 +217,8 @@ import Testing
         }
     }
 
-    @Test func matchingIfMatchQuotedUnquotedOrStarSucceeds() async throws {
-        try await Fixture.withServer { client in
+    @Test(arguments: Backend.all) func matchingIfMatchQuotedUnquotedOrStarSucceeds(_ backend: Backend) async throws {
+        try await Fixture.withServer(backend) { client in
             let v1 = try #require(try await client.send(.post, "/tables/TodoItem", json: ["id": "a"]).json?.version)
             let quoted = try await client.send(
                 .patch, "/tables/TodoItem/a", json: ["n": 1], headers: [.ifMatch: v1.entityTag])
@@ -229,8 +233,8 @@ import Testing
         }
     }
 
-    @Test func staleBodyVersionIs409AndIfMatchWinsOverIt() async throws {
-        try await Fixture.withServer { client in
+    @Test(arguments: Backend.all) func staleBodyVersionIs409AndIfMatchWinsOverIt(_ backend: Backend) async throws {
+        try await Fixture.withServer(backend) { client in
             let v1 = try #require(
                 try await client.send(.post, "/tables/TodoItem", json: ["id": "a", "text": "v1"]).json?.version)
             let v2 = try #require(
@@ -247,8 +251,8 @@ import Testing
         }
     }
 
-    @Test func deleteWithAStaleIfMatchIs412() async throws {
-        try await Fixture.withServer { client in
+    @Test(arguments: Backend.all) func deleteWithAStaleIfMatchIs412(_ backend: Backend) async throws {
+        try await Fixture.withServer(backend) { client in
             _ = try await client.send(.post, "/tables/TodoItem", json: ["id": "a"])
             let reply = try await client.send(.delete, "/tables/TodoItem/a", headers: [.ifMatch: "\"stale\""])
             #expect(reply.status == .preconditionFailed)
@@ -256,8 +260,8 @@ import Testing
         }
     }
 
-    @Test func updateWithAMismatchedBodyIDIs400() async throws {
-        try await Fixture.withServer { client in
+    @Test(arguments: Backend.all) func updateWithAMismatchedBodyIDIs400(_ backend: Backend) async throws {
+        try await Fixture.withServer(backend) { client in
             _ = try await client.send(.post, "/tables/TodoItem", json: ["id": "a"])
             let reply = try await client.send(.patch, "/tables/TodoItem/a", json: ["id": "b", "text": "x"])
             #expect(reply.status == .badRequest)
@@ -266,9 +270,9 @@ import Testing
         }
     }
 
-    @Test(arguments: ["W/\"weak\"", "\"a\", \"b\""])
-    func malformedIfMatchIs400(header: String) async throws {
-        try await Fixture.withServer { client in
+    @Test(arguments: Backend.all, ["W/\"weak\"", "\"a\", \"b\""])
+    func malformedIfMatchIs400(_ backend: Backend, header: String) async throws {
+        try await Fixture.withServer(backend) { client in
             _ = try await client.send(.post, "/tables/TodoItem", json: ["id": "a"])
             #expect(
                 try await client.send(.patch, "/tables/TodoItem/a", json: ["n": 1], headers: [.ifMatch: header]).status
@@ -276,8 +280,10 @@ import Testing
         }
     }
 
-    @Test func tableNamesMatchCaseInsensitivelyAndUnknownOnesAre404() async throws {
-        try await Fixture.withServer { client in
+    @Test(arguments: Backend.all) func tableNamesMatchCaseInsensitivelyAndUnknownOnesAre404(_ backend: Backend)
+        async throws
+    {
+        try await Fixture.withServer(backend) { client in
             _ = try await client.send(.post, "/tables/TODOITEM", json: ["id": "a"])
             #expect(try await client.send(.get, "/tables/todoitem/a").status == .ok)
             let unknown = try await client.send(.get, "/tables/Nope")
@@ -288,8 +294,8 @@ import Testing
         }
     }
 
-    @Test func apiVersionIsRequiredAsHeaderOrQueryParameter() async throws {
-        try await Fixture.withServer { client in
+    @Test(arguments: Backend.all) func apiVersionIsRequiredAsHeaderOrQueryParameter(_ backend: Backend) async throws {
+        try await Fixture.withServer(backend) { client in
             let missing = try await client.send(.get, "/tables/TodoItem", versioned: false)
             #expect(missing.status == .badRequest)
             #expect(missing.error?.contains("ZUMO-API-VERSION of 2.0.0") == true)
@@ -310,8 +316,8 @@ import Testing
         }
     }
 
-    @Test func theVersionCheckCanBeTurnedOff() async throws {
-        try await Fixture.withServer(configure: { $0.checksAPIVersion = false }) { client in
+    @Test(arguments: Backend.all) func theVersionCheckCanBeTurnedOff(_ backend: Backend) async throws {
+        try await Fixture.withServer(backend, configure: { $0.checksAPIVersion = false }) { client in
             let reply = try await client.send(.get, "/tables/TodoItem", versioned: false)
             #expect(reply.status == .ok)
         }

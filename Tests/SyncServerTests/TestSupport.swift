@@ -2,8 +2,11 @@ import Foundation
 import HTTPTypes
 import Hummingbird
 import HummingbirdTesting
+import Logging
 import NIOCore
+import PostgresNIO
 import SyncCore
+import Testing
 
 @testable import SyncServer
 
@@ -53,29 +56,104 @@ struct TemporaryDirectory: ~Copyable {
     deinit { try? FileManager.default.removeItem(at: url) }
 }
 
+/// A store the server tests run against: every behaviour test runs on both.
+enum Backend: String, Sendable, CaseIterable, CustomTestStringConvertible {
+    case sqlite, postgres
+
+    /// The backends to test: both; PostgreSQL only where a server is given (see ``TestDatabase``).
+    static let all: [Backend] =
+        TestDatabase.postgresURL != nil || ProcessInfo.processInfo.environment["CI"] != nil ? allCases : [.sqlite]
+
+    var testDescription: String { rawValue }
+}
+
+/// A fresh, empty database for one test: an SQLite file in a temporary directory, or a database of
+/// its own on the PostgreSQL server that `SYNC_TEST_POSTGRES_URL` names (`.ci/with-postgres` starts
+/// one); removed afterwards.
+enum TestDatabase {
+    /// The PostgreSQL server for tests. Without one, PostgreSQL tests are skipped with a printed reason,
+    /// except in CI (`CI` set), where their absence fails the run.
+    static let postgresURL: String? = {
+        let environment = ProcessInfo.processInfo.environment
+        if let url = environment["SYNC_TEST_POSTGRES_URL"], !url.isEmpty { return url }
+        guard environment["CI"] == nil else { return nil }  // CI runs them anyway, and they fail
+        print(
+            "SyncServerTests: PostgreSQL tests skipped: SYNC_TEST_POSTGRES_URL is not set "
+                + "(run `.ci/with-postgres swift test` to include them)")
+        return nil
+    }()
+
+    static func with<T>(_ backend: Backend, _ body: (DatabaseLocation) async throws -> T) async throws -> T {
+        switch backend {
+        case .sqlite:
+            let directory = try TemporaryDirectory()
+            return try await body(.sqlite(path: directory.databasePath))
+        case .postgres:
+            let server = try #require(
+                postgresURL, "SYNC_TEST_POSTGRES_URL is not set: CI runs the tests through .ci/with-postgres")
+            let name = "test_" + UUID().uuidString.lowercased().replacingOccurrences(of: "-", with: "")
+            try await administer(server, "CREATE DATABASE \"\(name)\"")
+            do {
+                let result = try await body(.postgres(url: try url(server, database: name)))
+                try await administer(server, "DROP DATABASE \"\(name)\" WITH (FORCE)")
+                return result
+            } catch {
+                try? await administer(server, "DROP DATABASE \"\(name)\" WITH (FORCE)")
+                throw error
+            }
+        }
+    }
+
+    /// The server's URL with another database.
+    static func url(_ server: String, database: String) throws -> String {
+        var components = try #require(URLComponents(string: server))
+        components.path = "/" + database
+        return try #require(components.string)
+    }
+
+    /// Runs one statement on the server's own database.
+    static func administer(_ server: String, _ sql: String) async throws {
+        let parsed = try DatabaseURL(parsing: server)
+        let connection = try await PostgresConnection.connect(
+            configuration: .init(
+                host: parsed.host, port: parsed.port, username: parsed.user, password: parsed.password,
+                database: parsed.database, tls: .disable),
+            id: 0, logger: Logger(label: "tests"))
+        do {
+            try await connection.query(PostgresQuery(unsafeSQL: sql), logger: Logger(label: "tests"))
+        } catch {
+            try? await connection.close()
+            throw error
+        }
+        try await connection.close()
+    }
+}
+
 enum Fixture {
-    /// A configuration on a fresh SQLite file, listening on 127.0.0.1, any port.
-    static func configuration(_ directory: borrowing TemporaryDirectory, tables: [TableConfiguration] = [])
+    /// A configuration on `database`, listening on 127.0.0.1, any port.
+    static func configuration(_ database: DatabaseLocation, tables: [TableConfiguration] = [])
         -> SyncServerConfiguration
     {
         var configuration = SyncServerConfiguration()
         configuration.port = 0
-        configuration.database = .sqlite(path: directory.databasePath)
+        configuration.database = database
         configuration.tables = tables
+        configuration.databaseWaitLimit = .seconds(5)
         return configuration
     }
 
-    /// Runs `body` against a server on a fresh SQLite file.
+    /// Runs `body` against a server on a fresh database of `backend`.
     static func withServer<T: Sendable>(
-        tables: [TableConfiguration] = [], setup: TestingSetup = .router,
+        _ backend: Backend, tables: [TableConfiguration] = [], setup: TestingSetup = .router,
         configure: (inout SyncServerConfiguration) -> Void = { _ in },
         _ body: @Sendable (any TestClientProtocol) async throws -> T
     ) async throws -> T {
-        let directory = try TemporaryDirectory()
-        var configuration = configuration(directory, tables: tables)
-        configure(&configuration)
-        let app = try await buildApplication(configuration)
-        return try await app.test(setup, body)
+        try await TestDatabase.with(backend) { database in
+            var configuration = configuration(database, tables: tables)
+            configure(&configuration)
+            let app = try await buildApplication(configuration)
+            return try await app.test(setup, body)
+        }
     }
 
     static func table(

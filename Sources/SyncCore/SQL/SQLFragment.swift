@@ -3,7 +3,9 @@ public enum SQLDialect: String, Sendable, Hashable, CaseIterable {
     /// SQLite 3.31 or later. Connections must provide the functions `swiftLowercaseString` and
     /// `swiftUppercaseString` (Unicode-aware case mapping; GRDB registers both on every connection).
     case sqlite
-    /// PostgreSQL 12 or later, with a UTF-8 database.
+    /// PostgreSQL 12 or later, with a UTF-8 database. `toupper` and `tolower` use the database's
+    /// case mapping, plus ß → SS; other one-to-many mappings of Unicode's special casing (ligatures
+    /// such as ﬁ → FI) are left as the database has them.
     case postgres
 
     /// The function that maps a string to lowercase, Unicode-aware.

@@ -28,7 +28,12 @@ extension SQLTranslator {
         case .tolower, .toupper:
             try require(arguments, [.string], function)
             let name = function == .tolower ? dialect.lowercaseFunction : dialect.uppercaseFunction
-            return derived(SQLFragment("\(name)(") + arguments[0].sql + SQLFragment(")"), .string, arguments)
+            var sql = SQLFragment("\(name)(") + arguments[0].sql + SQLFragment(")")
+            if dialect == .postgres, function == .toupper {
+                // PostgreSQL maps case one character to one: ß stays ß where Swift (and SQLite here) give SS.
+                sql = SQLFragment("replace(") + sql + SQLFragment(", 'ß', 'SS')")
+            }
+            return derived(sql, .string, arguments)
         case .trim:
             try require(arguments, [.string], function)
             return derived(SQLFragment("trim(") + arguments[0].sql + SQLFragment(")"), .string, arguments)

@@ -189,11 +189,12 @@ extension PostgresTableStore {
             logger: logger)
     }
 
-    /// Text compares by code point (`COLLATE "C"`), as on SQLite and in the clients.
+    /// User text keeps the database's collation, so that `toupper`/`tolower` map all of Unicode (the
+    /// translator adds `COLLATE "C"` wherever text is compared or ordered, to compare by code point as
+    /// SQLite and the clients do).
     static func sqlType(_ type: SQLColumnType) -> String {
         switch type {
-        case .string: "text COLLATE \"C\""
-        case .json, .dynamic: "text"
+        case .string, .json, .dynamic: "text"
         case .integer, .date: "bigint"
         case .double: "double precision"
         case .bool: "boolean"

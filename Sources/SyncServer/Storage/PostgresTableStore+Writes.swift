@@ -68,7 +68,8 @@ extension PostgresTableStore {
             guard schema.configuration.softDelete else {
                 try await connection.query(
                     PostgresQuery(
-                        unsafeSQL: "DELETE FROM \(name) WHERE \"id\" = $1", binds: try Self.bindings([.text(id.rawValue)])),
+                        unsafeSQL: "DELETE FROM \(name) WHERE \"id\" = $1",
+                        binds: try Self.bindings([.text(id.rawValue)])),
                     logger: logger)
                 return current
             }
@@ -143,7 +144,8 @@ extension PostgresTableStore {
     static func returning(
         _ sql: String, _ values: [SQLValue], schema: TableSchema, on connection: PostgresConnection, logger: Logger
     ) async throws -> JSONValue {
-        let rows = try await connection.query(PostgresQuery(unsafeSQL: sql, binds: try bindings(values)), logger: logger)
+        let rows = try await connection.query(
+            PostgresQuery(unsafeSQL: sql, binds: try bindings(values)), logger: logger)
         for try await row in rows { return try item(from: row, schema: schema) }
         throw TableStoreError.notFound
     }

@@ -112,8 +112,11 @@ public final class PostgresTableStore: TableStore, Service {
                 try await connection.close()
                 return
             } catch let error as PSQLError {
-                // The server answered (a wrong password, a missing database): waiting will not help.
-                guard error.code != .server, clock.now + delay < deadline else {
+                if error.code == .server {  // a wrong password, a missing database: waiting will not help
+                    throw TableStoreError.unavailable(
+                        "PostgreSQL at \(endpoint) refused the connection: \(error.reason)")
+                }
+                guard clock.now + delay < deadline else {
                     throw TableStoreError.unavailable(
                         "cannot reach PostgreSQL at \(endpoint) (tried for \(limit.seconds) s): \(error.reason)")
                 }

@@ -51,7 +51,9 @@ extension SQLiteTableStore {
 
     static func row(_ id: ItemID, schema: TableSchema, in db: Database) throws -> Row? {
         try Row.fetchOne(
-            db, sql: "SELECT \(StoreSQL.columnList(schema)) FROM \(StoreSQL.quoted(schema.name.canonical)) WHERE \"id\" = ?",
+            db,
+            sql:
+                "SELECT \(StoreSQL.columnList(schema)) FROM \(StoreSQL.quoted(schema.name.canonical)) WHERE \"id\" = ?",
             arguments: [id.rawValue])
     }
 }

@@ -66,7 +66,9 @@ extension SQLiteTableStore {
         guard plan.changesSchema else { return (plan, current) }
         for (name, type) in plan.newColumns {
             try db.execute(
-                sql: "ALTER TABLE \(StoreSQL.quoted(current.name.canonical)) ADD COLUMN \(StoreSQL.quoted(name)) \(sqlType(type))")
+                sql:
+                    "ALTER TABLE \(StoreSQL.quoted(current.name.canonical)) ADD COLUMN \(StoreSQL.quoted(name)) \(sqlType(type))"
+            )
         }
         let updated = current.applying(plan)
         try save(updated, in: db)

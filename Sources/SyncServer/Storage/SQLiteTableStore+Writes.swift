@@ -116,7 +116,8 @@ extension SQLiteTableStore {
     /// The next `updatedAt` of a table (see ``StoreSQL/nextStamp(after:now:)``); SQLite serializes writes,
     /// so stamps strictly increase in commit order.
     static func nextStamp(for schema: TableSchema, now: @Sendable () -> Date, in db: Database) throws -> Int64 {
-        let last = try Int64.fetchOne(db, sql: "SELECT MAX(\"updatedAt\") FROM \(StoreSQL.quoted(schema.name.canonical))")
+        let last = try Int64.fetchOne(
+            db, sql: "SELECT MAX(\"updatedAt\") FROM \(StoreSQL.quoted(schema.name.canonical))")
         return StoreSQL.nextStamp(after: last, now: now())
     }
 }
