@@ -36,7 +36,9 @@ public func buildApplication(
         try await sqlite.prepare(configuration.servedTables)
         store = sqlite
     case .postgres(let url):
-        postgres = try PostgresTableStore(url: url, now: configuration.now, logger: configuration.logger)
+        postgres = try PostgresTableStore(
+            url: url, now: configuration.now, logger: configuration.logger,
+            connectionTimeout: configuration.databaseTimeout)
         store = postgres!
     }
     let router = try buildRouter(configuration, store: store)

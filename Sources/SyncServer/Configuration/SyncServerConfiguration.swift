@@ -22,6 +22,9 @@ public struct SyncServerConfiguration: Sendable {
     /// How long a PostgreSQL server may stay unreachable at startup (retried with backoff) before
     /// the server gives up. Default 30 s.
     public var databaseWaitLimit = Duration.seconds(30)
+    /// How long a request waits for a PostgreSQL connection before it is answered 503 (while the
+    /// database is unreachable, the pool keeps reconnecting in the background). Default 5 s.
+    public var databaseTimeout = Duration.seconds(5)
     /// The tables to serve; when empty, the tutorial's `TodoItem` (dynamic schema, soft delete).
     public var tables: [TableConfiguration] = []
     /// Whether table requests must carry `ZUMO-API-VERSION: 2.0.x`. Default true.
