@@ -139,7 +139,14 @@ let package = Package(
         ),
         .testTarget(
             name: "EndToEndTests",
-            dependencies: ["SyncCore", "todo", "sync-server"],
+            dependencies: [
+                "SyncCore",
+                "OfflineSync",
+                "todo",
+                "sync-server",
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "PostgresNIO", package: "postgres-nio"),
+            ],
             swiftSettings: swiftSettings
         ),
         .testTarget(

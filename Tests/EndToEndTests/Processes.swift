@@ -49,9 +49,13 @@ final class ServerProcess {
     private let process = Process()
 
     /// Starts the server on `port` and waits (up to 20 s) for its `listening on` line.
+    ///
+    /// - Parameters:
+    ///   - port: The port.
+    ///   - database: `sqlite:PATH` or a `postgres://` URL.
     init(port: Int, database: String) throws {
         process.executableURL = URL(fileURLWithPath: Products.path("sync-server"))
-        process.arguments = ["--port", String(port), "--database", "sqlite:\(database)", "--log-level", "warning"]
+        process.arguments = ["--port", String(port), "--database", database, "--log-level", "warning"]
         let output = Pipe()
         process.standardOutput = output
         process.standardError = FileHandle.nullDevice

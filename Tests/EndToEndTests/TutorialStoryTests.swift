@@ -70,7 +70,8 @@ import Testing
         #expect(try a.items()[walk] == "Walk the dog|true")
 
         // The server comes up: it has none of them until A syncs.
-        let server = try ServerProcess(port: port, database: directory.appendingPathComponent("server.sqlite").path)
+        let server = try ServerProcess(
+            port: port, database: "sqlite:" + directory.appendingPathComponent("server.sqlite").path)
         defer { server.stop() }
         #expect(try await Self.serverItems(port).isEmpty)
         #expect(try a.run("sync").status == 0)
