@@ -110,6 +110,7 @@ let package = Package(
                 .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "Logging", package: "swift-log"),
+                .product(name: "PostgresNIO", package: "postgres-nio"),
             ],
             swiftSettings: swiftSettings
         ),
@@ -144,8 +145,7 @@ let package = Package(
                 "OfflineSync",
                 "todo",
                 "sync-server",
-                .product(name: "Logging", package: "swift-log"),
-                .product(name: "PostgresNIO", package: "postgres-nio"),
+                "SyncServer",
             ],
             swiftSettings: swiftSettings
         ),

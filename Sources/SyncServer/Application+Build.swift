@@ -37,8 +37,8 @@ public func buildApplication(
         store = sqlite
     case .postgres(let url):
         postgres = try PostgresTableStore(
-            url: url, now: configuration.now, logger: configuration.logger,
-            connectionTimeout: configuration.databaseTimeout)
+            url: url, now: configuration.now, logger: configuration.logger, maximumConnections: 20,
+            connectionTimeout: configuration.databaseTimeout, stamping: configuration.postgresStamping)
         store = postgres!
     }
     let router = try buildRouter(configuration, store: store)

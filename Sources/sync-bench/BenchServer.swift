@@ -37,9 +37,18 @@ struct BenchServer {
 
     /// Runs `body` while the server serves `path`.
     static func run<T: Sendable>(path: String, _ body: @Sendable (BenchServer) async throws -> T) async throws -> T {
+        try await run(.sqlite(path: path), body)
+    }
+
+    /// Runs `body` while the server serves `database`, its PostgreSQL writes stamped as `stamping` says.
+    static func run<T: Sendable>(
+        _ database: DatabaseLocation, stamping: PostgresTableStore.Stamping = .serialized,
+        _ body: @Sendable (BenchServer) async throws -> T
+    ) async throws -> T {
         var configuration = SyncServerConfiguration()
         configuration.port = 0
-        configuration.database = .sqlite(path: path)
+        configuration.database = database
+        configuration.postgresStamping = stamping
         configuration.tables = [try todoItem()]
         let (ports, continuation) = AsyncStream.makeStream(of: Int.self)
         let app = try await buildApplication(configuration) { port in continuation.yield(port) }

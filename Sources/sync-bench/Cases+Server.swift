@@ -41,9 +41,14 @@ extension Cases {
     func serverPage(rows: Int) async throws -> BenchResult {
         let serverPath = path("page")
         try await BenchServer.seed(path: serverPath, rows: rows)
+        return try await serverPage(name: "server.page", database: .sqlite(path: serverPath))
+    }
+
+    /// `server.page` on a seeded `database`.
+    func serverPage(name: String, database: DatabaseLocation) async throws -> BenchResult {
         let requests = quick ? 800 : 3200
         let filter = ODataQuery.percentEncode("complete eq false and startswith(text,'Task')")
-        let ours = try await BenchServer.run(path: serverPath) { server in
+        let ours = try await BenchServer.run(database) { server in
             let url = URL(string: server.url.absoluteString + "/tables/TodoItem?$filter=\(filter)&$top=50")!
             var runs: [Double] = []
             for _ in 0..<repetitions {
@@ -53,7 +58,7 @@ extension Cases {
             return Measure.median(runs)
         }
         // The reference: the same 50 items, from memory, on a bare route.
-        let page = try await BenchServer.run(path: serverPath) { server in
+        let page = try await BenchServer.run(database) { server in
             var request = URLRequest(
                 url: URL(string: server.url.absoluteString + "/tables/TodoItem?$filter=\(filter)&$top=50")!)
             request.setValue("2.0.0", forHTTPHeaderField: "ZUMO-API-VERSION")
@@ -73,7 +78,7 @@ extension Cases {
             return Measure.median(runs)
         }
         return BenchResult(
-            name: "server.page", ours: ours, reference: reference, unit: "req/s", higherIsBetter: true, n: requests)
+            name: name, ours: ours, reference: reference, unit: "req/s", higherIsBetter: true, n: requests)
     }
 
     /// `push.sequential`: pushing queued inserts against sequential POSTs of the same bodies to a bare

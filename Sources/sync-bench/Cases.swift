@@ -170,7 +170,7 @@ struct Cases {
         }
     }
 
-    private func rawInsert(_ rows: [(id: String, data: String)]) async throws {
+    func rawInsert(_ rows: [(id: String, data: String)]) async throws {
         let pool = try DatabasePool(path: path("rawpull"))
         try await pool.write { db in
             try db.execute(sql: "CREATE TABLE t (id TEXT PRIMARY KEY NOT NULL, updatedAt TEXT, data TEXT NOT NULL)")

@@ -17,9 +17,16 @@ struct SyncBenchCommand: AsyncParsableCommand {
 
     @Option(
         help:
-            "Run only this case (local.insert, local.query, pull.initial, pull.incremental, pull.noop, push.sequential, server.page, memory.pull)."
+            "Run only this case (local.insert, local.query, pull.initial, pull.incremental, pull.noop, push.sequential, server.page, memory.pull; with --database: server.page.pg, pull.initial.pg, server.write.pg)."
     )
     var only: String?
+
+    @Option(
+        help: """
+            Also run server.page.pg, pull.initial.pg and server.write.pg on this PostgreSQL database \
+            (postgres://USER:PASS@HOST:PORT/DB; its TodoItem table is dropped and re-created).
+            """)
+    var database: String?
 
     @Option(help: "The clients' transport: urlsession or async-http-client.")
     var transport = "urlsession"
@@ -53,6 +60,9 @@ struct SyncBenchCommand: AsyncParsableCommand {
         if wanted("push.sequential") { results.append(try await cases.pushSequential()) }
         if wanted("server.page") { results.append(try await cases.serverPage(rows: rows)) }
         if wanted("memory.pull") { results.append(try await cases.memoryPull(rows: rows)) }
+        if let database {
+            results += try await cases.postgres(url: database, rows: rows) { only == nil || only == $0 }
+        }
         print(Self.table(results))
         if let json {
             let machine: JSONValue = [

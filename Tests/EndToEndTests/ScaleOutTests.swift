@@ -1,8 +1,7 @@
 import Foundation
-import Logging
 import OfflineSync
-import PostgresNIO
 import SyncCore
+import SyncServer
 import Testing
 
 #if canImport(FoundationNetworking)
@@ -257,35 +256,18 @@ enum PostgresServer {
     /// Runs `body` with the URL of a fresh database, dropped afterwards.
     static func withDatabase(_ body: (String) async throws -> Void) async throws {
         let server = try #require(url, "SYNC_TEST_POSTGRES_URL is not set: CI runs the tests through .ci/with-postgres")
+        let admin = try DatabaseURL(parsing: server)
         var components = try #require(URLComponents(string: server))
         let name = "scaleout_" + UUID().uuidString.lowercased().replacingOccurrences(of: "-", with: "")
-        try await administer(components, "CREATE DATABASE \"\(name)\"")
+        try await admin.execute("CREATE DATABASE \"\(name)\"")
         components.path = "/" + name
         do {
             try await body(try #require(components.string))
         } catch {
-            try? await administer(components, "DROP DATABASE \"\(name)\" WITH (FORCE)")
+            try? await admin.execute("DROP DATABASE \"\(name)\" WITH (FORCE)")
             throw error
         }
-        try await administer(components, "DROP DATABASE \"\(name)\" WITH (FORCE)")
-    }
-
-    /// Runs one statement on the server's `postgres` database.
-    static func administer(_ components: URLComponents, _ sql: String) async throws {
-        let logger = Logger(label: "scale-out")
-        let connection = try await PostgresConnection.connect(
-            configuration: .init(
-                host: components.host ?? "127.0.0.1", port: components.port ?? 5432,
-                username: components.user ?? "postgres",
-                password: components.password, database: "postgres", tls: .disable),
-            id: 0, logger: logger)
-        do {
-            try await connection.query(PostgresQuery(unsafeSQL: sql), logger: logger)
-        } catch {
-            try? await connection.close()
-            throw error
-        }
-        try await connection.close()
+        try await admin.execute("DROP DATABASE \"\(name)\" WITH (FORCE)")
     }
 }
 

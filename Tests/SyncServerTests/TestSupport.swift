@@ -2,9 +2,7 @@ import Foundation
 import HTTPTypes
 import Hummingbird
 import HummingbirdTesting
-import Logging
 import NIOCore
-import PostgresNIO
 import SyncCore
 import Testing
 
@@ -113,19 +111,7 @@ enum TestDatabase {
 
     /// Runs one statement on the server's own database.
     static func administer(_ server: String, _ sql: String) async throws {
-        let parsed = try DatabaseURL(parsing: server)
-        let connection = try await PostgresConnection.connect(
-            configuration: .init(
-                host: parsed.host, port: parsed.port, username: parsed.user, password: parsed.password,
-                database: parsed.database, tls: .disable),
-            id: 0, logger: Logger(label: "tests"))
-        do {
-            try await connection.query(PostgresQuery(unsafeSQL: sql), logger: Logger(label: "tests"))
-        } catch {
-            try? await connection.close()
-            throw error
-        }
-        try await connection.close()
+        try await DatabaseURL(parsing: server).execute(sql)
     }
 }
 

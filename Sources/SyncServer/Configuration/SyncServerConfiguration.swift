@@ -25,6 +25,9 @@ public struct SyncServerConfiguration: Sendable {
     /// How long a request waits for a PostgreSQL connection before it is answered 503 (while the
     /// database is unreachable, the pool keeps reconnecting in the background). Default 5 s.
     public var databaseTimeout = Duration.seconds(5)
+    /// How PostgreSQL writes take their stamps; `sync-bench` alone changes it, to measure what the
+    /// cursor guarantee costs.
+    package var postgresStamping = PostgresTableStore.Stamping.serialized
     /// The tables to serve; when empty, the tutorial's `TodoItem` (dynamic schema, soft delete).
     public var tables: [TableConfiguration] = []
     /// Whether table requests must carry `ZUMO-API-VERSION: 2.0.x`. Default true.

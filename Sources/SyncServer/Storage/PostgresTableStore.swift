@@ -38,7 +38,7 @@ public final class PostgresTableStore: TableStore, Service {
     let schemas = SchemaCache()
 
     /// How writes take their `updatedAt`.
-    package enum Stamping: Sendable {
+    package enum Stamping: Sendable, Hashable {
         /// Under the table's bookkeeping row lock, strictly increasing in commit order (the default).
         case serialized
         /// The clock alone, with no lock: what the original servers did. It breaks the cursor
@@ -81,9 +81,7 @@ public final class PostgresTableStore: TableStore, Service {
         var poolLogger = logger
         poolLogger.logLevel = max(logger.logLevel, .warning)
         client = PostgresClient(configuration: configuration, backgroundLogger: poolLogger)
-        probe = try PostgresConnection.Configuration(
-            host: parsed.host, port: parsed.port, username: parsed.user, password: parsed.password,
-            database: parsed.database, tls: parsed.tls.connection())
+        probe = try parsed.connectionConfiguration()
         endpoint = parsed.endpoint
         self.now = now
         self.logger = logger
@@ -223,13 +221,14 @@ extension PSQLError {
     }
 }
 
-/// The parts of a `postgres://USER:PASS@HOST:PORT/DB?sslmode=…` URL.
-struct DatabaseURL {
-    var host: String
-    var port: Int
-    var user: String
-    var password: String?
-    var database: String?
+/// The parts of a `postgres://USER:PASS@HOST:PORT/DB?sslmode=…` URL (package-internal: the store,
+/// `sync-bench` and the tests read URLs the same way).
+package struct DatabaseURL: Sendable {
+    package var host: String
+    package var port: Int
+    package var user: String
+    package var password: String?
+    package var database: String?
     var tls: TLSMode
 
     /// libpq's `sslmode`, as far as PostgresNIO goes.
@@ -256,7 +255,30 @@ struct DatabaseURL {
     /// `host:port/database`, for messages (never the password).
     var endpoint: String { "\(host):\(port)/\(database ?? "")" }
 
-    init(parsing url: String) throws {
+    /// The configuration of a single connection to this database.
+    func connectionConfiguration() throws -> PostgresConnection.Configuration {
+        try PostgresConnection.Configuration(
+            host: host, port: port, username: user, password: password, database: database, tls: tls.connection())
+    }
+
+    /// Runs SQL statements on one connection of their own (set-up and tear-down work, not requests).
+    package func execute(_ statements: String..., logger: Logger = Logger(label: "sync-server.postgres")) async throws {
+        let connection = try await PostgresConnection.connect(
+            configuration: try connectionConfiguration(), id: 0, logger: logger)
+        do {
+            for sql in statements { try await connection.query(PostgresQuery(unsafeSQL: sql), logger: logger) }
+        } catch {
+            try? await connection.close()
+            throw error
+        }
+        try await connection.close()
+    }
+
+    /// Reads a URL.
+    ///
+    /// - Parameter url: `postgres://USER:PASS@HOST:PORT/DB`, optionally with `?sslmode=…`.
+    /// - Throws: ``ConfigurationError`` for any other form.
+    package init(parsing url: String) throws {
         let usage = "the database URL must look like postgres://USER:PASS@HOST:PORT/DB"
         guard let components = URLComponents(string: url),
             components.scheme == "postgres" || components.scheme == "postgresql",

@@ -1,0 +1,130 @@
+import Foundation
+import OfflineSync
+import SyncServer
+
+#if canImport(FoundationNetworking)
+    import FoundationNetworking
+#endif
+
+/// The cases against PostgreSQL, on the database `--database` names: its `TodoItem` table is dropped
+/// and created again for each case.
+extension Cases {
+    /// `server.page.pg`, `pull.initial.pg` and `server.write.pg`, as `wanted` selects.
+    func postgres(url: String, rows: Int, wanted: (String) -> Bool) async throws -> [BenchResult] {
+        let database = DatabaseLocation.postgres(url: url)
+        var results: [BenchResult] = []
+        if wanted("server.page.pg") {
+            try await Self.resetPostgres(url)
+            try await BenchServer.run(database) { _ in try await Self.seedPostgres(url, rows: rows) }
+            results.append(try await serverPage(name: "server.page.pg", database: database))
+        }
+        if wanted("pull.initial.pg") {
+            try await Self.resetPostgres(url)
+            results.append(try await pullInitialPostgres(url, rows: rows))
+        }
+        if wanted("server.write.pg") { results.append(try await serverWritePostgres(url)) }
+        return results
+    }
+
+    /// `pull.initial.pg`: a full pull of N rows from a server on PostgreSQL into an empty store, against
+    /// raw GRDB inserts of the same rows (as `pull.initial`).
+    func pullInitialPostgres(_ url: String, rows: Int) async throws -> BenchResult {
+        let ours = try await BenchServer.run(.postgres(url: url)) { [self] server in
+            try await Self.seedPostgres(url, rows: rows)
+            var runs: [Double] = []
+            for _ in 0..<repetitions {
+                let table = try await client(server.url, store: "pullpg").syncTable("TodoItem", of: BenchItem.self)
+                var summary: PullSummary?
+                runs.append(
+                    Double(rows) / (try await Measure.seconds { summary = try await table.pull(queryID: "all") }))
+                guard summary?.appliedCount == rows else {
+                    throw BenchError("pull.initial.pg applied \(summary?.appliedCount ?? 0) of \(rows) rows")
+                }
+            }
+            return Measure.median(runs)
+        }
+        let prepared = Self.rawRows(rows)
+        var reference: [Double] = []
+        for _ in 0..<repetitions {
+            reference.append(Double(rows) / (try await Measure.seconds { try await rawInsert(prepared) }))
+        }
+        return BenchResult(
+            name: "pull.initial.pg", ours: ours, reference: Measure.median(reference), unit: "rows/s",
+            higherIsBetter: true, n: rows)
+    }
+
+    /// `server.write.pg`: inserts from 16 concurrent connections with the cursor guarantee (stamps
+    /// taken under the table's lock), against the same inserts stamped by the clock alone, as the
+    /// original servers did. The ratio is what the guarantee costs.
+    func serverWritePostgres(_ url: String) async throws -> BenchResult {
+        let writes = quick ? 2000 : 8000
+        var figures: [PostgresTableStore.Stamping: Double] = [:]
+        for stamping in [PostgresTableStore.Stamping.serialized, .clockOnly] {
+            var runs: [Double] = []
+            for run in 0..<repetitions {
+                try await Self.resetPostgres(url)
+                runs.append(
+                    try await BenchServer.run(.postgres(url: url), stamping: stamping) { server in
+                        try await Self.insertLoad(server.url, writes: writes, connections: 16, prefix: "w\(run)")
+                    })
+            }
+            figures[stamping] = Measure.median(runs)
+        }
+        return BenchResult(
+            name: "server.write.pg", ours: figures[.serialized] ?? 0, reference: figures[.clockOnly],
+            unit: "writes/s", higherIsBetter: true, n: writes)
+    }
+
+    /// POSTs `writes` new items from `connections` concurrent workers; returns writes per second.
+    static func insertLoad(_ url: URL, writes: Int, connections: Int, prefix: String) async throws -> Double {
+        let configuration = URLSessionConfiguration.ephemeral
+        configuration.httpMaximumConnectionsPerHost = connections
+        let session = URLSession(configuration: configuration)
+        let perWorker = writes / connections
+        let seconds = try await Measure.seconds {
+            try await withThrowingTaskGroup(of: Void.self) { group in
+                for worker in 0..<connections {
+                    group.addTask {
+                        for index in 0..<perWorker {
+                            var request = URLRequest(url: url.appendingPathComponent("tables/TodoItem"))
+                            request.httpMethod = "POST"
+                            request.setValue("2.0.0", forHTTPHeaderField: "ZUMO-API-VERSION")
+                            request.setValue("application/json", forHTTPHeaderField: "Content-Type")
+                            request.httpBody = Data(
+                                #"{"id":"\#(prefix)-\#(worker)-\#(index)","text":"Task \#(index)","complete":false}"#
+                                    .utf8)
+                            let (_, response) = try await session.data(for: request)
+                            guard (response as? HTTPURLResponse)?.statusCode == 201 else {
+                                throw BenchError("POST /tables/TodoItem failed")
+                            }
+                        }
+                    }
+                }
+                try await group.waitForAll()
+            }
+        }
+        return Double(perWorker * connections) / seconds
+    }
+
+    /// Drops the benchmark's table, so that the next server creates it afresh.
+    static func resetPostgres(_ url: String) async throws {
+        try await DatabaseURL(parsing: url).execute(
+            #"DROP TABLE IF EXISTS "todoitem""#,
+            #"DO $$ BEGIN DELETE FROM "__sync_tables" WHERE "name" = 'todoitem'; EXCEPTION WHEN undefined_table THEN NULL; END $$"#
+        )
+    }
+
+    /// Fills the (created, empty) table with `rows` rows stamped 1 ms apart, as ``BenchServer/seed(path:rows:)``
+    /// does for SQLite, and moves the table's stamp past them.
+    static func seedPostgres(_ url: String, rows: Int) async throws {
+        try await DatabaseURL(parsing: url).execute(
+            """
+            INSERT INTO "todoitem" ("id", "createdAt", "updatedAt", "version", "deleted", "text", "complete")
+            SELECT 'item-' || lpad(i::text, 7, '0'), 1700000000000 + i, 1700000000000 + i, 'v' || (1700000000000 + i),
+                   false, 'Task number ' || i, i % 2 = 0
+            FROM generate_series(0, \(rows - 1)) AS i
+            """,
+            #"UPDATE "__sync_tables" SET "lastStamp" = \#(1_700_000_000_000 + rows) WHERE "name" = 'todoitem'"#,
+            #"ANALYZE "todoitem""#)
+    }
+}
