@@ -207,6 +207,9 @@ import Testing
         #expect(arguments == [.text("50\\%\\_off\\\\%"), .text("b"), .int(2), .int(1)])
         let orderBy = try translator.orderBy([ODataOrdering("name"), ODataOrdering("count", .descending)])
         #expect(orderBy.render(for: .postgres).sql == #""name" COLLATE "C" ASC NULLS FIRST, "count" DESC NULLS LAST"#)
+        // Columns that are never null get no NULLS clause, so that their plain indexes serve the order.
+        let byID = try translator.orderBy([ODataOrdering("id", .descending)])
+        #expect(byID.render(for: .postgres).sql == #""id" COLLATE "C" DESC"#)
     }
 
     @Test(arguments: [("50%_off\\", "50\\%\\_off\\\\"), ("plain", "plain"), ("", "")])

@@ -61,11 +61,12 @@ public struct SQLTranslator: Sendable {
             if dialect == .postgres, column.type == .string || column.type == .json {
                 term += SQLFragment(" COLLATE \"C\"")
             }
-            switch (ordering.direction, dialect) {
-            case (.ascending, .sqlite): term += SQLFragment(" ASC")
-            case (.descending, .sqlite): term += SQLFragment(" DESC")
-            case (.ascending, .postgres): term += SQLFragment(" ASC NULLS FIRST")
-            case (.descending, .postgres): term += SQLFragment(" DESC NULLS LAST")
+            // PostgreSQL puts nulls last when ascending; say otherwise only where a null can occur, so
+            // that plain indexes still serve the order of columns that are never null (id, updatedAt).
+            let nulls = dialect == .postgres && column.isNullable
+            switch ordering.direction {
+            case .ascending: term += SQLFragment(nulls ? " ASC NULLS FIRST" : " ASC")
+            case .descending: term += SQLFragment(nulls ? " DESC NULLS LAST" : " DESC")
             }
             terms.append(term)
         }
