@@ -86,7 +86,7 @@ import Testing
             guard case .postgres(let url) = database else { return }
             let name = String(try #require(URLComponents(string: url)).path.dropFirst())
             var configuration = Fixture.configuration(database)
-            configuration.databaseTimeout = .seconds(1)
+            configuration.databaseTimeout = .seconds(3)
             try await buildApplication(configuration).test(.router) { client in
                 #expect(try await client.send(.post, "/tables/TodoItem", json: ["id": "a"]).status == .created)
                 // The database goes away: no new connections, and the pooled ones are cut.

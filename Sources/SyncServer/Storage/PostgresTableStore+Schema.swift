@@ -34,7 +34,8 @@ extension PostgresTableStore {
             }
         }
         let logger = self.logger
-        let schemas = try await transaction { connection in
+        // Startup work: the pool's first connections may take longer than a request would wait.
+        let schemas = try await transaction(timeout: max(connectionTimeout, .seconds(30))) { connection in
             try await connection.query("SELECT pg_advisory_xact_lock(\(Self.schemaLockKey))", logger: logger)
             try await Self.migrate(connection, logger: logger)
             var schemas: [TableSchema] = []

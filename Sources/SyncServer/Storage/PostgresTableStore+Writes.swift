@@ -2,10 +2,34 @@ import Logging
 import PostgresNIO
 public import SyncCore
 
+// Every write is one statement that takes its stamp from the table's row in `__sync_tables`:
+//
+//     WITH "__stamp" AS (UPDATE "__sync_tables" SET "lastStamp" = GREATEST($1, "lastStamp" + 1)
+//                      WHERE "name" = $2 RETURNING "lastStamp")
+//     INSERT INTO "todoitem" (…) SELECT …, "__stamp"."lastStamp", … FROM "__stamp" … RETURNING *
+//
+// The bookkeeping row stays locked until the statement commits, so writes to one table commit one
+// after another in stamp order, on every instance (docs/postgres-cursor.md). A single statement
+// holds that lock for no network round trip at all. Writes that change a dynamic table's schema
+// take the longer path: a transaction that locks the row first, then alters the table.
+
 extension PostgresTableStore {
     public func insert(_ fields: [String: JSONValue], id: ItemID, into table: TableName) async throws -> JSONValue {
         let cached = try schemas.require(table)
-        let (item, schema) = try await write(cached) { connection, stamp, stored, logger in
+        if let plan = try? cached.plan(fields), !plan.changesSchema {
+            let columns = ["id", "createdAt", "updatedAt", "version", "deleted"] + plan.values.map(\.column)
+            let values = [SQLValue.text(id.rawValue)] + plan.values.map(\.value)
+            let selected =
+                ["$3", #""__stamp"."lastStamp""#, #""__stamp"."lastStamp""#, Self.versionSQL, "FALSE"]
+                + (0..<plan.values.count).map { "$\($0 + 4)" }
+            let sql =
+                "\(stampCTE) INSERT INTO \(StoreSQL.quoted(cached.name.canonical)) "
+                + "(\(columns.map(StoreSQL.quoted).joined(separator: ", "))) "
+                + "SELECT \(selected.joined(separator: ", ")) FROM \"__stamp\" ON CONFLICT (\"id\") DO NOTHING RETURNING *"
+            if let item = try await writeStatement(sql, values, table: cached) { return item }
+            throw TableStoreError.alreadyExists(try await item(id, in: table, includeDeleted: true) ?? .null)
+        }
+        let (item, schema) = try await lockedWrite(cached) { connection, stamp, stored, logger in
             let (plan, schema) = try await Self.applySchemaChanges(
                 for: fields, schema: stored, on: connection, logger: logger)
             var columns = ["id", "createdAt", "updatedAt", "version", "deleted"]
@@ -16,11 +40,11 @@ extension PostgresTableStore {
                 columns.append(column)
                 values.append(value)
             }
-            let name = StoreSQL.quoted(schema.name.canonical)
             let placeholders = (1...values.count).map { "$\($0)" }.joined(separator: ", ")
             let rows = try await connection.query(
                 PostgresQuery(
-                    unsafeSQL: "INSERT INTO \(name) (\(columns.map(StoreSQL.quoted).joined(separator: ", "))) "
+                    unsafeSQL: "INSERT INTO \(StoreSQL.quoted(schema.name.canonical)) "
+                        + "(\(columns.map(StoreSQL.quoted).joined(separator: ", "))) "
                         + "VALUES (\(placeholders)) ON CONFLICT (\"id\") DO NOTHING RETURNING *",
                     binds: try Self.bindings(values)), logger: logger)
             for try await row in rows { return (try Self.item(from: row, schema: schema), schema) }
@@ -36,7 +60,13 @@ extension PostgresTableStore {
         includeDeleted: Bool
     ) async throws -> JSONValue {
         let cached = try schemas.require(table)
-        let (item, schema) = try await write(cached) { connection, stamp, stored, logger in
+        if let plan = try? cached.plan(fields), !plan.changesSchema {
+            let assignments = plan.values.enumerated().map { "\(StoreSQL.quoted($1.column)) = $\($0 + 3)" }
+            return try await conditionalUpdate(
+                id, in: cached, set: assignments, values: plan.values.map(\.value), precondition: precondition,
+                includeDeleted: includeDeleted, onMiss: { _ in nil })
+        }
+        let (item, schema) = try await lockedWrite(cached) { connection, stamp, stored, logger in
             _ = try await Self.checked(
                 id, schema: stored, precondition: precondition, includeDeleted: includeDeleted, on: connection,
                 logger: logger)
@@ -49,71 +79,136 @@ extension PostgresTableStore {
                 assignments.append("\(StoreSQL.quoted(column)) = $\(values.count)")
             }
             values.append(.text(id.rawValue))
-            let item = try await Self.returning(
-                "UPDATE \(StoreSQL.quoted(schema.name.canonical)) SET \(assignments.joined(separator: ", ")) "
-                    + "WHERE \"id\" = $\(values.count) RETURNING *", values, schema: schema, on: connection,
-                logger: logger)
-            return (item, schema)
+            let rows = try await connection.query(
+                PostgresQuery(
+                    unsafeSQL:
+                        "UPDATE \(StoreSQL.quoted(schema.name.canonical)) SET \(assignments.joined(separator: ", ")) "
+                        + "WHERE \"id\" = $\(values.count) RETURNING *",
+                    binds: try Self.bindings(values)), logger: logger)
+            for try await row in rows { return (try Self.item(from: row, schema: schema), schema) }
+            throw TableStoreError.notFound
         }
         schemas.publish(schema)
         return item
     }
 
     public func delete(_ id: ItemID, from table: TableName, precondition: Precondition?) async throws -> JSONValue {
-        let cached = try schemas.require(table)
-        return try await write(cached) { connection, stamp, schema, logger in
-            let current = try await Self.checked(
-                id, schema: schema, precondition: precondition, includeDeleted: false, on: connection, logger: logger)
-            let name = StoreSQL.quoted(schema.name.canonical)
-            guard schema.configuration.softDelete else {
-                try await connection.query(
-                    PostgresQuery(
-                        unsafeSQL: "DELETE FROM \(name) WHERE \"id\" = $1",
-                        binds: try Self.bindings([.text(id.rawValue)])),
-                    logger: logger)
-                return current
+        let schema = try schemas.require(table)
+        guard schema.configuration.softDelete else {
+            var sql = "DELETE FROM \(StoreSQL.quoted(schema.name.canonical)) WHERE \"id\" = $1"
+            var values: [SQLValue] = [.text(id.rawValue)]
+            if case .version(let version) = precondition {
+                values.append(.text(version.rawValue))
+                sql += " AND \"version\" = $2"
             }
-            return try await Self.returning(
-                "UPDATE \(name) SET \"deleted\" = TRUE, \"updatedAt\" = $1, \"version\" = $2 WHERE \"id\" = $3 RETURNING *",
-                [.int(stamp), .text(StoreSQL.version(stamp)), .text(id.rawValue)], schema: schema, on: connection,
-                logger: logger)
+            let logger = self.logger
+            let deleted = try await withConnection { [sql, values] connection in
+                try await Self.returning(sql + " RETURNING *", values, schema: schema, on: connection, logger: logger)
+            }
+            if let deleted { return deleted }
+            return try await explainMiss(id, in: schema, precondition: precondition, includeDeleted: false)
         }
+        return try await conditionalUpdate(
+            id, in: schema, set: ["\"deleted\" = TRUE"], values: [], precondition: precondition, includeDeleted: false,
+            onMiss: { _ in nil })
     }
 
     public func undelete(_ id: ItemID, in table: TableName, precondition: Precondition?) async throws -> JSONValue {
-        let cached = try schemas.require(table)
-        return try await write(cached) { connection, stamp, schema, logger in
-            let current = try await Self.checked(
-                id, schema: schema, precondition: precondition, includeDeleted: true, on: connection, logger: logger)
-            guard current.isDeleted else { return current }
-            return try await Self.returning(
-                "UPDATE \(StoreSQL.quoted(schema.name.canonical)) SET \"deleted\" = FALSE, \"updatedAt\" = $1, \"version\" = $2 WHERE \"id\" = $3 RETURNING *",
-                [.int(stamp), .text(StoreSQL.version(stamp)), .text(id.rawValue)], schema: schema, on: connection,
-                logger: logger)
+        let schema = try schemas.require(table)
+        return try await conditionalUpdate(
+            id, in: schema, set: ["\"deleted\" = FALSE"], values: [], precondition: precondition, includeDeleted: true,
+            extraCondition: "\"deleted\"", onMiss: { current in current.isDeleted ? nil : current })
+    }
+
+    /// The `stamp` CTE: the table's next stamp as `$1`, `$2` (the clock, the table's name).
+    var stampCTE: String {
+        switch stamping {
+        case .serialized:
+            #"WITH "__stamp" AS (UPDATE "__sync_tables" SET "lastStamp" = GREATEST($1, "lastStamp" + 1) WHERE "name" = $2 RETURNING "lastStamp")"#
+        case .clockOnly:
+            #"WITH "__stamp" AS (SELECT $1::bigint AS "lastStamp", $2::text AS "name")"#
         }
     }
 
-    /// Runs a write transaction on `table`. Its first statement takes the write's stamp from the
-    /// table's row in `__sync_tables`, which also locks that row until commit, so writes to a table
-    /// (and its schema changes) take turns across every instance and commit in stamp order. `body`
-    /// gets the stamp and the schema as stored (a dynamic table may have grown on another instance).
-    func write<T: Sendable>(
+    /// SQL for the version of the row stamped `"__stamp"."lastStamp"`, as ``StoreSQL/version(_:)`` writes it.
+    static let versionSQL = #"encode(int8send("__stamp"."lastStamp"), 'base64')"#
+
+    /// Runs one stamped write statement (`$1` the clock, `$2` the table, then `values`) and returns the
+    /// row it wrote, or nil when it matched none.
+    func writeStatement(_ sql: String, _ values: [SQLValue], table: TableSchema) async throws -> JSONValue? {
+        let clock = WireDate(now()).millisecondsSince1970
+        let logger = self.logger
+        do {
+            return try await withConnection { connection in
+                try await Self.returning(
+                    sql, [.int(clock), .text(table.name.canonical)] + values, schema: table, on: connection,
+                    logger: logger)
+            }
+        } catch TableStoreError.invalidQuery(let message) {
+            throw TableStoreError.invalidItem(message)  // data the database refuses, such as a NUL character
+        }
+    }
+
+    /// Updates a row in one stamped statement when it exists, is visible, satisfies the precondition
+    /// and `extraCondition`; otherwise says why not: `onMiss` gets the stored item when none of the
+    /// standard reasons (404, 412) apply, and returns what to answer, or nil to try again.
+    func conditionalUpdate(
+        _ id: ItemID, in schema: TableSchema, set assignments: [String], values: [SQLValue],
+        precondition: Precondition?, includeDeleted: Bool, extraCondition: String? = nil,
+        onMiss: (JSONValue) -> JSONValue?
+    ) async throws -> JSONValue {
+        var values = values
+        var conditions = ["\"t\".\"id\" = $\(values.count + 3)"]
+        values.append(.text(id.rawValue))
+        if !includeDeleted { conditions.append("NOT \"t\".\"deleted\"") }
+        if case .version(let version) = precondition {
+            values.append(.text(version.rawValue))
+            conditions.append("\"t\".\"version\" = $\(values.count + 2)")
+        }
+        if let extraCondition { conditions.append("\"t\".\(extraCondition)") }
+        let sql =
+            "\(stampCTE) UPDATE \(StoreSQL.quoted(schema.name.canonical)) AS \"t\" SET "
+            + (assignments + [#""updatedAt" = "__stamp"."lastStamp""#, "\"version\" = \(Self.versionSQL)"])
+            .joined(separator: ", ")
+            + " FROM \"__stamp\" WHERE \(conditions.joined(separator: " AND ")) RETURNING \"t\".*"
+        for _ in 0..<3 {
+            if let item = try await writeStatement(sql, values, table: schema) { return item }
+            let current = try await explainMiss(
+                id, in: schema, precondition: precondition, includeDeleted: includeDeleted)
+            if let answer = onMiss(current) { return answer }
+        }
+        throw TableStoreError.unavailable("the item kept changing during the write; try again")
+    }
+
+    /// Why a conditional write matched no row: ``TableStoreError/notFound`` or
+    /// ``TableStoreError/preconditionFailed(_:)``; otherwise the stored item (it changed meanwhile).
+    func explainMiss(_ id: ItemID, in schema: TableSchema, precondition: Precondition?, includeDeleted: Bool)
+        async throws -> JSONValue
+    {
+        guard let current = try await item(id, in: schema.name, includeDeleted: true) else {
+            throw TableStoreError.notFound
+        }
+        if current.isDeleted, !includeDeleted { throw TableStoreError.notFound }
+        if let precondition, !precondition.isSatisfied(by: current.version ?? Version("")) {
+            throw TableStoreError.preconditionFailed(current)
+        }
+        return current
+    }
+
+    /// Runs a write transaction that changes a dynamic table's schema. Its first statement takes the
+    /// stamp and locks the table's bookkeeping row, so instances adding the same column take turns;
+    /// `body` gets the stamp and the schema as stored (it may have grown on another instance).
+    func lockedWrite<T: Sendable>(
         _ cached: TableSchema,
         _ body: @escaping @Sendable (PostgresConnection, Int64, TableSchema, Logger) async throws -> T
     ) async throws -> T {
         let clock = WireDate(now()).millisecondsSince1970
-        let stampSQL =
-            switch stamping {
-            case .serialized:
-                #"UPDATE "__sync_tables" SET "lastStamp" = GREATEST($1, "lastStamp" + 1) WHERE "name" = $2 RETURNING "lastStamp", "columns""#
-            case .clockOnly:
-                #"SELECT $1::bigint, "columns" FROM "__sync_tables" WHERE "name" = $2"#
-            }
+        let sql =
+            #"UPDATE "__sync_tables" SET "lastStamp" = GREATEST($1, "lastStamp" + 1) WHERE "name" = $2 RETURNING "lastStamp", "columns""#
         let logger = self.logger
         return try await transaction { connection in
             let rows = try await connection.query(
-                PostgresQuery(
-                    unsafeSQL: stampSQL, binds: try Self.bindings([.int(clock), .text(cached.name.canonical)])),
+                PostgresQuery(unsafeSQL: sql, binds: try Self.bindings([.int(clock), .text(cached.name.canonical)])),
                 logger: logger)
             for try await (stamp, columns) in rows.decode((Int64, String).self) {
                 var stored = cached
@@ -140,13 +235,13 @@ extension PostgresTableStore {
         return item
     }
 
-    /// Runs a statement ending in `RETURNING *` and returns the row as an item.
+    /// Runs a statement ending in `RETURNING *` and returns the row as an item, or nil for no row.
     static func returning(
         _ sql: String, _ values: [SQLValue], schema: TableSchema, on connection: PostgresConnection, logger: Logger
-    ) async throws -> JSONValue {
+    ) async throws -> JSONValue? {
         let rows = try await connection.query(
             PostgresQuery(unsafeSQL: sql, binds: try bindings(values)), logger: logger)
         for try await row in rows { return try item(from: row, schema: schema) }
-        throw TableStoreError.notFound
+        return nil
     }
 }

@@ -168,20 +168,21 @@ public final class PostgresTableStore: TableStore, Service {
 
     /// Runs `body` in a transaction on a pooled connection; a thrown error rolls it back. Data the
     /// database refuses (a string with a NUL character, say) is an invalid item.
-    func transaction<T: Sendable>(_ body: @escaping @Sendable (PostgresConnection) async throws -> T) async throws -> T
-    {
+    func transaction<T: Sendable>(
+        timeout: Duration? = nil, _ body: @escaping @Sendable (PostgresConnection) async throws -> T
+    ) async throws -> T {
         let logger = self.logger
         do {
-            return try await inTransaction(logger: logger, body)
+            return try await inTransaction(timeout: timeout, logger: logger, body)
         } catch TableStoreError.invalidQuery(let message) {
             throw TableStoreError.invalidItem(message)
         }
     }
 
     private func inTransaction<T: Sendable>(
-        logger: Logger, _ body: @escaping @Sendable (PostgresConnection) async throws -> T
+        timeout: Duration?, logger: Logger, _ body: @escaping @Sendable (PostgresConnection) async throws -> T
     ) async throws -> T {
-        try await withConnection { connection in
+        try await withConnection(timeout: timeout) { connection in
             try await connection.query("BEGIN", logger: logger)
             do {
                 let result = try await body(connection)
