@@ -82,6 +82,17 @@ import Testing
         #expect(throws: ConfigurationError.self) { try DatabaseLocation(parsing: "sqlite:") }
     }
 
+    @Test func readsPostgreSQLURLsWithEscapedPasswordsAndSSLModes() throws {
+        let url = try DatabaseURL(parsing: "postgresql://sync:p%40ss%3Aword@db.local/app?sslmode=require")
+        #expect(url.user == "sync" && url.password == "p@ss:word" && url.database == "app")
+        #expect(url.port == 5432)
+        #expect(url.endpoint == "db.local:5432/app")
+        #expect(try DatabaseURL(parsing: "postgres://sync@db.local:6000").database == nil)
+        for bad in ["postgres://db.local/app", "postgres:///app", "postgres://u@db/app?sslmode=verify-full"] {
+            #expect(throws: ConfigurationError.self, "\(bad)") { try DatabaseURL(parsing: bad) }
+        }
+    }
+
     @Test func servesTodoItemWhenNoTableIsConfigured() {
         #expect(SyncServerConfiguration().servedTables == [.todoItem])
     }

@@ -225,11 +225,11 @@ extension PSQLError {
 /// The parts of a `postgres://USER:PASS@HOST:PORT/DB?sslmode=…` URL (package-internal: the store,
 /// `sync-bench` and the tests read URLs the same way).
 package struct DatabaseURL: Sendable {
-    package var host: String
-    package var port: Int
-    package var user: String
-    package var password: String?
-    package var database: String?
+    var host: String
+    var port: Int
+    var user: String
+    var password: String?
+    var database: String?
     var tls: TLSMode
 
     /// libpq's `sslmode`, as far as PostgresNIO goes.
