@@ -66,6 +66,21 @@ import Testing
         }
     }
 
+    @Test func bookkeepingIsVersionedAndANewerDatabaseIsRefused() async throws {
+        try await TestDatabase.with(.postgres) { database in
+            guard case .postgres(let url) = database else { return }
+            let configuration = Fixture.configuration(database)
+            try await buildApplication(configuration).test(.router) { _ in }
+            try await buildApplication(configuration).test(.router) { _ in }  // a second start applies nothing
+            try await DatabaseURL(parsing: url).execute(
+                #"INSERT INTO "__sync_migrations" ("version", "name") VALUES (99, 'from the future')"#)
+            let error = await #expect(throws: TableStoreError.self) {
+                try await buildApplication(configuration).test(.router) { _ in }
+            }
+            #expect(error?.description.contains("set up by a newer sync-server (bookkeeping version 99") == true)
+        }
+    }
+
     @Test func anUnreachableDatabaseStopsStartupWithOneLineNamingTheHostNotThePassword() async throws {
         var configuration = Fixture.configuration(.postgres(url: "postgres://sync:s3cret@127.0.0.1:1/sync"))
         configuration.databaseWaitLimit = .seconds(1)
