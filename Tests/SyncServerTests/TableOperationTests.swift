@@ -84,6 +84,11 @@ import Testing
                 "{\"Deleted\": 1}",
                 "Invalid item: field 'Deleted': it differs from the system property 'deleted' only in case"
             ),
+            ("{\"text\": \"a\\u0000b\"}", "Invalid item: field 'text': strings cannot contain U+0000 (NUL)"),
+            (
+                "{\"\(String(repeating: "x", count: 64))\": 1}",
+                "Invalid item: field '\(String(repeating: "x", count: 64))': use at most 63 characters"
+            ),
         ])
     func insertRefusesBadBodiesWith400(_ backend: Backend, _ example: (String, String)) async throws {
         let (body, message) = example

@@ -67,7 +67,10 @@ extension TableSchema {
     {
         switch (type, value) {
         case (_, .null): return .null
-        case (.string, .string(let text)): return .text(text)
+        case (.string, .string(let text)):
+            // PostgreSQL text cannot hold NUL; refused on every store, so that both behave the same.
+            if text.utf8.contains(0) { throw .invalidItem("field '\(field)': strings cannot contain U+0000 (NUL)") }
+            return .text(text)
         case (.date, .string(let text)):
             guard let date = WireDate(parsing: text) else {
                 throw .invalidItem(

@@ -164,9 +164,6 @@ extension PostgresTableStore {
         guard plan.changesSchema else { return (plan, current) }
         let table = current.name.canonical
         for (name, type) in plan.newColumns {
-            guard name.utf8.count <= maximumIdentifierLength else {
-                throw TableStoreError.invalidItem("field '\(name)': at most 63 characters on this server")
-            }
             try await addColumn(name, type, to: table, on: connection, logger: logger)
         }
         for name in plan.widenedColumns {
