@@ -77,33 +77,15 @@ extension Cases {
 
     /// POSTs `writes` new items from `connections` concurrent workers; returns writes per second.
     static func insertLoad(_ url: URL, writes: Int, connections: Int, prefix: String) async throws -> Double {
-        let configuration = URLSessionConfiguration.ephemeral
-        configuration.httpMaximumConnectionsPerHost = connections
-        let session = URLSession(configuration: configuration)
-        let perWorker = writes / connections
-        let seconds = try await Measure.seconds {
-            try await withThrowingTaskGroup(of: Void.self) { group in
-                for worker in 0..<connections {
-                    group.addTask {
-                        for index in 0..<perWorker {
-                            var request = URLRequest(url: url.appendingPathComponent("tables/TodoItem"))
-                            request.httpMethod = "POST"
-                            request.setValue("2.0.0", forHTTPHeaderField: "ZUMO-API-VERSION")
-                            request.setValue("application/json", forHTTPHeaderField: "Content-Type")
-                            request.httpBody = Data(
-                                #"{"id":"\#(prefix)-\#(worker)-\#(index)","text":"Task \#(index)","complete":false}"#
-                                    .utf8)
-                            let (_, response) = try await session.data(for: request)
-                            guard (response as? HTTPURLResponse)?.statusCode == 201 else {
-                                throw BenchError("POST /tables/TodoItem failed")
-                            }
-                        }
-                    }
-                }
-                try await group.waitForAll()
-            }
+        try await load(requests: writes, connections: connections, expecting: 201) { worker, index in
+            var request = URLRequest(url: url.appendingPathComponent("tables/TodoItem"))
+            request.httpMethod = "POST"
+            request.setValue("2.0.0", forHTTPHeaderField: "ZUMO-API-VERSION")
+            request.setValue("application/json", forHTTPHeaderField: "Content-Type")
+            request.httpBody = Data(
+                #"{"id":"\#(prefix)-\#(worker)-\#(index)","text":"Task \#(index)","complete":false}"#.utf8)
+            return request
         }
-        return Double(perWorker * connections) / seconds
     }
 
     /// Drops the benchmark's table, so that the next server creates it afresh.

@@ -10,22 +10,34 @@ import SyncServer
 #endif
 
 extension Cases {
-    /// Sends `requests` requests from `connections` concurrent workers; returns requests per second.
+    /// Sends `requests` GETs of `url` from `connections` concurrent workers; returns requests per second.
     func load(_ url: URL, requests: Int, connections: Int, headers: [String: String] = [:]) async throws -> Double {
+        try await Self.load(requests: requests, connections: connections, expecting: 200) { _, _ in
+            var request = URLRequest(url: url)
+            for (name, value) in headers { request.setValue(value, forHTTPHeaderField: name) }
+            return request
+        }
+    }
+
+    /// Sends `requests` requests, `make(worker, index)` each, from `connections` concurrent workers, each
+    /// answered `status`; returns requests per second.
+    static func load(
+        requests: Int, connections: Int, expecting status: Int,
+        _ make: @escaping @Sendable (_ worker: Int, _ index: Int) -> URLRequest
+    ) async throws -> Double {
         let configuration = URLSessionConfiguration.ephemeral
         configuration.httpMaximumConnectionsPerHost = connections
         let session = URLSession(configuration: configuration)
         let perWorker = requests / connections
         let seconds = try await Measure.seconds {
             try await withThrowingTaskGroup(of: Void.self) { group in
-                for _ in 0..<connections {
+                for worker in 0..<connections {
                     group.addTask {
-                        var request = URLRequest(url: url)
-                        for (name, value) in headers { request.setValue(value, forHTTPHeaderField: name) }
-                        for _ in 0..<perWorker {
+                        for index in 0..<perWorker {
+                            let request = make(worker, index)
                             let (_, response) = try await session.data(for: request)
-                            guard (response as? HTTPURLResponse)?.statusCode == 200 else {
-                                throw BenchError("GET \(url.path) failed")
+                            guard (response as? HTTPURLResponse)?.statusCode == status else {
+                                throw BenchError("\(request.httpMethod ?? "GET") \(request.url?.path ?? "") failed")
                             }
                         }
                     }
