@@ -67,9 +67,9 @@ extension PostgresTableStore {
                 includeDeleted: includeDeleted, onMiss: { _ in nil })
         }
         let (item, schema) = try await lockedWrite(cached) { connection, stamp, stored, logger in
-            _ = try await Self.checked(
-                id, schema: stored, precondition: precondition, includeDeleted: includeDeleted, on: connection,
-                logger: logger)
+            _ = try StoreSQL.checked(
+                try await Self.item(id, schema: stored, on: connection, logger: logger), precondition: precondition,
+                includeDeleted: includeDeleted)
             let (plan, schema) = try await Self.applySchemaChanges(
                 for: fields, schema: stored, on: connection, logger: logger)
             var assignments = ["\"updatedAt\" = $1", "\"version\" = $2"]
@@ -185,14 +185,9 @@ extension PostgresTableStore {
     func explainMiss(_ id: ItemID, in schema: TableSchema, precondition: Precondition?, includeDeleted: Bool)
         async throws -> JSONValue
     {
-        guard let current = try await item(id, in: schema.name, includeDeleted: true) else {
-            throw TableStoreError.notFound
-        }
-        if current.isDeleted, !includeDeleted { throw TableStoreError.notFound }
-        if let precondition, !precondition.isSatisfied(by: current.version ?? Version("")) {
-            throw TableStoreError.preconditionFailed(current)
-        }
-        return current
+        try StoreSQL.checked(
+            try await item(id, in: schema.name, includeDeleted: true), precondition: precondition,
+            includeDeleted: includeDeleted)
     }
 
     /// Runs a write transaction that changes a dynamic table's schema. Its first statement takes the
@@ -217,22 +212,6 @@ extension PostgresTableStore {
             }
             throw TableStoreError.unknownTable(cached.name)
         }
-    }
-
-    /// The stored item, after checking that it exists (a tombstone only with `includeDeleted`) and
-    /// satisfies the precondition.
-    static func checked(
-        _ id: ItemID, schema: TableSchema, precondition: Precondition?, includeDeleted: Bool,
-        on connection: PostgresConnection, logger: Logger
-    ) async throws -> JSONValue {
-        guard let item = try await item(id, schema: schema, on: connection, logger: logger) else {
-            throw TableStoreError.notFound
-        }
-        if item.isDeleted, !includeDeleted { throw TableStoreError.notFound }
-        if let precondition, !precondition.isSatisfied(by: item.version ?? Version("")) {
-            throw TableStoreError.preconditionFailed(item)
-        }
-        return item
     }
 
     /// Runs a statement ending in `RETURNING *` and returns the row as an item, or nil for no row.

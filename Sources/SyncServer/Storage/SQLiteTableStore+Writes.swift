@@ -99,13 +99,8 @@ extension SQLiteTableStore {
     static func checked(
         _ id: ItemID, schema: TableSchema, precondition: Precondition?, includeDeleted: Bool, in db: Database
     ) throws -> JSONValue {
-        guard let row = try row(id, schema: schema, in: db) else { throw TableStoreError.notFound }
-        let item = item(from: row, schema: schema)
-        if item.isDeleted, !includeDeleted { throw TableStoreError.notFound }
-        if let precondition, !precondition.isSatisfied(by: item.version ?? Version("")) {
-            throw TableStoreError.preconditionFailed(item)
-        }
-        return item
+        let stored = try row(id, schema: schema, in: db).map { item(from: $0, schema: schema) }
+        return try StoreSQL.checked(stored, precondition: precondition, includeDeleted: includeDeleted)
     }
 
     static func storedItem(_ id: ItemID, schema: TableSchema, in db: Database) throws -> JSONValue {

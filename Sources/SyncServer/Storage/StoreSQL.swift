@@ -58,6 +58,18 @@ enum StoreSQL {
         return (whereClause, orderBy)
     }
 
+    /// The stored item, when it exists (a tombstone only with `includeDeleted`) and satisfies the
+    /// precondition; else ``TableStoreError/notFound`` or ``TableStoreError/preconditionFailed(_:)``.
+    static func checked(_ item: JSONValue?, precondition: Precondition?, includeDeleted: Bool) throws(TableStoreError)
+        -> JSONValue
+    {
+        guard let item, !item.isDeleted || includeDeleted else { throw .notFound }
+        if let precondition, !precondition.isSatisfied(by: item.version ?? Version("")) {
+            throw .preconditionFailed(item)
+        }
+        return item
+    }
+
     /// An opaque version for a write stamped `stamp`: the stamp's 8 bytes, base64 (like a SQL Server rowversion).
     static func version(_ stamp: Int64) -> String {
         withUnsafeBytes(of: UInt64(bitPattern: stamp).bigEndian) { Data($0).base64EncodedString() }
