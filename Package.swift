@@ -146,6 +146,7 @@ let package = Package(
                 "todo",
                 "sync-server",
                 "SyncServer",
+                "SyncSQLite",
             ],
             swiftSettings: swiftSettings
         ),

@@ -1,6 +1,7 @@
 import Foundation
 import OfflineSync
 import SyncCore
+import SyncSQLite
 import SyncServer
 import Testing
 
@@ -24,12 +25,12 @@ import Testing
             defer { instances.forEach { $0.stop() } }
 
             let clients = try await (0..<2).asyncMap { index in try await PullingClient(ports: ports, first: index) }
-            let writing = Flag()
+            let writing = Locked(true)
             async let pulls: [Int] = withThrowingTaskGroup(of: Int.self) { group in
                 for client in clients {
                     group.addTask {
                         var pulls = 0
-                        while writing.isSet {
+                        while writing.withLock({ $0 }) {
                             try await client.pull()
                             pulls += 1
                         }
@@ -41,7 +42,7 @@ import Testing
             let started = ContinuousClock.now
             let writes = try await Self.write(ports: ports)
             let elapsed = started.duration(to: .now)
-            writing.clear()
+            writing.withLock { $0 = false }
             let pullsWhileWriting = try await pulls
 
             // After the writers stop, one more incremental pull each catches the clients up.
@@ -203,14 +204,6 @@ actor Counter {
         defer { value += 1 }
         return value
     }
-}
-
-/// A flag that the writers clear when they are done.
-final class Flag: @unchecked Sendable {  // @unchecked: every access goes through `lock`.
-    private let lock = NSLock()
-    private var value = true
-    var isSet: Bool { lock.withLock { value } }
-    func clear() { lock.withLock { value = false } }
 }
 
 /// A small HTTP client for the writers.

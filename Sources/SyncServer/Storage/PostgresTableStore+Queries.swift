@@ -184,9 +184,8 @@ struct RowWriter {
         var columns: [(index: Int, name: String)] = []
         for (index, cell) in row.enumerated() {
             let name = cell.columnName
-            let isSystem = SystemProperty.isSystemProperty(name)
-            if !isSystem, schema.columns[name] == nil { sawUnknownColumn = true }
-            if let select, !isSystem, !select.contains(name) { continue }
+            if !schema.knows(name) { sawUnknownColumn = true }
+            if let select, !SystemProperty.isSystemProperty(name), !select.contains(name) { continue }
             columns.append((index, name))
         }
         return columns.sorted { $0.name < $1.name }.map { column in

@@ -17,7 +17,7 @@ extension PostgresTableStore {
     public func insert(_ fields: [String: JSONValue], id: ItemID, into table: TableName) async throws -> JSONValue {
         let cached = try schemas.require(table)
         if let plan = try? cached.plan(fields), !plan.changesSchema {
-            let columns = ["id", "createdAt", "updatedAt", "version", "deleted"] + plan.values.map(\.column)
+            let columns = StoreSQL.systemColumns + plan.values.map(\.column)
             let values = [SQLValue.text(id.rawValue)] + plan.values.map(\.value)
             let selected =
                 ["$3", #""__stamp"."lastStamp""#, #""__stamp"."lastStamp""#, Self.versionSQL, "FALSE"]
@@ -32,14 +32,7 @@ extension PostgresTableStore {
         let (item, schema) = try await lockedWrite(cached) { connection, stamp, stored, logger in
             let (plan, schema) = try await Self.applySchemaChanges(
                 for: fields, schema: stored, on: connection, logger: logger)
-            var columns = ["id", "createdAt", "updatedAt", "version", "deleted"]
-            var values: [SQLValue] = [
-                .text(id.rawValue), .int(stamp), .int(stamp), .text(StoreSQL.version(stamp)), .bool(false),
-            ]
-            for (column, value) in plan.values {
-                columns.append(column)
-                values.append(value)
-            }
+            let (columns, values) = StoreSQL.insertion(id: id, stamp: stamp, plan: plan)
             let placeholders = (1...values.count).map { "$\($0)" }.joined(separator: ", ")
             let rows = try await connection.query(
                 PostgresQuery(
@@ -64,7 +57,7 @@ extension PostgresTableStore {
             let assignments = plan.values.enumerated().map { "\(StoreSQL.quoted($1.column)) = $\($0 + 3)" }
             return try await conditionalUpdate(
                 id, in: cached, set: assignments, values: plan.values.map(\.value), precondition: precondition,
-                includeDeleted: includeDeleted, onMiss: { _ in nil })
+                includeDeleted: includeDeleted)
         }
         let (item, schema) = try await lockedWrite(cached) { connection, stamp, stored, logger in
             _ = try StoreSQL.checked(
@@ -102,15 +95,14 @@ extension PostgresTableStore {
                 sql += " AND \"version\" = $2"
             }
             let logger = self.logger
-            let deleted = try await withConnection { [sql, values] connection in
+            let deleted = try await withConnection(isWrite: true) { [sql, values] connection in
                 try await Self.returning(sql + " RETURNING *", values, schema: schema, on: connection, logger: logger)
             }
             if let deleted { return deleted }
             return try await explainMiss(id, in: schema, precondition: precondition, includeDeleted: false)
         }
         return try await conditionalUpdate(
-            id, in: schema, set: ["\"deleted\" = TRUE"], values: [], precondition: precondition, includeDeleted: false,
-            onMiss: { _ in nil })
+            id, in: schema, set: ["\"deleted\" = TRUE"], values: [], precondition: precondition, includeDeleted: false)
     }
 
     public func undelete(_ id: ItemID, in table: TableName, precondition: Precondition?) async throws -> JSONValue {
@@ -138,14 +130,10 @@ extension PostgresTableStore {
     func writeStatement(_ sql: String, _ values: [SQLValue], table: TableSchema) async throws -> JSONValue? {
         let clock = WireDate(now()).millisecondsSince1970
         let logger = self.logger
-        do {
-            return try await withConnection { connection in
-                try await Self.returning(
-                    sql, [.int(clock), .text(table.name.canonical)] + values, schema: table, on: connection,
-                    logger: logger)
-            }
-        } catch TableStoreError.invalidQuery(let message) {
-            throw TableStoreError.invalidItem(message)  // data the database refuses, such as a NUL character
+        return try await withConnection(isWrite: true) { connection in
+            try await Self.returning(
+                sql, [.int(clock), .text(table.name.canonical)] + values, schema: table, on: connection,
+                logger: logger)
         }
     }
 
@@ -155,7 +143,7 @@ extension PostgresTableStore {
     func conditionalUpdate(
         _ id: ItemID, in schema: TableSchema, set assignments: [String], values: [SQLValue],
         precondition: Precondition?, includeDeleted: Bool, extraCondition: String? = nil,
-        onMiss: (JSONValue) -> JSONValue?
+        onMiss: (JSONValue) -> JSONValue? = { _ in nil }
     ) async throws -> JSONValue {
         var values = values
         var conditions = ["\"t\".\"id\" = $\(values.count + 3)"]

@@ -125,12 +125,14 @@ public final class PostgresTableStore: TableStore, Service {
         }
     }
 
-    /// Runs `body` on a pooled connection, mapping database failures to ``TableStoreError``.
+    /// Runs `body` on a pooled connection, mapping database failures to ``TableStoreError``: data the
+    /// database refuses is an invalid item for a write (`isWrite`), else an invalid query.
     ///
     /// The wait for a connection is bounded by `timeout`: while the database is down the pool keeps
     /// reconnecting in the background, and requests fail fast with `unavailable` (503) meanwhile.
     func withConnection<T: Sendable>(
-        timeout: Duration? = nil, _ body: @escaping @Sendable (PostgresConnection) async throws -> T
+        timeout: Duration? = nil, isWrite: Bool = false,
+        _ body: @escaping @Sendable (PostgresConnection) async throws -> T
     ) async throws -> T {
         let timeout = timeout ?? connectionTimeout
         let leased = Locked(false)
@@ -158,7 +160,7 @@ public final class PostgresTableStore: TableStore, Service {
         } catch let error as TableStoreError {
             throw error
         } catch let error as PSQLError {
-            throw Self.storeError(error)
+            throw Self.storeError(error, isWrite: isWrite)
         } catch {
             // The pool failed the lease itself (its circuit breaker is open after a long outage).
             guard leased.withLock({ $0 }) else { throw TableStoreError.unavailable("the database is not reachable") }
@@ -166,23 +168,13 @@ public final class PostgresTableStore: TableStore, Service {
         }
     }
 
-    /// Runs `body` in a transaction on a pooled connection; a thrown error rolls it back. Data the
-    /// database refuses (a string with a NUL character, say) is an invalid item.
+    /// Runs `body` in a transaction on a pooled connection (for writes and set-up); a thrown error
+    /// rolls it back.
     func transaction<T: Sendable>(
         timeout: Duration? = nil, _ body: @escaping @Sendable (PostgresConnection) async throws -> T
     ) async throws -> T {
         let logger = self.logger
-        do {
-            return try await inTransaction(timeout: timeout, logger: logger, body)
-        } catch TableStoreError.invalidQuery(let message) {
-            throw TableStoreError.invalidItem(message)
-        }
-    }
-
-    private func inTransaction<T: Sendable>(
-        timeout: Duration?, logger: Logger, _ body: @escaping @Sendable (PostgresConnection) async throws -> T
-    ) async throws -> T {
-        try await withConnection(timeout: timeout) { connection in
+        return try await withConnection(timeout: timeout, isWrite: true) { connection in
             try await connection.query("BEGIN", logger: logger)
             do {
                 let result = try await body(connection)
@@ -197,12 +189,13 @@ public final class PostgresTableStore: TableStore, Service {
 
     /// A database failure as a store error: bad data in a request is the client's (400), a lost or
     /// refused connection is `unavailable` (503); anything else is a server bug and stays as it is (500).
-    static func storeError(_ error: PSQLError) -> any Error {
+    static func storeError(_ error: PSQLError, isWrite: Bool) -> any Error {
         guard error.code == .server, let state = error.serverInfo?[.sqlState] else {
             return TableStoreError.unavailable(error.reason)
         }
         switch state.prefix(2) {
-        case "22": return TableStoreError.invalidQuery(error.reason)  // data exception: overflow, bad text
+        case "22":  // data exception: overflow, a NUL character in text, …
+            return isWrite ? TableStoreError.invalidItem(error.reason) : TableStoreError.invalidQuery(error.reason)
         case "08", "53", "57", "40": return TableStoreError.unavailable(error.reason)
         default: return error
         }

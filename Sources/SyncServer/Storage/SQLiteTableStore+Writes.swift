@@ -14,14 +14,7 @@ extension SQLiteTableStore {
             }
             if plan.changesSchema { (plan, schema) = try Self.applySchemaChanges(for: fields, cached: cached, in: db) }
             let stamp = try Self.nextStamp(for: schema, now: now, in: db)
-            var columns = ["id", "createdAt", "updatedAt", "version", "deleted"]
-            var values: [SQLValue] = [
-                .text(id.rawValue), .int(stamp), .int(stamp), .text(StoreSQL.version(stamp)), .bool(false),
-            ]
-            for (column, value) in plan.values {
-                columns.append(column)
-                values.append(value)
-            }
+            let (columns, values) = StoreSQL.insertion(id: id, stamp: stamp, plan: plan)
             try db.execute(
                 sql:
                     "INSERT INTO \(StoreSQL.quoted(schema.name.canonical)) (\(columns.map(StoreSQL.quoted).joined(separator: ", "))) "

@@ -10,11 +10,21 @@ enum StoreSQL {
         "\"" + name + "\""
     }
 
+    /// The system properties' columns, in the order inserts list them.
+    static let systemColumns = ["id", "createdAt", "updatedAt", "version", "deleted"]
+
+    /// The columns and values that insert a new item stamped `stamp`: the system properties, then the
+    /// plan's user columns.
+    static func insertion(id: ItemID, stamp: Int64, plan: WritePlan) -> (columns: [String], values: [SQLValue]) {
+        let values: [SQLValue] = [.text(id.rawValue), .int(stamp), .int(stamp), .text(version(stamp)), .bool(false)]
+        return (systemColumns + plan.values.map(\.column), values + plan.values.map(\.value))
+    }
+
     /// The columns to read, named one by one: a cached `SELECT *` statement would keep the column
     /// list it was prepared with after a dynamic schema adds a column.
     /// Columns come in name order, so that rows can be written as JSON objects with sorted keys.
     static func columnList(_ schema: TableSchema) -> String {
-        (["id", "createdAt", "updatedAt", "version", "deleted"] + schema.columns.keys).sorted().map(quoted)
+        (systemColumns + schema.columns.keys).sorted().map(quoted)
             .joined(separator: ", ")
     }
 
