@@ -51,6 +51,8 @@ public struct AsyncHTTPClientTransport: HTTPTransport {
             throw TransportError(.timedOut, host: host)
         } catch let error as HTTPClientError where error == .cancelled {
             throw TransportError(.cancelled, host: host)
+        } catch let error as HTTPClientError where error == .remoteConnectionClosed {
+            throw TransportError(.connectionLost, host: host)
         } catch {
             throw TransportError(.unreachable, host: host)
         }

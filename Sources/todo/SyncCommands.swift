@@ -3,18 +3,15 @@ import Foundation
 import OfflineSync
 
 extension TodoApp {
-    /// Push, mapping failures to one clear line.
+    /// Push; refused changes are not an error here (``waitingLine()`` reports them), an unreachable
+    /// server or refused credentials are.
     func pushAll() async throws -> Int {
         do {
             return try await client.push().pushedCount
         } catch let error as PushError {
             switch error {
-            case .networkUnavailable: throw try await unreachable()
-            case .operationsFailed(let result):
-                let conflicts = result.errors.filter(\.isConflict).count
-                throw TodoError(
-                    "Sent \(result.pushedCount) change(s); \(result.errors.count) refused"
-                        + (conflicts > 0 ? " (\(conflicts) conflict(s): see `todo conflicts`)" : ""))
+            case .operationsFailed(let result): return result.pushedCount
+            case .serverUnavailable(let reason, _): throw try await unavailable(reason)
             case .unauthorized: throw TodoError("The server refused the credentials")
             case .cancelled: throw TodoError("Cancelled")
             }
@@ -34,23 +31,39 @@ extension TodoApp {
             return summary
         } catch let error as PullError {
             switch error {
-            case .networkUnavailable: throw try await unreachable()
-            case .pushFailed(.networkUnavailable): throw try await unreachable()
+            case .serverUnavailable(let reason): throw try await unavailable(reason)
+            case .unauthorized: throw TodoError("The server refused the credentials")
             default: throw TodoError("\(error)")
             }
         }
+    }
+
+    /// Fails with one line when changes wait for the user (conflicts or refusals), else does nothing.
+    func failIfChangesWait() async throws {
+        let errors = try await client.operationErrors()
+        guard !errors.isEmpty else { return }
+        let conflicts = errors.filter(\.isConflict).count
+        let refused = errors.count - conflicts
+        let parts = [
+            conflicts > 0 ? "\(conflicts) conflict\(conflicts == 1 ? "" : "s")" : nil,
+            refused > 0 ? "\(refused) refused change\(refused == 1 ? "" : "s")" : nil,
+        ].compactMap { $0 }
+        throw TodoError("\(parts.joined(separator: " and ")) waiting: see `todo conflicts`")
     }
 }
 
 struct Sync: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
-        abstract: "Send local changes, then fetch the server's (the tutorial's refresh).")
+        abstract: "Send local changes, then fetch the server's (the tutorial's refresh).",
+        discussion:
+            "Exits 1 when conflicts or refused changes wait (see `todo conflicts`), 2 when the server is unreachable.")
     @OptionGroup var options: GlobalOptions
     func run() async throws {
         try await perform(options) { app in
             let sent = try await app.pushAll()
             let summary = try await app.pullAll()
             print("Synced with \(app.serverURL): sent \(sent) change(s), received \(summary.appliedCount) item(s).")
+            try await app.failIfChangesWait()
         }
     }
 }
@@ -59,7 +72,10 @@ struct Push: AsyncParsableCommand {
     static let configuration = CommandConfiguration(abstract: "Send local changes.")
     @OptionGroup var options: GlobalOptions
     func run() async throws {
-        try await perform(options) { app in print("Sent \(try await app.pushAll()) change(s).") }
+        try await perform(options) { app in
+            print("Sent \(try await app.pushAll()) change(s).")
+            try await app.failIfChangesWait()
+        }
     }
 }
 
@@ -68,7 +84,10 @@ struct Pull: AsyncParsableCommand {
         abstract: "Fetch the server's changes (local changes are sent first).")
     @OptionGroup var options: GlobalOptions
     func run() async throws {
-        try await perform(options) { app in print("Received \(try await app.pullAll().appliedCount) item(s).") }
+        try await perform(options) { app in
+            print("Received \(try await app.pullAll().appliedCount) item(s).")
+            try await app.failIfChangesWait()
+        }
     }
 }
 
@@ -102,7 +121,8 @@ struct Pending: AsyncParsableCommand {
 }
 
 struct Conflicts: AsyncParsableCommand {
-    static let configuration = CommandConfiguration(abstract: "Show changes the server refused, with both versions.")
+    static let configuration = CommandConfiguration(
+        abstract: "Show changes the server refused or that conflict, with both versions and the choices.")
     @OptionGroup var options: GlobalOptions
     @Flag(help: "Print JSON.") var json = false
     func run() async throws {
@@ -115,23 +135,55 @@ struct Conflicts: AsyncParsableCommand {
                             [
                                 "id": .string(error.operation.itemID.rawValue),
                                 "operation": .string(error.operation.kind.rawValue),
-                                "status": .int(Int64(error.status)), "mine": error.sentItem ?? .null,
-                                "server": error.serverItem ?? .null,
+                                "status": .int(Int64(error.status)), "reason": .string(Self.reason(error)),
+                                "message": error.message.map(JSONValue.string) ?? .null,
+                                "choices": .array(Self.choices(error).map { .string($0.flag) }),
+                                "mine": error.sentItem ?? .null, "server": error.serverItem ?? .null,
                             ]
                         }))
             }
             if errors.isEmpty { return print("No conflicts.") }
             for error in errors {
-                print("\(TodoApp.short(error.operation.itemID.rawValue))  \(error)")
+                let id = TodoApp.short(error.operation.itemID.rawValue)
+                print("\(id)  \(error): \(Self.reason(error))")
+                if !error.isConflict, let message = error.message { print("    server said: \(message)") }
                 print("    mine:   \(Self.describe(error.sentItem))")
-                print("    server: \(Self.describe(error.serverItem))")
+                print("    server: \(Self.describe(error.serverItem, known: error.isConflict))")
+                for choice in Self.choices(error) { print("    todo resolve \(id) \(choice.flag)   \(choice.meaning)") }
             }
-            print("Resolve with: todo resolve ID --keep-mine | --take-server | --discard")
         }
     }
 
-    static func describe(_ item: JSONValue?) -> String {
-        guard let item else { return "(nothing)" }
+    /// Why the change waits, in the user's words.
+    static func reason(_ error: OperationError) -> String {
+        guard error.isConflict else { return "the server refused this change" }
+        let server = error.serverItem
+        if error.operation.kind == .delete { return "someone changed the item you deleted" }
+        if server == nil || server?.isDeleted == true { return "someone deleted the item you changed" }
+        if error.operation.kind == .insert { return "the server already has an item with this id" }
+        return "someone changed the item since you last synced"
+    }
+
+    /// The resolutions that make sense for this error.
+    static func choices(_ error: OperationError) -> [(flag: String, meaning: String)] {
+        guard error.isConflict else {
+            return [
+                ("--discard", "drop my change and take the server's version"),
+                ("--keep-mine", "send my change again as it is"),
+            ]
+        }
+        let server = error.serverItem
+        if error.operation.kind == .delete {
+            return [("--keep-mine", "delete it anyway"), ("--take-server", "keep the server's version")]
+        }
+        if server == nil || server?.isDeleted == true {
+            return [("--keep-mine", "bring it back with my version"), ("--take-server", "let it go")]
+        }
+        return [("--keep-mine", "send mine over the server's"), ("--take-server", "take the server's version")]
+    }
+
+    static func describe(_ item: JSONValue?, known: Bool = true) -> String {
+        guard let item else { return known ? "(nothing)" : "(not known)" }
         if item.isDeleted { return "(deleted)" }
         return "[\(item["complete"]?.boolValue == true ? "✓" : " ")] \(item["text"]?.stringValue ?? "")"
     }
@@ -143,7 +195,8 @@ struct Resolve: AsyncParsableCommand {
     @Argument(help: "The item's id, or any unique prefix of it.") var id: String
     @Flag(help: "Keep my version: it is sent again over the server's on the next sync.") var keepMine = false
     @Flag(help: "Take the server's version and drop mine.") var takeServer = false
-    @Flag(help: "Drop my change and the local item.") var discard = false
+    @Flag(help: "Drop my change; the item becomes the server's version (or goes, if it has none).")
+    var discard = false
 
     func validate() throws {
         guard [keepMine, takeServer, discard].filter({ $0 }).count == 1 else {
@@ -199,7 +252,7 @@ struct Status: AsyncParsableCommand {
     func run() async throws {
         try await perform(options) { app in
             let pending = try await app.client.pendingOperations().count
-            let conflicts = try await app.client.operationErrors().filter(\.isConflict).count
+            let conflicts = try await app.client.operationErrors().count
             let lastSync = try await app.lastSync()
             if json {
                 return Output.json([
@@ -210,7 +263,7 @@ struct Status: AsyncParsableCommand {
             print("Store:      \(app.storePath)")
             print("Server:     \(app.serverURL)")
             print("Pending:    \(pending) change(s)")
-            print("Conflicts:  \(conflicts)")
+            print("Conflicts:  \(conflicts)\(conflicts > 0 ? " (see `todo conflicts`)" : "")")
             print("Last sync:  \(lastSync ?? "never")")
         }
     }

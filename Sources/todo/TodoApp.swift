@@ -39,7 +39,7 @@ struct GlobalOptions: ParsableArguments {
         }
         var configuration = SyncClient.Configuration()
         configuration.requestTimeout = .seconds(10)
-        configuration.pullRetryLimit = 1
+        configuration.retryLimit = 2
         let client = try await SyncClient(
             url: server, store: try SQLiteLocalStore(path: storePath), configuration: configuration)
         return TodoApp(client: client, storePath: storePath, serverURL: serverURL)
@@ -80,11 +80,16 @@ struct TodoApp {
         try await client.store.write { try $0.setSetting(now, for: Self.lastSyncKey) }
     }
 
-    /// The one-line message for a server that cannot be reached; nothing is lost.
-    func unreachable() async throws -> TodoError {
+    /// The one-line message for a server that cannot be reached or cannot work now; nothing is lost.
+    func unavailable(_ error: ServerUnavailableError) async throws -> TodoError {
         let pending = try await client.pendingOperations().count
+        let what: String
+        switch error.reason {
+        case .noReply(let transport) where transport.code == .unreachable: what = "Server unreachable at \(serverURL)"
+        default: what = "Server unavailable at \(serverURL) (\(error))"
+        }
         return TodoError(
-            "Server unreachable at \(serverURL) — your \(pending) change\(pending == 1 ? "" : "s") "
+            "\(what) — your \(pending) change\(pending == 1 ? "" : "s") "
                 + "\(pending == 1 ? "is" : "are") kept and will be sent on the next sync", exitCode: 2)
     }
 }

@@ -28,8 +28,9 @@ import Testing
         }
         try await client.syncTable("TodoItem", of: TodoItem.self).insert(TodoItem(id: "a", text: "a", complete: false))
         let error = await #expect(throws: PushError.self) { try await client.push() }
-        guard case .networkUnavailable(let transport, _)? = error else {
-            Issue.record("expected networkUnavailable"); return
+        guard case .serverUnavailable(let unavailable, _)? = error, case .noReply(let transport) = unavailable.reason
+        else {
+            Issue.record("expected serverUnavailable"); return
         }
         #expect(transport.code == .unreachable)
         #expect(try await client.pendingOperations().count == 1)

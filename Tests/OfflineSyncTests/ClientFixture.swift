@@ -55,6 +55,7 @@ extension SyncClient {
     ) async throws -> SyncClient {
         var configuration = SyncClient.Configuration()
         configuration.requestTimeout = .seconds(5)
+        configuration.clock = ImmediateClock()  // retries without waiting; tests that check waits set their own
         configure(&configuration)
         return try await SyncClient(
             url: url, store: try SQLiteLocalStore(path: workspace.path(name)), configuration: configuration)

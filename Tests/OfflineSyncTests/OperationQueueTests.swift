@@ -9,7 +9,9 @@ import Testing
     typealias Decision = PendingOperationQueue.Decision
 
     static func operation(_ kind: OperationKind, inFlight: Bool = false) throws -> PendingOperation {
-        PendingOperation(id: 1, table: try TableName("T"), itemID: try ItemID("a"), kind: kind, isInFlight: inFlight)
+        PendingOperation(
+            id: 1, table: try TableName("T"), itemID: try ItemID("a"), kind: kind,
+            attempt: inFlight ? .init(item: nil, version: nil) : nil)
     }
 
     @Test(arguments: [

@@ -38,7 +38,8 @@ import Testing
             Issue.record("expected cancelled, got \(String(describing: error))"); return
         }
         #expect(transport.requests.count == 1)
-        #expect(try await client.pendingOperations().map(\.isInFlight) == [false, false])
+        // The first was sent (its outcome is unknown, so it stays frozen); the second was not.
+        #expect(try await client.pendingOperations().map(\.isAttempted) == [true, false])
     }
 
     @Test func a401AsksTheTokenProviderAgainThenStops() async throws {

@@ -40,7 +40,7 @@ import Testing
         let transport = ScriptedTransport([.fail(.unreachable), .fail(.unreachable)])
         let client = try await SyncClient.make(LiveServer.down, workspace: workspace) { configuration in
             configuration.transport = transport
-            configuration.pullRetryLimit = 1
+            configuration.retryLimit = 1
             configuration.clock = ManualClock()
         }
         let clock = try #require(client.configuration.clock as? ManualClock)

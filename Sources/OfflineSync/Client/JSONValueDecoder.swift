@@ -21,7 +21,36 @@ struct JSONValueDecoder: Decoder {
             return date
         }
         if let same = value as? T { return same }  // T is JSONValue
+        // Types whose own Decodable reads what JSONDecoder hands them, not what JSONEncoder wrote:
+        // decode them as JSONEncoder's default strategies encode them.
+        if type == URL.self {
+            guard let text = value.stringValue, let url = URL(string: text) as? T else { throw mismatch(type, "a URL") }
+            return url
+        }
+        if type == Data.self {
+            guard let text = value.stringValue, let data = Data(base64Encoded: text) as? T else {
+                throw mismatch(type, "base64 data")
+            }
+            return data
+        }
+        if type == Decimal.self {
+            let text: String? =
+                switch value {
+                case .int(let int): String(int)
+                case .double(let double): "\(double)"
+                case .string(let string): string
+                default: nil
+                }
+            guard let text, let decimal = Decimal(string: text, locale: Locale(identifier: "en_US_POSIX")) as? T else {
+                throw mismatch(type, "a number")
+            }
+            return decimal
+        }
         return try T(from: self)
+    }
+
+    private func mismatch(_ type: Any.Type, _ expected: String) -> DecodingError {
+        .typeMismatch(type, .init(codingPath: codingPath, debugDescription: "Not \(expected)"))
     }
 
     func container<Key: CodingKey>(keyedBy type: Key.Type) throws -> KeyedDecodingContainer<Key> {

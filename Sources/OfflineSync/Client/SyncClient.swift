@@ -35,10 +35,12 @@ public final class SyncClient: Sendable {
         public var logger = Logger(label: "OfflineSync", factory: { _ in SwiftLogNoOpLogHandler() })
         /// Makes ids for items inserted without one. Default: a lowercase UUID.
         public var makeID: @Sendable () -> String = { UUID().uuidString.lowercased() }
-        /// How often a pull retries a page after a timeout, an unreachable server, a 5xx or a 429,
-        /// waiting ``retryDelay(attempt:jitter:)`` between tries. Default 3. (Pushes never retry on
-        /// their own: the next push does.)
-        public var pullRetryLimit = 3
+        /// How often a request of a push or a pull is tried again after a transient failure (no
+        /// reply, a reply cut short or unreadable, 5xx, 408, 429), waiting 0.5 s, 1 s, 2 s … (±10%,
+        /// or the server's `Retry-After`, at most 60 s) between tries. After the last, the push or
+        /// pull stops with ``ServerUnavailableError`` and nothing is recorded against any operation.
+        /// Default 3.
+        public var retryLimit = 3
         /// The clock for waits between retries. Default: `ContinuousClock()`.
         public var clock: any Clock<Duration> = ContinuousClock()
         /// The jitter factor of each retry delay, in 0.9...1.1. Default: random.
@@ -58,8 +60,8 @@ public final class SyncClient: Sendable {
     let endpoint: TableEndpoint
     let configuration: Configuration
 
-    /// Opens a client on a store: clears in-flight marks left by a previous run, and creates the
-    /// installation id on first use.
+    /// Opens a client on a store, creating the installation id on first use. Operations sent by a
+    /// previous run whose reply never came stay frozen and are sent again as they were.
     ///
     /// - Parameters:
     ///   - url: The backend's base URL (tables are under `/tables`).
@@ -71,7 +73,6 @@ public final class SyncClient: Sendable {
         self.store = store
         self.configuration = configuration
         installationID = try await store.write { writer in
-            try writer.clearInFlightFlags()
             if let id = try writer.setting("installationID") { return id }
             let id = UUID().uuidString
             try writer.setSetting(id, for: "installationID")
@@ -85,7 +86,7 @@ public final class SyncClient: Sendable {
             store: store, endpoint: endpoint, logger: configuration.logger,
             conflictHandler: configuration.conflictHandler,
             retry: RetryPolicy(
-                limit: configuration.pullRetryLimit, clock: configuration.clock, jitter: configuration.jitter))
+                limit: configuration.retryLimit, clock: configuration.clock, jitter: configuration.jitter))
     }
 
     /// A table used offline: reads and writes go to the local store; push and pull sync it.
@@ -153,13 +154,18 @@ public final class SyncClient: Sendable {
     }
 
     /// Resolves a refused operation: take the server's item, discard, keep mine and retry, change
-    /// the kind, or leave it.
+    /// the kind, or leave it (PROTOCOL.md §7). Taking the server's item and discarding store the
+    /// server's copy and then fetch the item's current row from the server; when the server cannot
+    /// be reached, the next pull of the table fetches it (the need is kept in the store).
     ///
     /// - Parameters:
     ///   - error: The error, from ``operationErrors()`` or a ``PushError``.
     ///   - resolution: What to do.
-    /// - Throws: ``ResolutionError`` when the operation is no longer queued.
+    /// - Throws: ``ResolutionError`` when the operation is no longer queued; ``LocalStoreError``.
+    ///   Cancellation stops only the fetch of the current row, which the next pull makes.
     public func resolve(_ error: OperationError, with resolution: ConflictResolution) async throws {
-        try await context.resolve(error, with: resolution)
+        if try await context.resolve(error, with: resolution) {
+            try? await context.refetchMarked(in: error.operation.table)
+        }
     }
 }

@@ -26,14 +26,21 @@ public struct SyncTable<Item: Codable & Sendable>: Sendable {
     /// - Parameter items: The new items.
     /// - Returns: The items, with generated ids filled in.
     /// - Throws: ``LocalWriteError`` for the first item that cannot be inserted; then none is.
+    ///   `ValueError` when an item's `id` is not a string (ids are strings on the wire), before anything
+    ///   is written.
     @discardableResult
     public func insert(contentsOf items: [Item]) async throws -> [Item] {
         var generatedIDs = false
         let values = try items.map { item in
             var value = try ItemCoder.json(item)
-            if value["id"]?.stringValue?.isEmpty ?? true {
+            switch value["id"] {
+            case nil, .null?, .string("")?:
                 value["id"] = .string(client.configuration.makeID())
                 generatedIDs = true
+            case .string?:
+                break
+            case .some:
+                throw ValueError(kind: "item", reason: "its 'id' must be a String (ids are strings on the wire)")
             }
             return value
         }
@@ -176,6 +183,6 @@ public struct SyncTable<Item: Codable & Sendable>: Sendable {
     /// - Returns: The operations, in push order.
     /// - Throws: ``LocalStoreError``.
     public func pendingOperations() async throws -> [PendingOperation] {
-        try await client.pendingOperations().filter { $0.table == name }
+        try await client.pendingOperations().filter { $0.table.canonical == name.canonical }
     }
 }

@@ -1,5 +1,5 @@
-/// A pending operation that the server refused, kept with the operation until it is resolved or
-/// pushed successfully (PROTOCOL.md §7).
+/// A pending operation that the server refused — a conflict or a definitive refusal — kept with the
+/// operation until it is resolved (PROTOCOL.md §7). Transient failures never make one.
 public struct OperationError: Sendable, Hashable, Identifiable {
     /// The operation's queue position; one error per operation.
     public var id: Int64 { operation.id }
@@ -11,7 +11,8 @@ public struct OperationError: Sendable, Hashable, Identifiable {
     public var message: String?
     /// The item that was sent (nil for a delete).
     public var sentItem: JSONValue?
-    /// The server's copy of the item, when the response carried one (always for 409 and 412).
+    /// The server's current copy of the item for a conflict (a tombstone when it was deleted there),
+    /// nil when the server has no trace of it or for a refusal.
     public var serverItem: JSONValue?
 
     /// Creates an operation error.
@@ -32,9 +33,9 @@ public struct OperationError: Sendable, Hashable, Identifiable {
         self.serverItem = serverItem
     }
 
-    /// Whether this is a conflict (409 or 412): it stays parked until resolved. Other failures are
-    /// tried again by the next push.
-    public var isConflict: Bool { status == 409 || status == 412 }
+    /// Whether this is a conflict — 409 or 412, or 404 on an update (the item was deleted on the
+    /// server) — rather than a refusal of the change itself. Both stay parked until resolved.
+    public var isConflict: Bool { status == 409 || status == 412 || (status == 404 && operation.kind == .update) }
 }
 
 extension OperationError: CustomStringConvertible {

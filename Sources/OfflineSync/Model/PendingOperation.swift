@@ -12,6 +12,26 @@ public enum OperationKind: String, Sendable, Hashable, Codable, CaseIterable {
 
 /// A local change waiting in the operation queue.
 public struct PendingOperation: Sendable, Hashable, Identifiable {
+    /// What the first attempt to push an operation sent. Once an operation has been sent, its outcome
+    /// is unknown until a reply is read: it is *frozen* (PROTOCOL.md §7), never collapsed with a later
+    /// local write, and every retry sends exactly this again — even after a crash.
+    public struct Attempt: Sendable, Hashable {
+        /// The body sent (the row without server-managed fields), for an insert or update.
+        public var item: JSONValue?
+        /// The precondition sent as `If-Match`, if any.
+        public var version: Version?
+
+        /// Creates an attempt.
+        ///
+        /// - Parameters:
+        ///   - item: The body sent.
+        ///   - version: The precondition sent.
+        public init(item: JSONValue?, version: Version?) {
+            self.item = item
+            self.version = version
+        }
+    }
+
     /// The operation's place in the queue: operations are pushed in increasing order, across tables.
     public var id: Int64
     /// The table.
@@ -23,8 +43,15 @@ public struct PendingOperation: Sendable, Hashable, Identifiable {
     /// For a delete, the item as it was when deleted (its `version` is the precondition); nil otherwise,
     /// since inserts and updates send the local row as it is at push time.
     public var item: JSONValue?
-    /// Whether a push is sending it right now (local writes to the item then queue a new operation).
-    public var isInFlight: Bool
+    /// What was sent, once the operation has been sent and no reply was read yet; nil before.
+    public var attempt: Attempt?
+    /// Whether pushing the operation re-creates an item the server deleted (set when the user keeps
+    /// their version of an item deleted elsewhere): the push undeletes the item, or inserts it when the
+    /// server has no trace of it, before sending the change.
+    public var recreatesItem: Bool
+
+    /// Whether the operation was sent and its outcome is unknown: it is frozen (see ``Attempt``).
+    public var isAttempted: Bool { attempt != nil }
 
     /// Creates an operation.
     ///
@@ -34,16 +61,18 @@ public struct PendingOperation: Sendable, Hashable, Identifiable {
     ///   - itemID: The item.
     ///   - kind: What to push.
     ///   - item: For a delete, the deleted item.
-    ///   - isInFlight: Whether a push is sending it.
+    ///   - attempt: What the first attempt sent, if it was sent.
+    ///   - recreatesItem: Whether the push re-creates an item the server deleted.
     public init(
         id: Int64, table: TableName, itemID: ItemID, kind: OperationKind, item: JSONValue? = nil,
-        isInFlight: Bool = false
+        attempt: Attempt? = nil, recreatesItem: Bool = false
     ) {
         self.id = id
         self.table = table
         self.itemID = itemID
         self.kind = kind
         self.item = item
-        self.isInFlight = isInFlight
+        self.attempt = attempt
+        self.recreatesItem = recreatesItem
     }
 }

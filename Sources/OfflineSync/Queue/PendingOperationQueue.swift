@@ -23,14 +23,16 @@ public enum PendingOperationQueue {
     /// | update | reject | keep | change to delete |
     /// | delete | change to update | reject | reject |
     ///
-    /// An operation being pushed right now is not collapsed: the new one is appended.
+    /// An operation that was sent and whose reply was not read yet (``PendingOperation/isAttempted``)
+    /// is frozen: a write that makes sense after it is appended, never collapsed into it, so that a
+    /// retry sends exactly what the first attempt sent (PROTOCOL.md §7).
     /// - Parameters:
     ///   - kind: The new write.
     ///   - pending: The item's last pending operation, if any.
     /// - Returns: The decision.
     public static func decide(_ kind: OperationKind, after pending: PendingOperation?) -> Decision {
         guard let pending else { return .append(kind) }
-        if pending.isInFlight { return inFlightDecision(kind, after: pending.kind) }
+        if pending.isAttempted { return frozenDecision(kind, after: pending.kind) }
         switch (pending.kind, kind) {
         case (.insert, .insert), (.update, .insert): return .reject(.alreadyExists)
         case (.insert, .update), (.update, .update): return .keep
@@ -42,8 +44,8 @@ public enum PendingOperationQueue {
         }
     }
 
-    /// While an operation is in flight, a write that makes sense after it is appended.
-    private static func inFlightDecision(_ kind: OperationKind, after pendingKind: OperationKind) -> Decision {
+    /// After a frozen operation, a write that makes sense after it is appended.
+    private static func frozenDecision(_ kind: OperationKind, after pendingKind: OperationKind) -> Decision {
         switch (pendingKind, kind) {
         case (.insert, .insert), (.update, .insert): .reject(.alreadyExists)
         case (.delete, .update): .reject(.deleted)

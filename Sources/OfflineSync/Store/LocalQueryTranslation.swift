@@ -45,4 +45,13 @@ enum OperationCoding {
         let item = json["item"].flatMap { $0 == .null ? nil : $0 }
         return PendingOperation(id: id, table: try TableName(table), itemID: try ItemID(itemID), kind: kind, item: item)
     }
+
+    static func json(_ attempt: PendingOperation.Attempt) -> JSONValue {
+        ["item": attempt.item ?? .null, "version": attempt.version.map { .string($0.rawValue) } ?? .null]
+    }
+
+    static func attempt(from json: JSONValue) throws -> PendingOperation.Attempt {
+        let item = json["item"].flatMap { $0 == .null ? nil : $0 }
+        return PendingOperation.Attempt(item: item, version: json["version"]?.stringValue.map(Version.init(rawValue:)))
+    }
 }

@@ -18,6 +18,26 @@ public protocol LocalStore: Sendable {
     /// - Returns: What `body` returns.
     /// - Throws: What `body` throws, or a store failure.
     func read<T: Sendable>(_ body: @escaping @Sendable (any LocalStoreReader) throws -> T) async throws -> T
+
+    /// Runs `body` while this client holds the store's push lock: one push at a time per store, across
+    /// every client and process that opened it, so that two pushes never send the same operation.
+    /// Waits while another holder has it. The lock is let go when `body` ends, and by the system when
+    /// the process dies.
+    ///
+    /// The default runs `body` at once with no lock: a custom store that several clients or processes
+    /// open at the same time must provide one.
+    /// - Parameter body: The push.
+    /// - Returns: What `body` returns.
+    /// - Throws: What `body` throws, ``LocalStoreError`` when the lock cannot be taken, or
+    ///   `CancellationError` when the task is cancelled while waiting (the lock was not taken).
+    func withPushLock<T: Sendable>(_ body: @Sendable () async throws -> T) async throws -> T
+}
+
+extension LocalStore {
+    /// Runs `body` with no lock (see the requirement).
+    public func withPushLock<T: Sendable>(_ body: @Sendable () async throws -> T) async throws -> T {
+        try await body()
+    }
 }
 
 /// What a ``LocalStore`` lets its callers read.
@@ -46,12 +66,26 @@ public protocol LocalStoreReader {
     func cursor(for table: TableName, queryID: QueryID) throws -> PullCursor?
     /// A stored setting (such as the installation id), or nil.
     func setting(_ key: String) throws -> String?
+    /// The `version` of a stored item, or nil when the item is absent or has none (a pull skips rows
+    /// whose version the store already has).
+    func itemVersion(_ id: ItemID, in table: TableName) throws -> String?
+    /// The items of a table that must be fetched again from the server, because an operation left
+    /// the queue without a server reply (PROTOCOL.md §5).
+    func itemsToRefetch(in table: TableName) throws -> [ItemID]
+}
+
+extension LocalStoreReader {
+    /// By default the version is read from ``item(_:in:)``.
+    public func itemVersion(_ id: ItemID, in table: TableName) throws -> String? {
+        try item(id, in: table)?["version"]?.stringValue
+    }
 }
 
 extension LocalStoreWriter {
-    /// By default the text is not used: the item is stored as ``upsert(_:in:)`` stores it.
+    /// By default the text is parsed and stored as ``upsert(_:in:)`` stores an item (a pull hands
+    /// over an item that holds only the fields it reads, and the whole row as `text`).
     public func upsert(_ item: JSONValue, text: String, in table: TableName) throws {
-        try upsert(item, in: table)
+        try upsert(try JSONValue(parsing: text), in: table)
     }
 }
 
@@ -59,7 +93,8 @@ extension LocalStoreWriter {
 public protocol LocalStoreWriter: LocalStoreReader {
     /// Inserts or replaces an item (by its `id`).
     func upsert(_ item: JSONValue, in table: TableName) throws
-    /// Inserts or replaces an item whose JSON text is already at hand (as a pull received it).
+    /// Inserts or replaces an item whose JSON text is already at hand (as a pull received it). `item`
+    /// may hold only some of the fields (`id`, `updatedAt`, `deleted`); `text` is the whole row.
     func upsert(_ item: JSONValue, text: String, in table: TableName) throws
     /// Removes an item; nothing happens when it is absent.
     func deleteItem(_ id: ItemID, in table: TableName) throws
@@ -68,14 +103,17 @@ public protocol LocalStoreWriter: LocalStoreReader {
     /// Appends an operation to the queue, giving it the next sequence number.
     func enqueue(_ kind: OperationKind, itemID: ItemID, in table: TableName, item: JSONValue?) throws
         -> PendingOperation
-    /// Saves an operation's changed kind, item, edit count or in-flight flag.
+    /// Saves an operation's changed kind, item, attempt or re-creation mark.
     func updateOperation(_ operation: PendingOperation) throws
     /// Removes an operation and its error.
     func removeOperation(_ id: Int64) throws
     /// Removes every operation of a table, and their errors.
     func removeOperations(in table: TableName) throws
-    /// Clears every in-flight flag (after a restart, nothing is in flight).
-    func clearInFlightFlags() throws
+    /// Notes that an item must be fetched again from the server (see
+    /// ``LocalStoreReader/itemsToRefetch(in:)``).
+    func markForRefetch(_ id: ItemID, in table: TableName) throws
+    /// Forgets that an item must be fetched again.
+    func removeRefetch(_ id: ItemID, in table: TableName) throws
     /// Keeps (or replaces) the error of an operation.
     func saveError(_ error: OperationError) throws
     /// Removes the error of an operation.

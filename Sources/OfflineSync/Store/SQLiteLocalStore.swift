@@ -3,12 +3,23 @@ import GRDB
 import SyncCore
 import SyncSQLite
 
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Darwin)
+    import Darwin
+#endif
+
 /// The default local store: one SQLite file (WAL mode) holding each sync table's rows as JSON, the
 /// operation queue, operation errors, pull cursors and settings.
 ///
 /// Rows keep the item exactly as JSON (integers stay integers) and local queries read fields with
 /// `json_extract`, so any item shape is queryable without a declared schema. The store's own tables
 /// are created by versioned migrations that never drop pending operations.
+///
+/// Several clients may open the same file at once — two `SyncClient`s in one process, or an app and
+/// its extension in two processes: the queue is shared through SQLite transactions, and pushes take
+/// turns through a lock file beside the store (`PATH.lock`), so no edit is lost and no operation is
+/// sent twice at once.
 ///
 /// For example:
 /// ```swift
@@ -17,14 +28,17 @@ import SyncSQLite
 /// ```
 public final class SQLiteLocalStore: LocalStore {
     let pool: DatabasePool
-    /// Tables whose row table is known to exist.
+    /// Tables whose row table is known to exist (committed).
     let knownTables = Locked<Set<String>>([])
+    /// The file whose lock serializes pushes across clients and processes.
+    let lockPath: String
 
     /// Opens (or creates) the store file and migrates it.
     ///
     /// - Parameter path: The SQLite file; its folder must exist.
     /// - Throws: ``LocalStoreError`` when the file cannot be opened or migrated.
     public init(path: String) throws {
+        lockPath = path + ".lock"
         do {
             pool = try openDatabasePool(path: path)
             try Self.migrator.migrate(pool)
@@ -65,6 +79,22 @@ public final class SQLiteLocalStore: LocalStore {
                     CREATE TABLE "sync_settings" ("key" TEXT PRIMARY KEY NOT NULL, "value" TEXT NOT NULL);
                     """)
         }
+        // Attempts are frozen and kept across restarts (instead of an in-flight flag cleared at start);
+        // transient failures are no longer operation errors; items to fetch again after a resolution.
+        migrator.registerMigration("v2: frozen attempts, re-creation, refetch") { db in
+            try db.execute(
+                sql: """
+                    ALTER TABLE "sync_operations" ADD COLUMN "attempt" TEXT;
+                    ALTER TABLE "sync_operations" ADD COLUMN "recreatesItem" INTEGER NOT NULL DEFAULT 0;
+                    ALTER TABLE "sync_operations" DROP COLUMN "isInFlight";
+                    DELETE FROM "sync_errors" WHERE "status" IN (408, 429) OR "status" >= 500;
+                    CREATE TABLE "sync_refetch" (
+                        "tableName" TEXT NOT NULL,
+                        "itemID" TEXT NOT NULL,
+                        PRIMARY KEY ("tableName", "itemID")
+                    );
+                    """)
+        }
         return migrator
     }
 
@@ -82,6 +112,22 @@ public final class SQLiteLocalStore: LocalStore {
         } catch let error as DatabaseError {
             throw LocalStoreError(operation: "read", underlying: error)
         }
+    }
+
+    public func withPushLock<T: Sendable>(_ body: @Sendable () async throws -> T) async throws -> T {
+        let descriptor = open(lockPath, O_RDWR | O_CREAT | O_CLOEXEC, 0o644)
+        guard descriptor >= 0 else {
+            throw LocalStoreError(operation: "open \(lockPath)", underlying: POSIXLockError(code: errno))
+        }
+        defer { close(descriptor) }  // closing lets the lock go
+        while flock(descriptor, LOCK_EX | LOCK_NB) != 0 {
+            let code = errno
+            guard code == EWOULDBLOCK || code == EINTR else {
+                throw LocalStoreError(operation: "lock \(lockPath)", underlying: POSIXLockError(code: code))
+            }
+            try await Task.sleep(for: .milliseconds(20))  // another client or process is pushing
+        }
+        return try await body()
     }
 
     /// The row table of a sync table.
@@ -109,7 +155,15 @@ public struct LocalStoreError: Error, Sendable, CustomStringConvertible {
 
     /// One line naming the operation and the database's message (no item contents).
     public var description: String {
-        let reason = (underlying as? DatabaseError)?.message ?? String(describing: type(of: underlying))
+        let reason =
+            (underlying as? DatabaseError)?.message ?? (underlying as? POSIXLockError)?.description
+            ?? String(describing: type(of: underlying))
         return "Local store could not \(operation): \(reason)"
     }
+}
+
+/// A system call on the lock file failed.
+struct POSIXLockError: Error, CustomStringConvertible {
+    var code: Int32
+    var description: String { String(cString: strerror(code)) }
 }

@@ -13,9 +13,22 @@ struct SQLiteLocalStoreAccess: LocalStoreWriter {
     /// Whether the sync table has a row table yet (reads of a table never written are empty).
     private func hasRowTable(_ table: TableName) throws -> Bool {
         if store.knownTables.withLock({ $0.contains(table.canonical) }) { return true }
-        guard try db.tableExists("rows_\(table.canonical)") else { return false }
-        store.knownTables.withLock { _ = $0.insert(table.canonical) }
+        // Not `db.tableExists`: GRDB's schema cache can outlive a rolled-back CREATE TABLE.
+        let statement = try db.cachedStatement(sql: "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?")
+        guard try Bool.fetchOne(statement, arguments: ["rows_\(table.canonical)"]) != nil else { return false }
+        remember(table)
         return true
+    }
+
+    /// Caches that the row table exists — in a write, only once the transaction commits: a table
+    /// created by a transaction that rolls back (a refused first batch) does not exist afterwards.
+    private func remember(_ table: TableName) {
+        let known = store.knownTables
+        if db.configuration.readonly {
+            known.withLock { _ = $0.insert(table.canonical) }
+        } else {
+            db.afterNextTransaction(onCommit: { _ in known.withLock { _ = $0.insert(table.canonical) } })
+        }
     }
 
     private func ensureRowTable(_ table: TableName) throws {
@@ -26,7 +39,7 @@ struct SQLiteLocalStoreAccess: LocalStoreWriter {
                 CREATE TABLE IF NOT EXISTS \(name) ("id" TEXT PRIMARY KEY NOT NULL, "updatedAt" TEXT, "data" TEXT NOT NULL);
                 CREATE INDEX IF NOT EXISTS "rows_\(table.canonical)_updatedAt" ON \(name) ("updatedAt");
                 """)
-        store.knownTables.withLock { _ = $0.insert(table.canonical) }
+        remember(table)
     }
 
     func item(_ id: ItemID, in table: TableName) throws -> JSONValue? {
@@ -59,6 +72,13 @@ struct SQLiteLocalStoreAccess: LocalStoreWriter {
         var items: [JSONValue] = []
         while let text = try texts.next() { items.append(try JSONValue(parsing: text)) }
         return items
+    }
+
+    func itemVersion(_ id: ItemID, in table: TableName) throws -> String? {
+        guard try hasRowTable(table) else { return nil }
+        let statement = try db.cachedStatement(
+            sql: "SELECT json_extract(\"data\", '$.version') FROM \(SQLiteLocalStore.rowTable(table)) WHERE \"id\" = ?")
+        return try String.fetchOne(statement, arguments: [id.rawValue])
     }
 
     func count(in table: TableName, matching filter: ODataExpression?) throws -> Int {
@@ -100,16 +120,19 @@ struct SQLiteLocalStoreAccess: LocalStoreWriter {
 
     // MARK: Operations
 
-    private static let operationColumns = "\"id\", \"tableName\", \"itemID\", \"kind\", \"item\", \"isInFlight\""
+    private static let operationColumns =
+        "\"id\", \"tableName\", \"itemID\", \"kind\", \"item\", \"attempt\", \"recreatesItem\""
 
     private func operation(_ row: Row) throws -> PendingOperation {
         let itemText: String? = row["item"]
+        let attemptText: String? = row["attempt"]
         return PendingOperation(
             id: row["id"], table: try TableName(row["tableName"] as String),
             itemID: try ItemID(row["itemID"] as String),
             kind: OperationKind(rawValue: row["kind"]) ?? .update,
             item: try itemText.map { try JSONValue(parsing: $0) },
-            isInFlight: row["isInFlight"])
+            attempt: try attemptText.map { try OperationCoding.attempt(from: try JSONValue(parsing: $0)) },
+            recreatesItem: row["recreatesItem"])
     }
 
     func operations(after sequence: Int64?, limit: Int?) throws -> [PendingOperation] {
@@ -161,8 +184,13 @@ struct SQLiteLocalStoreAccess: LocalStoreWriter {
 
     func updateOperation(_ operation: PendingOperation) throws {
         try db.execute(
-            sql: "UPDATE \"sync_operations\" SET \"kind\" = ?, \"item\" = ?, \"isInFlight\" = ? WHERE \"id\" = ?",
-            arguments: [operation.kind.rawValue, operation.item?.serialized(), operation.isInFlight, operation.id])
+            sql: """
+                UPDATE "sync_operations" SET "kind" = ?, "item" = ?, "attempt" = ?, "recreatesItem" = ? WHERE "id" = ?
+                """,
+            arguments: [
+                operation.kind.rawValue, operation.item?.serialized(),
+                operation.attempt.map { OperationCoding.json($0).serialized() }, operation.recreatesItem, operation.id,
+            ])
     }
 
     func removeOperation(_ id: Int64) throws {
@@ -178,8 +206,25 @@ struct SQLiteLocalStoreAccess: LocalStoreWriter {
         try db.execute(sql: "DELETE FROM \"sync_operations\" WHERE \"tableName\" = ?", arguments: [table.canonical])
     }
 
-    func clearInFlightFlags() throws {
-        try db.execute(sql: "UPDATE \"sync_operations\" SET \"isInFlight\" = 0 WHERE \"isInFlight\" <> 0")
+    // MARK: Items to fetch again
+
+    func itemsToRefetch(in table: TableName) throws -> [ItemID] {
+        try String.fetchAll(
+            db, sql: "SELECT \"itemID\" FROM \"sync_refetch\" WHERE \"tableName\" = ? ORDER BY \"itemID\"",
+            arguments: [table.canonical]
+        ).map { try ItemID($0) }
+    }
+
+    func markForRefetch(_ id: ItemID, in table: TableName) throws {
+        try db.execute(
+            sql: "INSERT OR IGNORE INTO \"sync_refetch\" (\"tableName\", \"itemID\") VALUES (?, ?)",
+            arguments: [table.canonical, id.rawValue])
+    }
+
+    func removeRefetch(_ id: ItemID, in table: TableName) throws {
+        try db.execute(
+            sql: "DELETE FROM \"sync_refetch\" WHERE \"tableName\" = ? AND \"itemID\" = ?",
+            arguments: [table.canonical, id.rawValue])
     }
 
     // MARK: Errors
@@ -236,6 +281,7 @@ struct SQLiteLocalStoreAccess: LocalStoreWriter {
             sql: """
                 INSERT INTO "sync_cursors" ("tableName", "queryID", "updatedAt", "itemID") VALUES (?, ?, ?, ?)
                 ON CONFLICT ("tableName", "queryID") DO UPDATE SET "updatedAt" = excluded."updatedAt", "itemID" = excluded."itemID"
+                WHERE excluded."updatedAt" > "updatedAt" OR (excluded."updatedAt" = "updatedAt" AND excluded."itemID" > "itemID")
                 """
         ).execute(arguments: [
             table.canonical, queryID.rawValue, cursor.updatedAt.millisecondsSince1970, cursor.itemID.rawValue,

@@ -12,21 +12,16 @@ extension SyncContext {
         case skipped
     }
 
-    /// Why a push stops before the end of the queue.
-    enum PushStop: Error {
-        case network(TransportError)
-        case unauthorized
-        case cancelled
+    /// Sends every pending operation of every table in queue order (PROTOCOL.md §7), holding the
+    /// store's push lock so that no other client or process pushes the same queue meanwhile.
+    func pushAll() async throws -> PushResult {
+        try await store.withPushLock { try await self.pushQueue() }
     }
 
-    /// Sends every pending operation of every table in queue order (PROTOCOL.md §7).
-    func pushAll() async throws -> PushResult {
+    private func pushQueue() async throws -> PushResult {
         var result = PushResult()
         var blocked: Set<String> = []  // items whose earlier operation failed: later ones wait
-        let parked = Set(
-            try await store.read { reader in
-                try reader.operationErrors().filter(\.isConflict).map(\.operation.id)
-            })
+        let parked = Set(try await store.read { reader in try reader.operationErrors().map(\.operation.id) })
         var after: Int64?
         logger.debug("Push started")
         do {
@@ -41,8 +36,8 @@ extension SyncContext {
                         blocked.insert(key)
                         continue
                     }
-                    if Task.isCancelled { throw PushStop.cancelled }
-                    switch try await pushOne(operation, retries: 1) {
+                    if Task.isCancelled { throw SyncStop.cancelled }
+                    switch try await pushOne(operation, resolutionsLeft: 1) {
                     case .pushed: result.pushedCount += 1
                     case .failed(let error):
                         result.errors.append(error)
@@ -51,12 +46,12 @@ extension SyncContext {
                     }
                 }
             }
-        } catch PushStop.network(let error) {
-            logger.info("Push stopped: server unreachable", metadata: [SyncLogKey.operations: "\(result.pushedCount)"])
-            throw PushError.networkUnavailable(error, result)
-        } catch PushStop.unauthorized {
+        } catch SyncStop.unavailable(let error) {
+            logger.info("Push stopped: server unavailable", metadata: [SyncLogKey.operations: "\(result.pushedCount)"])
+            throw PushError.serverUnavailable(error, result)
+        } catch SyncStop.unauthorized {
             throw PushError.unauthorized(result)
-        } catch PushStop.cancelled {
+        } catch SyncStop.cancelled {
             throw PushError.cancelled(result)
         }
         logger.debug(
@@ -69,68 +64,107 @@ extension SyncContext {
         return result
     }
 
-    /// Marks one operation in flight, sends it, and records the outcome.
-    func pushOne(_ queued: PendingOperation, retries: Int) async throws -> PushOutcome {
-        // Mark it in flight and read what to send, in one transaction: a local write after this
-        // queues a new operation instead of changing this one.
-        let prepared: (PendingOperation, JSONValue?)? = try await store.write { writer in
+    /// Freezes one operation (what it sends is kept before it is sent), sends it until a definitive
+    /// reply, and records the outcome.
+    func pushOne(_ queued: PendingOperation, resolutionsLeft: Int) async throws -> PushOutcome {
+        let prepared: PendingOperation? = try await store.write { writer in
             guard var operation = try writer.operation(queued.id) else { return nil }
-            let row =
-                operation.kind == .delete ? operation.item : try writer.item(operation.itemID, in: operation.table)
-            if operation.kind != .delete, row == nil {
-                try writer.removeOperation(operation.id)  // the row is gone: nothing to send
-                return nil
+            if operation.attempt != nil { return operation }  // sent before: send exactly that again
+            if operation.kind == .delete {
+                operation.attempt = .init(item: nil, version: operation.item?.version)
+            } else {
+                guard let row = try writer.item(operation.itemID, in: operation.table) else {
+                    try writer.removeOperation(operation.id)  // the row is gone (purged): nothing to send
+                    return nil
+                }
+                operation.attempt = .init(
+                    item: row.removing(SystemProperty.serverManaged),
+                    version: operation.kind == .update ? row.version : nil)
             }
-            operation.isInFlight = true
             try writer.updateOperation(operation)
-            return (operation, row)
+            return operation
         }
-        guard let (operation, row) = prepared else { return .skipped }
-        let response: HTTPResponseData
-        let sent: JSONValue? = operation.kind == .delete ? nil : row?.removing(SystemProperty.serverManaged)
-        do {
-            response = try await send(operation, body: sent, version: row?.version)
-        } catch let error as TransportError {
-            try await clearInFlight(operation)
-            if error.code == .cancelled { throw PushStop.cancelled }
-            throw PushStop.network(error)
-        } catch {
-            try await clearInFlight(operation)
-            throw error
-        }
-        if response.status == 401 {
-            try await clearInFlight(operation)
-            throw PushStop.unauthorized
-        }
-        if Self.isSuccess(operation, response, sent: sent) {
-            try await complete(operation, serverItem: response.item)
+        guard let operation = prepared, let attempt = operation.attempt else { return .skipped }
+        let (decision, reply) = try await exchange(operation, attempt)
+        switch decision {
+        case .succeeded(let serverItem):
+            try await complete(operation, serverItem: serverItem)
             return .pushed
+        case .conflict(let serverItem):
+            return try await park(
+                operation,
+                OperationError(
+                    operation: operation, status: reply.status, message: reply.message,
+                    sentItem: attempt.item ?? operation.item, serverItem: serverItem),
+                resolutionsLeft: resolutionsLeft)
+        case .refused, .retry, .unauthorized, .fetchServerItem:
+            return try await park(
+                operation,
+                OperationError(
+                    operation: operation, status: reply.status, message: reply.message,
+                    sentItem: attempt.item ?? operation.item, serverItem: nil),
+                resolutionsLeft: resolutionsLeft)
         }
-        let error = OperationError(
-            operation: operation.withInFlight(false), status: response.status, message: response.message,
-            sentItem: sent ?? operation.item, serverItem: response.item)
-        try await store.write { writer in
-            var cleared = operation
-            cleared.isInFlight = false
-            try writer.updateOperation(cleared)
-            try writer.saveError(error)
-        }
-        if error.isConflict, let conflictHandler {
-            let resolution = try await conflictHandler.resolve(error)
-            try await resolve(error, with: resolution)
-            if retries > 0, resolution.retries {
-                return try await pushOne(operation.withInFlight(false), retries: retries - 1)
-            }
-            if resolution != .leave { return .resolved }
-        }
-        return .failed(error)
     }
 
-    private func send(_ operation: PendingOperation, body: JSONValue?, version: Version?) async throws
-        -> HTTPResponseData
+    /// Sends an operation until a definitive reply: re-creates the item first when asked, retries
+    /// transient failures, and fetches the server's row when the reply lacks it.
+    private func exchange(_ operation: PendingOperation, _ attempt: PendingOperation.Attempt) async throws
+        -> (PushDecision, HTTPResponseData)
+    {
+        var log = logger
+        log[metadataKey: SyncLogKey.table] = "\(operation.table)"
+        var kind = operation.kind
+        var version = attempt.version
+        if operation.recreatesItem {
+            // Undelete (a no-op on a live item, so a retry is safe); no trace on the server: insert.
+            let url = endpoint.url(operation.table, id: operation.itemID)
+            let undeleted = try await sendRetrying(logger: log) {
+                try await endpoint.send("POST", url, features: ["OL"])
+            }
+            if (200..<300).contains(undeleted.status), let item = undeleted.item {
+                (kind, version) = (.update, item.version)
+            } else if undeleted.status == 404 {
+                (kind, version) = (.insert, nil)
+            } else {
+                return (.refused, undeleted)
+            }
+        }
+        let sent = attempt.item
+        let reply = try await sendRetrying(logger: log) {
+            try await send(kind, operation, body: sent, version: version)
+        } isTransient: { reply in
+            PushDecision.decide(kind, status: reply.status, replyItem: reply.item, server: .unknown, sent: sent)
+                == .retry
+        }
+        let item = reply.item
+        var decision = PushDecision.decide(
+            kind, status: reply.status, replyItem: item,
+            server: PushDecision.serverRow(status: reply.status, replyBody: reply.json, replyItem: item), sent: sent)
+        if decision == .fetchServerItem {
+            let server = try await fetchServerRow(operation.table, operation.itemID, logger: log)
+            decision = PushDecision.decide(kind, status: reply.status, replyItem: item, server: server, sent: sent)
+        }
+        return (decision, reply)
+    }
+
+    /// The server's current row of an item, tombstones included (PROTOCOL.md §5, §7).
+    func fetchServerRow(_ table: TableName, _ id: ItemID, logger: Logger) async throws -> PushDecision.ServerRow {
+        let url = endpoint.url(table, id: id, query: "__includeDeleted=true")
+        let reply = try await sendRetrying(logger: logger) {
+            try await endpoint.send("GET", url, features: ["OL"])
+        } isTransient: { reply in
+            isTransientStatus(reply.status) || (reply.status == 200 && reply.item == nil)
+        }
+        if reply.status == 200, let item = reply.item { return .row(item) }
+        return .absent
+    }
+
+    private func send(_ kind: OperationKind, _ operation: PendingOperation, body: JSONValue?, version: Version?)
+        async throws -> HTTPResponseData
     {
         let features = version == nil ? ["OL"] : ["OC", "OL"]
-        switch operation.kind {
+        switch kind {
         case .insert:
             return try await endpoint.send("POST", endpoint.url(operation.table), body: body, features: ["OL"])
         case .update:
@@ -143,24 +177,33 @@ extension SyncContext {
         }
     }
 
-    /// Success, including a delete of an item already gone (404) and an insert answered 409 with the
-    /// same user fields (the first attempt's reply was lost).
-    static func isSuccess(_ operation: PendingOperation, _ response: HTTPResponseData, sent: JSONValue?) -> Bool {
-        if (200..<300).contains(response.status) { return true }
-        switch (operation.kind, response.status) {
-        case (.delete, 404): return true
-        case (.insert, 409):
-            guard let server = response.item, let sent, server["deleted"]?.boolValue != true else { return false }
-            return server.userFields.objectValue?.filter { $0.value != .null }
-                == sent.userFields.objectValue?.filter { $0.value != .null }
-        default: return false
-        }
-    }
-
-    private func clearInFlight(_ operation: PendingOperation) async throws {
+    /// Records a definitive refusal: the reply was read, so the operation is no longer frozen (a
+    /// resolution decides what is sent next). A conflict handler may settle it at once.
+    private func park(_ operation: PendingOperation, _ error: OperationError, resolutionsLeft: Int) async throws
+        -> PushOutcome
+    {
+        var cleared = operation
+        cleared.attempt = nil
+        cleared.recreatesItem = false
+        let settled = cleared
+        let recorded = OperationError(
+            operation: settled, status: error.status, message: error.message, sentItem: error.sentItem,
+            serverItem: error.serverItem)
         try await store.write { writer in
-            try writer.updateOperation(operation.withInFlight(false))
+            try writer.updateOperation(settled)
+            try writer.saveError(recorded)
         }
+        if recorded.isConflict, let conflictHandler {
+            let resolution = try await conflictHandler.resolve(recorded)
+            try await resolve(recorded, with: resolution)
+            if resolutionsLeft > 0, resolution.retries,
+                let again = try await store.read({ try $0.operation(settled.id) })
+            {
+                return try await pushOne(again, resolutionsLeft: resolutionsLeft - 1)
+            }
+            if resolution != .leave { return .resolved }
+        }
+        return .failed(recorded)
     }
 
     /// Removes a pushed operation and stores the server's item, unless a newer operation for the item
@@ -168,32 +211,29 @@ extension SyncContext {
     private func complete(_ operation: PendingOperation, serverItem: JSONValue?) async throws {
         try await store.write { writer in
             try writer.removeOperation(operation.id)
-            let newer = try writer.lastOperation(for: operation.itemID, in: operation.table)
-            guard let serverItem else { return }
-            if var newer {
-                if newer.kind == .delete {
-                    newer.item?["version"] = serverItem["version"]
-                    try writer.updateOperation(newer)
-                } else if var row = try writer.item(operation.itemID, in: operation.table) {
-                    row["version"] = serverItem["version"]
-                    try writer.upsert(row, in: operation.table)
-                }
-            } else if operation.kind != .delete {
-                if serverItem.isDeleted {
-                    try writer.deleteItem(operation.itemID, in: operation.table)
-                } else {
-                    try writer.upsert(serverItem, in: operation.table)
-                }
-            }
+            try Self.store(serverItem, for: operation, writer: writer)
         }
     }
-}
 
-extension PendingOperation {
-    func withInFlight(_ value: Bool) -> PendingOperation {
-        var copy = self
-        copy.isInFlight = value
-        return copy
+    /// Stores the server's current row after `operation` left the queue (nil or a tombstone: the local
+    /// row goes) — or only its version, when a newer operation for the item waits (the local change
+    /// wins until it is pushed).
+    static func store(_ serverItem: JSONValue?, for operation: PendingOperation, writer: any LocalStoreWriter) throws {
+        let table = operation.table
+        if var newer = try writer.lastOperation(for: operation.itemID, in: table) {
+            guard let version = serverItem?["version"], serverItem?.isDeleted != true else { return }
+            if newer.kind == .delete {
+                newer.item?["version"] = version
+                try writer.updateOperation(newer)
+            } else if var row = try writer.item(operation.itemID, in: table) {
+                row["version"] = version
+                try writer.upsert(row, in: table)
+            }
+        } else if let serverItem, !serverItem.isDeleted {
+            try writer.upsert(serverItem, in: table)
+        } else {
+            try writer.deleteItem(operation.itemID, in: table)
+        }
     }
 }
 

@@ -20,11 +20,12 @@ public struct PushResult: Sendable, Hashable {
 
 /// Why a push did not complete. Every operation not pushed stays queued; nothing is lost.
 public enum PushError: Error, Sendable, CustomStringConvertible {
-    /// The server refused some operations (conflicts stay parked until resolved; other failures are
-    /// tried again by the next push). The others were pushed.
+    /// The server refused some operations in this push (conflicts and refusals, parked until
+    /// resolved: see ``SyncClient/operationErrors()``). The others were pushed.
     case operationsFailed(PushResult)
-    /// The server could not be reached; the push stopped at the first operation it could not send.
-    case networkUnavailable(TransportError, PushResult)
+    /// The server could not be reached or could not do the work now, even after retries; the push
+    /// stopped at the operation it could not send, and nothing was recorded against any operation.
+    case serverUnavailable(ServerUnavailableError, PushResult)
     /// The server answered 401 even after asking the token provider again; the push stopped.
     case unauthorized(PushResult)
     /// The caller cancelled; the push stopped between operations.
@@ -33,7 +34,7 @@ public enum PushError: Error, Sendable, CustomStringConvertible {
     /// What was done before the push stopped or finished.
     public var result: PushResult {
         switch self {
-        case .operationsFailed(let result), .networkUnavailable(_, let result), .unauthorized(let result),
+        case .operationsFailed(let result), .serverUnavailable(_, let result), .unauthorized(let result),
             .cancelled(let result):
             result
         }
@@ -44,49 +45,97 @@ public enum PushError: Error, Sendable, CustomStringConvertible {
         switch self {
         case .operationsFailed(let result):
             "Push finished with \(result.errors.count) refused operation(s); \(result.pushedCount) pushed"
-        case .networkUnavailable(let error, let result): "\(error); \(result.pushedCount) pushed before it stopped"
+        case .serverUnavailable(let error, let result): "\(error); \(result.pushedCount) pushed before it stopped"
         case .unauthorized(let result): "The server refused the credentials (401); \(result.pushedCount) pushed"
         case .cancelled(let result): "Push cancelled; \(result.pushedCount) pushed"
         }
     }
 }
 
+/// The server could not be reached, or could not do the work now, after the retries of
+/// ``SyncClient/Configuration/retryLimit``: a transient failure, never recorded against an operation.
+/// Sync again later; nothing is lost.
+public struct ServerUnavailableError: Error, Sendable, Hashable, CustomStringConvertible {
+    /// What the last attempt met.
+    public enum Reason: Sendable, Hashable {
+        /// No reply: unreachable, timed out, or the connection was lost before the reply was complete.
+        case noReply(TransportError)
+        /// A status that means "not now": 5xx, 408 or 429.
+        case status(Int)
+        /// A success status whose body could not be read as what was asked for (cut short or garbled).
+        case unreadableReply(status: Int)
+    }
+
+    /// What the last attempt met.
+    public var reason: Reason
+    /// How many requests were tried.
+    public var attempts: Int
+
+    /// Creates an error.
+    ///
+    /// - Parameters:
+    ///   - reason: What the last attempt met.
+    ///   - attempts: How many requests were tried.
+    public init(_ reason: Reason, attempts: Int) {
+        self.reason = reason
+        self.attempts = attempts
+    }
+
+    /// One line, such as `Server unavailable (HTTP 503) after 3 attempts`.
+    public var description: String {
+        let tries = attempts == 1 ? "" : " after \(attempts) attempts"
+        switch reason {
+        case .noReply(let error): return "\(error)\(tries)"
+        case .status(let status): return "Server unavailable (HTTP \(status))\(tries)"
+        case .unreadableReply(let status): return "Server sent an unreadable reply (HTTP \(status))\(tries)"
+        }
+    }
+}
+
 /// What a pull did.
 public struct PullSummary: Sendable, Hashable {
-    /// Rows written or deleted locally.
+    /// Rows that changed the local store: written with a version it did not have, or deleted.
+    /// Rows it already had, and tombstones of rows it never had, are not counted.
     public var appliedCount: Int
-    /// Rows skipped because the item has a pending local operation.
+    /// Rows skipped because the item has a pending local operation or a parked operation error.
     public var skippedCount: Int
     /// Requests made.
     public var requestCount: Int
+    /// Operations that the push before the pull left refused (new in that push). They do not stop
+    /// the pull (PROTOCOL.md §8); ``SyncClient/operationErrors()`` lists every waiting one.
+    public var pushErrors: [OperationError] = []
 }
 
 /// Progress of a long pull.
 public struct PullProgress: Sendable, Hashable {
-    /// Rows applied so far.
+    /// Rows received so far.
     public var appliedCount: Int
     /// Rows to pull in all, when the server reported a count.
     public var totalCount: Int?
 }
 
-/// Why a pull failed.
+/// Why a pull failed. Pages applied before the failure are kept; a later pull resumes.
 public enum PullError: Error, Sendable, CustomStringConvertible {
-    /// The implicit push before the pull did not complete; the pull did not start.
-    case pushFailed(PushError)
-    /// The server refused the pull's query.
+    /// The server refused the pull's query (a definitive 4xx).
     case rejected(status: Int, message: String?)
     /// A row came back without a usable `id` or `updatedAt`, so the cursor cannot advance.
     case invalidRow(String)
-    /// The server could not be reached; pages applied so far are kept and a later pull resumes.
-    case networkUnavailable(TransportError)
+    /// The server could not be reached or could not do the work now, even after retries (in the
+    /// pull, or in the push before it).
+    case serverUnavailable(ServerUnavailableError)
+    /// The server answered 401 even after asking the token provider again.
+    case unauthorized
+    /// The caller cancelled.
+    case cancelled
 
     /// One line.
     public var description: String {
         switch self {
-        case .pushFailed(let error): "Pull cancelled: the push before it did not complete (\(error))"
         case .rejected(let status, let message): "The server refused the pull (\(status)): \(message ?? "no message")"
         case .invalidRow(let reason): "The server sent an unusable row: \(reason)"
-        case .networkUnavailable(let error): "\(error)"
+        case .serverUnavailable(let error): "\(error)"
+        case .unauthorized: "The server refused the credentials (401)"
+        case .cancelled: "Pull cancelled"
         }
     }
 }

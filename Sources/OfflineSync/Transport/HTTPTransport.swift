@@ -74,7 +74,7 @@ public struct HTTPResponseData: Sendable, Hashable {
     }
 }
 
-/// No response arrived.
+/// No complete response arrived.
 public struct TransportError: Error, Sendable, Hashable, CustomStringConvertible {
     /// Why.
     public enum Code: String, Sendable, Hashable {
@@ -82,6 +82,9 @@ public struct TransportError: Error, Sendable, Hashable, CustomStringConvertible
         case unreachable
         /// The response did not arrive in time; the server may or may not have done the work.
         case timedOut
+        /// The connection was lost before the reply was complete; the server may or may not have
+        /// done the work.
+        case connectionLost
         /// The caller cancelled.
         case cancelled
     }
@@ -106,6 +109,7 @@ public struct TransportError: Error, Sendable, Hashable, CustomStringConvertible
         switch code {
         case .unreachable: "Server unreachable at \(host)"
         case .timedOut: "No answer in time from \(host)"
+        case .connectionLost: "Connection to \(host) lost before the reply was complete"
         case .cancelled: "Request to \(host) cancelled"
         }
     }

@@ -77,6 +77,7 @@ enum SyncLogKey {
     static let rows = "sync.pull.rows"
     static let pages = "sync.pull.pages"
     static let attempt = "sync.retry.attempt"
+    static let pageSize = "sync.pull.page_size"
 }
 
 extension HTTPResponseData {

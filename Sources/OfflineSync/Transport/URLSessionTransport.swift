@@ -40,6 +40,7 @@ public struct URLSessionTransport: HTTPTransport {
             switch error.code {
             case .timedOut: throw TransportError(.timedOut, host: host)
             case .cancelled: throw TransportError(.cancelled, host: host)
+            case .networkConnectionLost: throw TransportError(.connectionLost, host: host)
             default: throw TransportError(.unreachable, host: host)
             }
         } catch is CancellationError {

@@ -1,0 +1,112 @@
+import SyncCore
+
+/// What a push does with the reply to one operation (PROTOCOL.md §7), as a pure function of the
+/// operation's kind, the reply and what was sent. The push only performs the decision.
+///
+/// | kind | reply | decision |
+/// |---|---|---|
+/// | any | 5xx, 408, 429 | retry (transient; after the last retry the push stops: server unavailable) |
+/// | any | 401 | unauthorized (the push stops) |
+/// | insert, update | 2xx with the item | succeeded |
+/// | insert, update | 2xx without a readable item | retry (the reply was cut short or is unreadable) |
+/// | delete | 2xx, or 404 | succeeded (404: already gone) |
+/// | insert | 409 | the server's row (fetched by id when the body lacks `version`/`updatedAt`): live with the same user fields as sent → succeeded (a lost reply's retry); else conflict |
+/// | update | 409, 412 | the server's row as above: live and holding every field sent → succeeded; else conflict |
+/// | update | 404 | conflict with the server's tombstone, fetched by id (or none) |
+/// | delete | 409, 412 | the server's row as above: deleted → succeeded; else conflict |
+/// | any | other 4xx, 1xx, 3xx | refused (parked until resolved) |
+enum PushDecision: Sendable, Equatable {
+    /// Transient: send again after a wait.
+    case retry
+    /// The credentials were refused: stop the push.
+    case unauthorized
+    /// The reply does not carry the server's row: fetch it by id, then decide with it.
+    case fetchServerItem
+    /// Done: store the server's item (nil when there is none to store).
+    case succeeded(serverItem: JSONValue?)
+    /// A conflict, parked with the server's current item (nil when the server has no trace of it).
+    case conflict(serverItem: JSONValue?)
+    /// A definitive refusal, parked with the server's message.
+    case refused
+
+    /// What the server knows of the item, from the reply or a fetch by id.
+    enum ServerRow: Sendable, Equatable {
+        /// Not known yet: the reply's body is not the server's row.
+        case unknown
+        /// The server has no trace of the item (a fetch answered 404).
+        case absent
+        /// The server's current row (perhaps a tombstone).
+        case row(JSONValue)
+    }
+
+    /// Decides what to do with one reply.
+    ///
+    /// - Parameters:
+    ///   - kind: The operation's kind as sent.
+    ///   - status: The reply's status.
+    ///   - replyItem: The reply body's item, if it is one.
+    ///   - server: What is known of the server's row (see ``serverRow(status:replyBody:replyItem:)``).
+    ///   - sent: The body sent (nil for a delete).
+    /// - Returns: The decision.
+    static func decide(
+        _ kind: OperationKind, status: Int, replyItem: JSONValue?, server: ServerRow, sent: JSONValue?
+    ) -> PushDecision {
+        if isTransientStatus(status) { return .retry }
+        if status == 401 { return .unauthorized }
+        if (200..<300).contains(status) {
+            if kind == .delete { return .succeeded(serverItem: replyItem) }
+            return replyItem.map { .succeeded(serverItem: $0) } ?? .retry
+        }
+        switch (kind, status) {
+        case (.delete, 404):
+            return .succeeded(serverItem: nil)
+        case (.update, 404), (.insert, 409), (.update, 409), (.update, 412), (.delete, 409), (.delete, 412):
+            break
+        default:
+            return .refused
+        }
+        let row: JSONValue?
+        switch server {
+        case .unknown: return .fetchServerItem
+        case .absent: row = nil
+        case .row(let value): row = value
+        }
+        guard let row else { return .conflict(serverItem: nil) }
+        let converged: Bool
+        switch kind {
+        case .insert: converged = !row.isDeleted && sameUserFields(row, sent)
+        case .update: converged = status != 404 && !row.isDeleted && holdsEveryField(row, of: sent)
+        case .delete: converged = row.isDeleted
+        }
+        return converged ? .succeeded(serverItem: row) : .conflict(serverItem: row)
+    }
+
+    /// What a reply tells of the server's row: a 409/412 body that carries `version` or `updatedAt`
+    /// is the server's row; a body without them (a legacy server echoing the request) or a 404 on an
+    /// update says nothing, and the row must be fetched.
+    ///
+    /// - Parameters:
+    ///   - status: The reply's status.
+    ///   - replyBody: The reply's JSON body.
+    ///   - replyItem: The reply's item, with its `ETag` version.
+    /// - Returns: What is known.
+    static func serverRow(status: Int, replyBody: JSONValue?, replyItem: JSONValue?) -> ServerRow {
+        guard status == 409 || status == 412, let replyItem, let body = replyBody,
+            body["version"] != nil || body["updatedAt"] != nil
+        else { return .unknown }
+        return .row(replyItem)
+    }
+
+    /// Whether both have the same non-null user fields.
+    static func sameUserFields(_ server: JSONValue, _ sent: JSONValue?) -> Bool {
+        guard let sent else { return false }
+        return server.userFields.objectValue?.filter { $0.value != .null }
+            == sent.userFields.objectValue?.filter { $0.value != .null }
+    }
+
+    /// Whether the server's row holds every user field sent, with the same value (null as absent).
+    static func holdsEveryField(_ server: JSONValue, of sent: JSONValue?) -> Bool {
+        guard let fields = sent?.userFields.objectValue else { return false }
+        return fields.allSatisfy { name, value in (server[name] ?? .null) == value }
+    }
+}

@@ -1,0 +1,234 @@
+import Foundation
+import OfflineSync
+import OfflineSyncTesting
+import Testing
+
+/// Defects of the local store found through the public API (issue 12, point 8). Each failed before
+/// its fix.
+@Suite struct LocalStoreDefectTests {
+    @Test func aRefusedFirstBatchOnANewTableLeavesTheTableUsable() async throws {
+        let workspace = try Workspace()
+        let client = try await SyncClient.make(LiveServer.down, workspace: workspace)
+        let table = client.syncTable("Fresh", of: TodoItem.self)
+        let twice = TodoItem(id: "x", text: "x", complete: false)
+        await #expect(throws: LocalWriteError.self) { try await table.insert(contentsOf: [twice, twice]) }
+        #expect(try await table.items().isEmpty)
+        try await table.insert(twice)
+        #expect(try await table.items().map(\.id) == ["x"])
+    }
+
+    struct Rich: Codable, Sendable, Equatable {
+        var id: String
+        var link: URL
+        var blob: Data
+        var price: Decimal
+        var tags: [String]
+    }
+
+    @Test func modelsWithURLDataAndDecimalFieldsReadBackAsWritten() async throws {
+        let workspace = try Workspace()
+        let client = try await SyncClient.make(LiveServer.down, workspace: workspace)
+        let table = client.syncTable("Rich", of: Rich.self)
+        let item = Rich(
+            id: "r", link: URL(string: "https://example.com/a?b=c")!, blob: Data([0, 1, 2, 255]),
+            price: Decimal(string: "12.75")!, tags: ["a"])
+        try await table.insert(item)
+        #expect(try await table.item(id: ItemID("r")) == item)
+        #expect(try await table.items() == [item])
+    }
+
+    struct NumberedItem: Codable, Sendable {
+        var id: Int
+        var text: String
+    }
+
+    @Test func anItemWhoseIDIsNotAStringIsRefusedBeforeAnythingIsWritten() async throws {
+        let workspace = try Workspace()
+        let client = try await SyncClient.make(LiveServer.down, workspace: workspace)
+        let table = client.syncTable("Numbered", of: NumberedItem.self)
+        let error = await #expect(throws: ValueError.self) { try await table.insert(NumberedItem(id: 7, text: "x")) }
+        #expect(error?.description.contains("'id' must be a String") == true)
+        #expect(try await table.count() == 0)
+        #expect(try await client.pendingOperations().isEmpty)
+    }
+
+    @Test func aCustomStoreRelyingOnTheDefaultTextUpsertKeepsWholePulledRows() async throws {
+        let workspace = try Workspace()
+        try await LiveServer.run(in: workspace) { url in
+            try await PullTests.seed(url, workspace, count: 3)
+            let store = ForwardingStore(try SQLiteLocalStore(path: workspace.path("custom.sqlite")))
+            let client = try await SyncClient(url: url, store: store)
+            let table = client.syncTable("TodoItem", of: TodoItem.self)
+            try await table.pull(queryID: "all")
+            #expect(try await table.item(id: ItemID("r0001"))?.text == "row 1")
+        }
+    }
+
+    /// Point 8e: a second client on the same store cleared the first one's in-flight mark, so an edit
+    /// made during the first one's push collapsed into the operation being sent and was lost.
+    @Test func anEditThroughASecondClientOnTheSameStoreDuringAPushIsKept() async throws {
+        let workspace = try Workspace()
+        try await LiveServer.run(in: workspace) { url in
+            let gate = GatedTransport()
+            let first = try await SyncClient.make(url, workspace: workspace, store: "shared.sqlite") {
+                $0.transport = gate
+            }
+            try await first.syncTable("TodoItem", of: TodoItem.self).insert(
+                TodoItem(id: "a", text: "before", complete: false))
+            async let pushed = first.push()
+            await gate.waitForRequest()
+            // An app extension opens the same store and edits the item while the insert is on the wire.
+            let second = try await SyncClient.make(url, workspace: workspace, store: "shared.sqlite")
+            var item = try #require(try await second.syncTable("TodoItem", of: TodoItem.self).item(id: ItemID("a")))
+            item.text = "edited meanwhile"
+            try await second.syncTable("TodoItem", of: TodoItem.self).update(item)
+            gate.open()
+            _ = try await pushed
+            #expect(
+                try await first.syncTable("TodoItem", of: TodoItem.self).item(id: ItemID("a"))?.text
+                    == "edited meanwhile")
+            try await second.push()
+            #expect(
+                try await second.table("TodoItem", of: TodoItem.self).item(id: ItemID("a"))?.text == "edited meanwhile")
+        }
+    }
+
+    @Test func twoClientsPushingOneStoreAtOnceSendEachOperationOnce() async throws {
+        let workspace = try Workspace()
+        try await LiveServer.run(in: workspace) { url in
+            let transport = ScriptedTransport(forwardingTo: URLSessionTransport())
+            let one = try await SyncClient.make(url, workspace: workspace, store: "shared.sqlite") {
+                $0.transport = transport
+            }
+            let two = try await SyncClient.make(url, workspace: workspace, store: "shared.sqlite") {
+                $0.transport = transport
+            }
+            try await one.syncTable("TodoItem", of: TodoItem.self).insert(
+                contentsOf: (0..<20).map { TodoItem(id: "i\($0)", text: "\($0)", complete: false) })
+            async let first = one.push()
+            async let second = two.push()
+            let counts = try await [first.pushedCount, second.pushedCount]
+            #expect(counts.reduce(0, +) == 20)
+            #expect(transport.requests.count == 20)
+            #expect(try await one.pendingOperations().isEmpty)
+        }
+    }
+}
+
+/// A transport that holds its first request until ``open()``, then forwards everything.
+final class GatedTransport: HTTPTransport, @unchecked Sendable {  // @unchecked: state behind `lock`.
+    private let base = URLSessionTransport()
+    private let lock = NSLock()
+    private var isOpen = false
+    private var held: CheckedContinuation<Void, Never>?
+    private var arrival: CheckedContinuation<Void, Never>?
+    private var arrived = false
+
+    /// Waits until the first request is held.
+    func waitForRequest() async {
+        await withCheckedContinuation { continuation in
+            let ready = lock.withLock {
+                if arrived { return true }
+                arrival = continuation
+                return false
+            }
+            if ready { continuation.resume() }
+        }
+    }
+
+    /// Lets the held request (and every later one) through.
+    func open() {
+        let waiting = lock.withLock {
+            isOpen = true
+            defer { held = nil }
+            return held
+        }
+        waiting?.resume()
+    }
+
+    func send(_ request: HTTPRequestData) async throws -> HTTPResponseData {
+        await withCheckedContinuation { continuation in
+            let (pass, notify): (Bool, CheckedContinuation<Void, Never>?) = lock.withLock {
+                arrived = true
+                defer { arrival = nil }
+                if isOpen { return (true, arrival) }
+                held = continuation
+                return (false, arrival)
+            }
+            notify?.resume()
+            if pass { continuation.resume() }
+        }
+        return try await base.send(request)
+    }
+}
+
+/// A custom store that forwards to another but keeps the default `upsert(_:text:in:)`.
+struct ForwardingStore: LocalStore {
+    let inner: SQLiteLocalStore
+    init(_ inner: SQLiteLocalStore) { self.inner = inner }
+
+    func write<T: Sendable>(_ body: @escaping @Sendable (any LocalStoreWriter) throws -> T) async throws -> T {
+        try await inner.write { try body(ForwardingWriter(inner: $0)) }
+    }
+
+    func read<T: Sendable>(_ body: @escaping @Sendable (any LocalStoreReader) throws -> T) async throws -> T {
+        try await inner.read { reader in try body(ForwardingWriter(reader: reader)) }
+    }
+}
+
+/// Forwards every requirement but `upsert(_:text:in:)` (and reads for a read-only use).
+struct ForwardingWriter: LocalStoreWriter {
+    let reader: any LocalStoreReader
+    let writer: (any LocalStoreWriter)?
+    init(inner: any LocalStoreWriter) { (reader, writer) = (inner, inner) }
+    init(reader: any LocalStoreReader) { (self.reader, writer) = (reader, nil) }
+    private var w: any LocalStoreWriter { get throws { try #require(writer) } }
+
+    func item(_ id: ItemID, in table: TableName) throws -> JSONValue? { try reader.item(id, in: table) }
+    func containsItem(_ id: ItemID, in table: TableName) throws -> Bool { try reader.containsItem(id, in: table) }
+    func items(in table: TableName, matching query: ODataQuery) throws -> [JSONValue] {
+        try reader.items(in: table, matching: query)
+    }
+    func count(in table: TableName, matching filter: ODataExpression?) throws -> Int {
+        try reader.count(in: table, matching: filter)
+    }
+    func operations(after sequence: Int64?, limit: Int?) throws -> [PendingOperation] {
+        try reader.operations(after: sequence, limit: limit)
+    }
+    func operation(_ id: Int64) throws -> PendingOperation? { try reader.operation(id) }
+    func lastOperation(for id: ItemID, in table: TableName) throws -> PendingOperation? {
+        try reader.lastOperation(for: id, in: table)
+    }
+    func itemIDsWithOperations(in table: TableName) throws -> Set<String> {
+        try reader.itemIDsWithOperations(in: table)
+    }
+    func operationCount(in table: TableName?) throws -> Int { try reader.operationCount(in: table) }
+    func operationErrors() throws -> [OperationError] { try reader.operationErrors() }
+    func cursor(for table: TableName, queryID: QueryID) throws -> PullCursor? {
+        try reader.cursor(for: table, queryID: queryID)
+    }
+    func setting(_ key: String) throws -> String? { try reader.setting(key) }
+    func itemsToRefetch(in table: TableName) throws -> [ItemID] { try reader.itemsToRefetch(in: table) }
+    func upsert(_ item: JSONValue, in table: TableName) throws { try w.upsert(item, in: table) }
+    func deleteItem(_ id: ItemID, in table: TableName) throws { try w.deleteItem(id, in: table) }
+    func deleteItems(in table: TableName, matching filter: ODataExpression?) throws {
+        try w.deleteItems(in: table, matching: filter)
+    }
+    func enqueue(_ kind: OperationKind, itemID: ItemID, in table: TableName, item: JSONValue?) throws
+        -> PendingOperation
+    {
+        try w.enqueue(kind, itemID: itemID, in: table, item: item)
+    }
+    func updateOperation(_ operation: PendingOperation) throws { try w.updateOperation(operation) }
+    func removeOperation(_ id: Int64) throws { try w.removeOperation(id) }
+    func removeOperations(in table: TableName) throws { try w.removeOperations(in: table) }
+    func saveError(_ error: OperationError) throws { try w.saveError(error) }
+    func removeError(operationID: Int64) throws { try w.removeError(operationID: operationID) }
+    func setCursor(_ cursor: PullCursor?, for table: TableName, queryID: QueryID) throws {
+        try w.setCursor(cursor, for: table, queryID: queryID)
+    }
+    func removeCursors(in table: TableName) throws { try w.removeCursors(in: table) }
+    func setSetting(_ value: String?, for key: String) throws { try w.setSetting(value, for: key) }
+    func markForRefetch(_ id: ItemID, in table: TableName) throws { try w.markForRefetch(id, in: table) }
+    func removeRefetch(_ id: ItemID, in table: TableName) throws { try w.removeRefetch(id, in: table) }
+}

@@ -1,0 +1,180 @@
+import Foundation
+import OfflineSync
+import OfflineSyncTesting
+import SyncServer
+import Testing
+
+/// Transient failures, lost replies and legacy replies during a push or pull (issue 12, points 1,
+/// 4, 6 and 7; PROTOCOL.md §5 and §7). Each test failed before the fix it names.
+@Suite struct PushFaultTests {
+    static func todo(_ id: String, _ text: String) -> TodoItem { TodoItem(id: id, text: text, complete: false) }
+
+    /// Point 1: a 503 was stored as an operation error (then "resolved" by deleting the item).
+    @Test func aServerErrorIsRetriedWithBackoffThenReportedUnavailableWithNothingRecorded() async throws {
+        let workspace = try Workspace()
+        let transport = ScriptedTransport([
+            .status(503, json: ["error": "down"]), .status(503, json: nil), .status(503, json: nil),
+        ])
+        let clock = ImmediateClock()
+        let client = try await SyncClient.make(LiveServer.down, workspace: workspace) {
+            $0.transport = transport
+            $0.clock = clock
+            $0.jitter = { 1.0 }
+            $0.retryLimit = 2
+        }
+        try await client.syncTable("TodoItem", of: TodoItem.self).insert(Self.todo("a", "a"))
+        let error = await #expect(throws: PushError.self) { try await client.push() }
+        guard case .serverUnavailable(let unavailable, let result)? = error else {
+            Issue.record("expected serverUnavailable, got \(String(describing: error))"); return
+        }
+        #expect(unavailable.reason == .status(503))
+        #expect(unavailable.attempts == 3)
+        #expect(result.pushedCount == 0)
+        #expect(clock.sleeps == [.milliseconds(500), .seconds(1)])
+        #expect(try await client.operationErrors().isEmpty)
+        #expect(try await client.pendingOperations().count == 1)
+        #expect(String(describing: error!).hasPrefix("Server unavailable (HTTP 503) after 3 attempts"))
+    }
+
+    @Test(arguments: [408, 429, 500, 502, 504])
+    func everyTransientStatusIsRetriedAndThenSucceeds(status: Int) async throws {
+        let workspace = try Workspace()
+        try await LiveServer.run(in: workspace) { url in
+            let transport = ScriptedTransport(forwardingTo: URLSessionTransport(), [.status(status, json: nil)])
+            let client = try await SyncClient.make(url, workspace: workspace) { $0.transport = transport }
+            try await client.syncTable("TodoItem", of: TodoItem.self).insert(Self.todo("a", "a"))
+            #expect(try await client.push().pushedCount == 1)
+            #expect(try await client.operationErrors().isEmpty)
+        }
+    }
+
+    @Test func aRetryAfterHeaderSetsTheWait() async throws {
+        let workspace = try Workspace()
+        try await LiveServer.run(in: workspace) { url in
+            let clock = ImmediateClock()
+            let transport = ScriptedTransport(
+                forwardingTo: URLSessionTransport(),
+                [.respond(HTTPResponseData(status: 429, headers: ["Retry-After": "7"]))])
+            let client = try await SyncClient.make(url, workspace: workspace) {
+                $0.transport = transport
+                $0.clock = clock
+            }
+            try await client.syncTable("TodoItem", of: TodoItem.self).insert(Self.todo("a", "a"))
+            try await client.push()
+            #expect(clock.sleeps == [.seconds(7)])
+        }
+    }
+
+    /// A success whose body was cut short is not a success: the retry's 409 with the same fields is.
+    @Test func aSuccessReplyCutShortIsRetriedAndEndsWithOneServerRow() async throws {
+        let workspace = try Workspace()
+        try await LiveServer.run(in: workspace) { url in
+            final class CutReply: HTTPTransport, @unchecked Sendable {  // @unchecked: `used` behind `lock`.
+                let base = URLSessionTransport()
+                let lock = NSLock()
+                var used = false
+                func send(_ request: HTTPRequestData) async throws -> HTTPResponseData {
+                    var response = try await base.send(request)
+                    if lock.withLock({
+                        defer { used = true }; return !used
+                    }) {
+                        response.body = response.body.prefix(10)
+                    }
+                    return response
+                }
+            }
+            let client = try await SyncClient.make(url, workspace: workspace) { $0.transport = CutReply() }
+            try await client.syncTable("TodoItem", of: TodoItem.self).insert(Self.todo("a", "a"))
+            #expect(try await client.push().pushedCount == 1)
+            #expect(try await client.table("TodoItem", of: TodoItem.self).items().map(\.id) == ["a"])
+            #expect(try await client.syncTable("TodoItem", of: TodoItem.self).item(id: ItemID("a"))?.version != nil)
+        }
+    }
+
+    /// Point 4: the edit collapsed into the pending insert, whose retry then carried other fields and
+    /// came back 409 — a conflict against the device's own earlier write.
+    @Test func anEditAfterALostInsertReplyIsQueuedSeparatelyAndBothReachTheServer() async throws {
+        let workspace = try Workspace()
+        try await LiveServer.run(in: workspace) { url in
+            let transport = ScriptedTransport(forwardingTo: URLSessionTransport(), [.forwardThenFail(.timedOut)])
+            let client = try await SyncClient.make(url, workspace: workspace) {
+                $0.transport = transport
+                $0.retryLimit = 0
+            }
+            let table = client.syncTable("TodoItem", of: TodoItem.self)
+            try await table.insert(Self.todo("a", "first"))
+            await #expect(throws: PushError.self) { try await client.push() }
+            #expect(try await client.pendingOperations().map(\.isAttempted) == [true])
+            // The user edits the item before the next sync; a restart in between changes nothing.
+            let restarted = try await SyncClient.make(url, workspace: workspace) { $0.transport = transport }
+            let again = restarted.syncTable("TodoItem", of: TodoItem.self)
+            var item = try #require(try await again.item(id: ItemID("a")))
+            item.text = "second"
+            try await again.update(item)
+            #expect(try await restarted.pendingOperations().map(\.kind) == [.insert, .update])
+            let result = try await restarted.push()
+            #expect(result.pushedCount == 2)
+            #expect(try await restarted.operationErrors().isEmpty)
+            let server = try await restarted.table("TodoItem", of: TodoItem.self).items()
+            #expect(server.map(\.text) == ["second"])
+            #expect(try await again.item(id: ItemID("a"))?.version == server.first?.version)
+        }
+    }
+
+    /// Point 6: the client always asked `$top=1000`, and every pull failed with 400 after its push.
+    @Test func aPullFollowsAServerWithASmallerMaxTopAndRemembersIt() async throws {
+        let workspace = try Workspace()
+        let transport = ScriptedTransport(forwardingTo: URLSessionTransport())
+        let tables = [try TableConfiguration(name: "TodoItem", pageSize: 50, maxTop: 200)]
+        try await LiveServer.run(in: workspace, tables: tables) { url in
+            try await PullTests.seed(url, workspace, count: 120)
+            let client = try await SyncClient.make(url, workspace: workspace) { $0.transport = transport }
+            let table = client.syncTable("TodoItem", of: TodoItem.self)
+            try await table.insert(Self.todo("mine", "pushed first"))
+            let summary = try await table.pull(queryID: "all")
+            #expect(summary.appliedCount == 120)
+            #expect(try await table.count() == 121)
+            let statuses = transport.requests.map { "\($0.method) \($0.url.query?.contains("$top=1000") == true)" }
+            #expect(statuses == ["POST false", "GET true", "GET false", "GET false", "GET false"])
+            // The next pull asks the remembered page size at once.
+            let before = transport.requests.count
+            #expect(try await table.pull().appliedCount == 0)
+            #expect(transport.requests.dropFirst(before).allSatisfy { $0.url.query?.contains("$top=50") == true })
+        }
+    }
+
+    /// Point 7: a legacy 409 that echoes the request was taken for the server's row (a lost-reply
+    /// success), and the next pull silently overwrote the user's item.
+    @Test func aLegacyConflictEchoingTheRequestFetchesTheServersRowBeforeDeciding() async throws {
+        let workspace = try Workspace()
+        try await LiveServer.run(in: workspace) { url in
+            let other = try await SyncClient.make(url, workspace: workspace, store: "other.sqlite")
+            _ = try await other.table("TodoItem", of: TodoItem.self).insert(Self.todo("x", "theirs"))
+            let echo: JSONValue = ["id": "x", "text": "mine", "complete": false]
+            let transport = ScriptedTransport(forwardingTo: URLSessionTransport(), [.status(409, json: echo)])
+            let client = try await SyncClient.make(url, workspace: workspace) { $0.transport = transport }
+            try await client.syncTable("TodoItem", of: TodoItem.self).insert(Self.todo("x", "mine"))
+            let error = await #expect(throws: PushError.self) { try await client.push() }
+            let conflict = try #require(error?.result.errors.first)
+            #expect(conflict.status == 409)
+            #expect(conflict.serverItem?["text"] == "theirs")
+            #expect(transport.requests.map(\.method) == ["POST", "GET"])
+            #expect(try await client.syncTable("TodoItem", of: TodoItem.self).item(id: ItemID("x"))?.text == "mine")
+        }
+    }
+
+    @Test func aLegacyConflictEchoingARequestTheServerHoldsIsASuccess() async throws {
+        let workspace = try Workspace()
+        try await LiveServer.run(in: workspace) { url in
+            let echo: JSONValue = ["id": "x", "text": "mine", "complete": false]
+            // The first attempt's reply is lost; the retry meets a legacy 409 echoing the request.
+            let transport = ScriptedTransport(
+                forwardingTo: URLSessionTransport(), [.forwardThenFail(.connectionLost), .status(409, json: echo)])
+            let client = try await SyncClient.make(url, workspace: workspace) { $0.transport = transport }
+            try await client.syncTable("TodoItem", of: TodoItem.self).insert(Self.todo("x", "mine"))
+            #expect(try await client.push().pushedCount == 1)
+            #expect(transport.requests.map(\.method) == ["POST", "POST", "GET"])
+            #expect(try await client.syncTable("TodoItem", of: TodoItem.self).item(id: ItemID("x"))?.version != nil)
+        }
+    }
+}
