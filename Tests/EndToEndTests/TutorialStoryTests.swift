@@ -88,18 +88,27 @@ import Testing
         #expect(try a.run("sync").status == 0)
         let conflicted = try b.run("sync")
         #expect(conflicted.status == 1)
-        #expect(conflicted.error.contains("conflict"))
+        #expect(conflicted.error == "todo: 1 conflict waiting: see `todo conflicts`\n")
+        // A waiting conflict is reported by every later sync, which still pulls.
+        let again = try b.run("sync")
+        #expect(again.status == 1)
+        #expect(again.output.contains("sent 0 change(s), received 0 item(s)"))
+        #expect(again.error == "todo: 1 conflict waiting: see `todo conflicts`\n")
+        #expect(try b.run("status").output.contains("Conflicts:  1 (see `todo conflicts`)"))
         let conflicts = try JSONValue(parsing: try b.run("conflicts", "--json").output).arrayValue ?? []
         #expect(conflicts.count == 1)
         #expect(conflicts.first?["mine"]?["text"] == "Buy almond milk")
         #expect(conflicts.first?["server"]?["text"] == "Buy oat milk")
         let sideBySide = try b.run("conflicts").output
         #expect(sideBySide.contains("mine:   [ ] Buy almond milk") && sideBySide.contains("server: [ ] Buy oat milk"))
+        #expect(sideBySide.contains("someone changed the item since you last synced"))
+        #expect(sideBySide.contains("todo resolve \(milk.prefix(8)) --take-server"))
 
         // B takes the server's version; everyone agrees.
         #expect(try b.run("resolve", String(milk.prefix(8)), "--take-server").status == 0)
         #expect(try b.run("sync").status == 0)
         #expect(try a.run("sync").status == 0)
+        #expect(try a.run("sync").output.contains("received 0 item(s)"))  // nothing changed since
         let truth = try await Self.serverItems(port)
         #expect(truth[milk] == "Buy oat milk|false")
         #expect(try a.items() == truth)

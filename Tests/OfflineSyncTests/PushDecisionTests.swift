@@ -1,0 +1,90 @@
+import OfflineSync
+import Testing
+
+@testable import OfflineSync
+
+/// The table of ``PushDecision/decide(_:status:replyItem:server:sent:)``, cell by cell.
+@Suite struct PushDecisionTests {
+    static let sent: JSONValue = ["id": "a", "text": "mine"]
+    static let live: JSONValue = ["id": "a", "text": "mine", "version": "v2", "updatedAt": "2026-01-01T00:00:00.000Z"]
+    static let other: JSONValue = [
+        "id": "a", "text": "theirs", "version": "v2", "updatedAt": "2026-01-01T00:00:00.000Z",
+    ]
+    static let tombstone: JSONValue = ["id": "a", "text": "mine", "version": "v3", "deleted": true]
+
+    @Test(arguments: [OperationKind.insert, .update, .delete])
+    func transientStatusesAreRetriedAnd401Stops(kind: OperationKind) {
+        for status in [408, 429, 500, 502, 503, 504, 599] {
+            #expect(
+                PushDecision.decide(kind, status: status, replyItem: nil, server: .unknown, sent: Self.sent) == .retry)
+        }
+        #expect(PushDecision.decide(kind, status: 401, replyItem: nil, server: .unknown, sent: nil) == .unauthorized)
+    }
+
+    @Test func successesNeedTheServersItemExceptForDeletes() {
+        #expect(
+            PushDecision.decide(.insert, status: 201, replyItem: Self.live, server: .unknown, sent: Self.sent)
+                == .succeeded(serverItem: Self.live))
+        #expect(PushDecision.decide(.update, status: 200, replyItem: nil, server: .unknown, sent: Self.sent) == .retry)
+        #expect(
+            PushDecision.decide(.delete, status: 200, replyItem: nil, server: .unknown, sent: nil)
+                == .succeeded(serverItem: nil))
+        #expect(
+            PushDecision.decide(.delete, status: 404, replyItem: nil, server: .unknown, sent: nil)
+                == .succeeded(serverItem: nil))
+    }
+
+    @Test(arguments: [
+        (OperationKind.insert, 409), (.update, 409), (.update, 412), (.update, 404), (.delete, 409), (.delete, 412),
+    ])
+    func conflictsWithoutTheServersRowFetchIt(kind: OperationKind, status: Int) {
+        #expect(
+            PushDecision.decide(kind, status: status, replyItem: nil, server: .unknown, sent: Self.sent)
+                == .fetchServerItem)
+        #expect(
+            PushDecision.decide(kind, status: status, replyItem: nil, server: .absent, sent: Self.sent)
+                == .conflict(serverItem: nil))
+    }
+
+    @Test func aConflictWhoseServerRowAlreadyHoldsTheChangeIsASuccess() {
+        // insert: same user fields; update: every field sent; delete: already deleted.
+        #expect(
+            PushDecision.decide(.insert, status: 409, replyItem: nil, server: .row(Self.live), sent: Self.sent)
+                == .succeeded(serverItem: Self.live))
+        #expect(
+            PushDecision.decide(.update, status: 412, replyItem: nil, server: .row(Self.live), sent: Self.sent)
+                == .succeeded(serverItem: Self.live))
+        #expect(
+            PushDecision.decide(.delete, status: 412, replyItem: nil, server: .row(Self.tombstone), sent: nil)
+                == .succeeded(serverItem: Self.tombstone))
+        // …and one that does not is a conflict with it.
+        #expect(
+            PushDecision.decide(.insert, status: 409, replyItem: nil, server: .row(Self.other), sent: Self.sent)
+                == .conflict(serverItem: Self.other))
+        #expect(
+            PushDecision.decide(.update, status: 412, replyItem: nil, server: .row(Self.other), sent: Self.sent)
+                == .conflict(serverItem: Self.other))
+        #expect(
+            PushDecision.decide(.insert, status: 409, replyItem: nil, server: .row(Self.tombstone), sent: Self.sent)
+                == .conflict(serverItem: Self.tombstone))
+        #expect(
+            PushDecision.decide(.update, status: 404, replyItem: nil, server: .row(Self.tombstone), sent: Self.sent)
+                == .conflict(serverItem: Self.tombstone))
+        #expect(
+            PushDecision.decide(.delete, status: 412, replyItem: nil, server: .row(Self.other), sent: nil)
+                == .conflict(serverItem: Self.other))
+    }
+
+    @Test(arguments: [400, 403, 404, 405, 413, 422, 302])
+    func otherStatusesAreRefusals(status: Int) {
+        #expect(
+            PushDecision.decide(.insert, status: status, replyItem: nil, server: .unknown, sent: Self.sent) == .refused)
+    }
+
+    @Test func aConflictBodyIsTheServersRowOnlyWithItsSystemProperties() {
+        let echo: JSONValue = ["id": "a", "text": "mine"]
+        #expect(PushDecision.serverRow(status: 409, replyBody: echo, replyItem: echo) == .unknown)
+        #expect(PushDecision.serverRow(status: 409, replyBody: Self.live, replyItem: Self.live) == .row(Self.live))
+        #expect(PushDecision.serverRow(status: 404, replyBody: nil, replyItem: nil) == .unknown)
+    }
+}
