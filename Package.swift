@@ -20,6 +20,7 @@ let package = Package(
         .executable(name: "sync-server", targets: ["sync-server"]),
         .executable(name: "todo", targets: ["todo"]),
         .executable(name: "sync-bench", targets: ["sync-bench"]),
+        .executable(name: "sync-chaos", targets: ["sync-chaos"]),
     ],
     dependencies: [
         .package(url: "https://github.com/groue/GRDB.swift.git", from: "7.10.0"),
@@ -114,6 +115,11 @@ let package = Package(
             ],
             swiftSettings: swiftSettings
         ),
+        .executableTarget(
+            name: "sync-chaos",
+            dependencies: ["SyncCore", .product(name: "ArgumentParser", package: "swift-argument-parser")],
+            swiftSettings: swiftSettings
+        ),
         .testTarget(
             name: "SyncCoreTests",
             dependencies: [
@@ -145,6 +151,7 @@ let package = Package(
                 "OfflineSync",
                 "todo",
                 "sync-server",
+                "sync-chaos",
                 "SyncServer",
                 "SyncSQLite",
             ],

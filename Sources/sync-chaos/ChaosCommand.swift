@@ -1,0 +1,53 @@
+import ArgumentParser
+import Foundation
+
+/// `sync-chaos`: the chaos test of the whole story (see ``ChaosRun``), bounded in steps and time.
+@main
+struct ChaosCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "sync-chaos",
+        abstract: "Run devices (real todo processes) against a real sync-server through a fault-injecting proxy.",
+        discussion: """
+            Faults: requests dropped, replies lost after the server committed, 503s, replies cut short,
+            network partitions; devices killed with SIGKILL mid-sync and mid-write; the server killed with
+            SIGKILL and restarted on the same database. Then every device syncs until settled and the run
+            checks: every device equals the server, nothing pending or waiting, no item twice, no
+            acknowledged write lost. Exits 1 when a seed fails.
+            """)
+
+    @Option(help: "A seed (repeatable); each seed is one run.") var seed: [UInt64] = [1]
+    @Option(help: "Devices stepping at once.") var devices = 3
+    @Option(help: "Steps per device.") var steps = 30
+    @Option(help: "Chance that a request through the proxy meets a fault.") var faultRate = 0.2
+    @Option(help: "Seconds a seed may take in all (the chaos phase stops at 70% of it).") var timeLimit: Double = 240
+    @Option(help: "Where runs keep their files (default: a temporary folder, removed afterwards).")
+    var directory: String?
+
+    func validate() throws {
+        guard devices >= 1, devices <= 32 else { throw ValidationError("--devices is 1 to 32") }
+        guard steps >= 1, steps <= 10_000 else { throw ValidationError("--steps is 1 to 10000") }
+        guard (0...1).contains(faultRate) else { throw ValidationError("--fault-rate is 0 to 1") }
+    }
+
+    func run() throws {
+        let binaries = URL(fileURLWithPath: CommandLine.arguments[0]).resolvingSymlinksInPath()
+            .deletingLastPathComponent()
+        let folder =
+            directory.map { URL(fileURLWithPath: $0) }
+            ?? FileManager.default.temporaryDirectory.appendingPathComponent("sync-chaos-\(UUID().uuidString)")
+        defer { if directory == nil { try? FileManager.default.removeItem(at: folder) } }
+        let settings = ChaosRun.Settings(
+            devices: devices, steps: steps, faultRate: faultRate, timeLimit: timeLimit,
+            todo: binaries.appendingPathComponent("todo").path,
+            server: binaries.appendingPathComponent("sync-server").path, directory: folder)
+        var failed = 0
+        for seed in seed {
+            let report = try ChaosRun(seed: seed, settings: settings).run()
+            report.lines.forEach { print($0) }
+            for failure in report.failures.prefix(20) { print("  problem: \(failure)") }
+            if !report.passed { failed += 1 }
+        }
+        print("sync-chaos: \(seed.count - failed) of \(seed.count) seed(s) passed")
+        if failed > 0 { throw ExitCode(1) }
+    }
+}

@@ -1,0 +1,263 @@
+import Foundation
+import SyncCore
+
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Darwin)
+    import Darwin
+#endif
+
+/// One seeded chaos run: a real `sync-server` over SQLite behind a ``FaultProxy``, several devices
+/// stepping at once through real `todo` processes (some killed with SIGKILL mid-sync or mid-write),
+/// a chaos thread partitioning the network and killing the server with SIGKILL (restarted on the same
+/// database); then healing, syncing every device until settled (resolving what `todo conflicts`
+/// shows), and checking the outcome.
+struct ChaosRun {
+    struct Settings {
+        var devices: Int
+        var steps: Int
+        var faultRate: Double
+        var timeLimit: TimeInterval
+        var todo: String
+        var server: String
+        var directory: URL
+    }
+
+    struct Report {
+        var seed: UInt64
+        var lines: [String] = []
+        var failures: [String] = []
+        var passed: Bool { failures.isEmpty }
+    }
+
+    let seed: UInt64
+    let settings: Settings
+
+    func run() throws -> Report {
+        let started = Date()
+        let directory = settings.directory.appendingPathComponent("seed-\(seed)")
+        try? FileManager.default.removeItem(at: directory)
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        let server = ServerProcess(
+            executable: settings.server, port: try Socket.freePort(),
+            database: "sqlite:" + directory.appendingPathComponent("server.sqlite").path)
+        try server.start()
+        defer { server.stop() }
+        let proxy = try FaultProxy(upstreamPort: server.port, seed: seed, faultRate: settings.faultRate)
+        defer { proxy.stop() }
+        let devices = (0..<settings.devices).map { index in
+            Device(
+                index: index, todo: settings.todo,
+                store: directory.appendingPathComponent("device-\(index).sqlite").path,
+                url: "http://127.0.0.1:\(proxy.port)", seed: seed &* 1_000_003 &+ UInt64(index))
+        }
+        let deadline = started.addingTimeInterval(settings.timeLimit * 0.7)
+
+        // Chaos: devices step concurrently while partitions and server kills happen.
+        let chaos = ChaosThread(server: server, proxy: proxy, seed: seed ^ 0xC4A05)
+        let group = DispatchGroup()
+        let errors = Locked<[String]>([])
+        for device in devices {
+            group.enter()
+            Thread {
+                defer { group.leave() }
+                do {
+                    for _ in 0..<settings.steps where Date() < deadline { try device.step() }
+                } catch {
+                    errors.withLock { $0.append("\(device.name): \(error)") }
+                }
+            }.start()
+        }
+        chaos.start()
+        group.wait()
+        chaos.finish()
+        let chaosSeconds = Date().timeIntervalSince(started)
+
+        // Heal, then every device syncs until a whole round changes nothing.
+        proxy.heal()
+        try server.ensureRunning()
+        var rounds = 0
+        var settled = false
+        while !settled, rounds < 12 {
+            rounds += 1
+            settled = true
+            for device in devices {
+                let result = try device.sync(killAfter: nil)
+                if result.status != 0 || !result.output.contains("sent 0 change(s), received 0 item(s)") {
+                    settled = false
+                }
+            }
+        }
+
+        var report = Report(seed: seed)
+        report.failures += errors.withLock { $0 }
+        report.failures += devices.flatMap(\.failures)
+        if !settled { report.failures.append("devices did not settle in \(rounds) rounds") }
+        let rows = try server.rows()
+        report.failures += try Self.check(rows: rows, devices: devices)
+
+        let (faults, passed) = proxy.tally
+        let faultText = FaultProxy.Fault.allCases.map { "\(faults[$0, default: 0]) \($0.rawValue)" }
+        report.lines = [
+            "seed \(seed): \(settings.devices) devices × \(settings.steps) steps, "
+                + "\(devices.map(\.commands).reduce(0, +)) todo commands, \(devices.map(\.syncs).reduce(0, +)) syncs",
+            "  requests through the proxy: \(passed + faults.values.reduce(0, +)); faults: "
+                + faultText.joined(separator: ", "),
+            "  kills: \(devices.map(\.killedSyncs).reduce(0, +)) devices mid-sync, "
+                + "\(devices.map(\.killedWrites).reduce(0, +)) mid-write, \(chaos.serverKills) server (SIGKILL, restarted); "
+                + "\(chaos.partitions) partitions",
+            "  conflicts shown and resolved: \(devices.map(\.conflictsShown).reduce(0, +)) "
+                + "(\(Self.merged(devices.map(\.resolutions)).sorted { $0.key < $1.key }.map { "\($0.value) \($0.key)" }.joined(separator: ", ")))",
+            "  server rows: \(rows.count) (\(rows.filter { !$0.isDeleted }.count) live); settled in \(rounds) round(s); "
+                + String(format: "%.1f s of chaos, %.1f s in all", chaosSeconds, Date().timeIntervalSince(started)),
+            "  result: " + (report.failures.isEmpty ? "PASS" : "FAIL (\(report.failures.count) problem(s))"),
+        ]
+        return report
+    }
+
+    static func merged(_ counts: [[String: Int]]) -> [String: Int] {
+        counts.reduce(into: [:]) { total, next in total.merge(next, uniquingKeysWith: +) }
+    }
+
+    /// The checks after settling.
+    static func check(rows: [JSONValue], devices: [Device]) throws -> [String] {
+        var failures: [String] = []
+        let live = rows.filter { !$0.isDeleted }
+        let truth = Dictionary(
+            live.map {
+                ($0["id"]?.stringValue ?? "", "\($0["text"]?.stringValue ?? "")|\($0["complete"]?.boolValue ?? false)")
+            }, uniquingKeysWith: { first, _ in first })
+        // 1. Every device equals the server; nothing pending or waiting.
+        for device in devices {
+            let items = try device.items()
+            if items != truth {
+                let missing = truth.keys.filter { items[$0] == nil }.count
+                let extra = items.keys.filter { truth[$0] == nil }.count
+                let differing = items.keys.filter { truth[$0] != nil && truth[$0] != items[$0] }.count
+                failures.append(
+                    "\(device.name) differs from the server: \(missing) missing, \(extra) extra, \(differing) differing"
+                )
+            }
+            let status = try JSONValue(parsing: try device.run(["status", "--json"]).output)
+            if status["pending"] != 0 || status["conflicts"] != 0 {
+                failures.append(
+                    "\(device.name) left \(status["pending"] ?? .null) pending, \(status["conflicts"] ?? .null) waiting"
+                )
+            }
+        }
+        // 2. No item twice: texts are unique per write, and an add reaches the server at most once.
+        let texts = live.compactMap { $0["text"]?.stringValue }
+        if Set(texts).count != texts.count { failures.append("a text appears on several live server rows") }
+        let ids = rows.compactMap { $0["id"]?.stringValue }
+        // 3. No acknowledged add lost, unless some device deleted it (an add deleted before any
+        //    sync never reaches the server at all).
+        let deleted = devices.reduce(into: Set<String>()) { $0.formUnion($1.deletes) }
+        for device in devices {
+            for short in device.acknowledgedAdds {
+                let matching = ids.filter { $0.hasPrefix(short) }
+                let wasDeleted = deleted.contains { $0.hasPrefix(short) }
+                if matching.count > 1 {
+                    failures.append(
+                        "acknowledged add \(short) of \(device.name) is on the server \(matching.count) times")
+                } else if !wasDeleted, matching.first.flatMap({ truth[$0] }) == nil {
+                    failures.append("acknowledged add \(short) of \(device.name) was lost (nobody deleted it)")
+                }
+            }
+        }
+        // 4. An item only one device wrote to never conflicts, and ends with that device's last
+        //    acknowledged edit (or a later one that was killed after it committed).
+        var writers: [String: Set<Int>] = [:]
+        for device in devices {
+            for edit in device.edits { writers[edit.id, default: []].insert(device.index) }
+            for id in device.deletes { writers[id, default: []].insert(device.index) }
+        }
+        for device in devices {
+            let mine = Dictionary(grouping: device.edits, by: \.id)
+            for (id, edits) in mine where writers[id] == [device.index] && !device.yielded.contains(id) {
+                guard let lastAcknowledged = edits.lastIndex(where: \.acknowledged) else { continue }
+                let allowed = Set(edits[lastAcknowledged...].map(\.text))
+                let final = truth[id]?.components(separatedBy: "|").first
+                if let final, !allowed.contains(final) {
+                    failures.append("\(device.name)'s acknowledged edit of \(id.prefix(8)) was lost (server: \(final))")
+                }
+            }
+            for id in device.yielded where writers[id] == [device.index] {
+                failures.append("\(device.name) met a conflict on \(id.prefix(8)), which no other device wrote")
+            }
+        }
+        return failures
+    }
+}
+
+/// Partitions the network and kills the server at seeded random moments until finished.
+final class ChaosThread: @unchecked Sendable {  // @unchecked: counters read after `finish()` joined it.
+    let server: ServerProcess
+    let proxy: FaultProxy
+    private var random: SplitMix64
+    private let stopped = Locked(false)
+    private let done = DispatchSemaphore(value: 0)
+    private(set) var serverKills = 0
+    private(set) var partitions = 0
+    private(set) var failure: String?
+
+    init(server: ServerProcess, proxy: FaultProxy, seed: UInt64) {
+        self.server = server
+        self.proxy = proxy
+        random = SplitMix64(seed: seed)
+    }
+
+    func start() {
+        Thread { [self] in
+            defer { done.signal() }
+            while !pause(milliseconds: 1_500 + Int(random.next() % 2_500)) {
+                if random.nextDouble() < 0.55 {
+                    partitions += 1
+                    proxy.setPartitioned(true)
+                    _ = pause(milliseconds: 300 + Int(random.next() % 1_200))
+                    proxy.setPartitioned(false)
+                } else {
+                    serverKills += 1
+                    server.kill()
+                    _ = pause(milliseconds: 200 + Int(random.next() % 800))
+                    do { try server.start() } catch { failure = "\(error)" }
+                }
+            }
+        }.start()
+    }
+
+    /// Sleeps in small steps; true when the run finished meanwhile.
+    private func pause(milliseconds: Int) -> Bool {
+        var left = milliseconds
+        while left > 0 {
+            if stopped.withLock({ $0 }) { return true }
+            usleep(useconds_t(min(left, 50) * 1000))
+            left -= 50
+        }
+        return stopped.withLock { $0 }
+    }
+
+    func finish() {
+        stopped.withLock { $0 = true }
+        done.wait()
+        proxy.setPartitioned(false)
+    }
+}
+
+/// A value behind a lock.
+final class Locked<Value>: @unchecked Sendable {  // @unchecked: every access goes through `lock`.
+    private let lock = NSLock()
+    private var value: Value
+    init(_ value: Value) { self.value = value }
+    func withLock<T>(_ body: (inout Value) throws -> T) rethrows -> T {
+        lock.lock()
+        defer { lock.unlock() }
+        return try body(&value)
+    }
+}
+
+extension ServerProcess {
+    /// Starts the server again if the chaos left it down.
+    func ensureRunning() throws {
+        if Socket.connect(port: port, timeout: 2).map({ close($0) }) == nil { try start() }
+    }
+}

@@ -1,0 +1,130 @@
+import Foundation
+import SyncCore
+
+/// One device: a store file used by short-lived `todo` processes, as a person at a terminal would,
+/// with what it did recorded for the checks. Only its own thread touches it until the run joins.
+final class Device: @unchecked Sendable {  // @unchecked: used by one thread at a time (see above).
+    let index: Int
+    let todo: String
+    let environment: [String: String]
+    var random: SplitMix64
+    private var counter = 0
+
+    /// Short ids (8 characters) of adds that `todo add` acknowledged.
+    var acknowledgedAdds: [String] = []
+    /// Every edit started, in order: item id, the unique text it set, and whether `todo` acknowledged it.
+    var edits: [(id: String, text: String, acknowledged: Bool)] = []
+    /// Ids of items a delete was started for (acknowledged or killed).
+    var deletes: Set<String> = []
+    /// Ids of items whose conflict this device resolved by taking the server's version.
+    var yielded: Set<String> = []
+    var commands = 0
+    var syncs = 0
+    var killedSyncs = 0
+    var killedWrites = 0
+    var conflictsShown = 0
+    var resolutions: [String: Int] = [:]
+    var failures: [String] = []
+
+    init(index: Int, todo: String, store: String, url: String, seed: UInt64) {
+        self.index = index
+        self.todo = todo
+        environment = ["TODO_STORE": store, "TODO_URL": url]
+        random = SplitMix64(seed: seed)
+    }
+
+    var name: String { "device \(index)" }
+
+    func run(_ arguments: [String], killAfter: Int? = nil) throws -> CommandResult {
+        commands += 1
+        return try runCommand(todo, arguments, environment: environment, killAfter: killAfter)
+    }
+
+    private func uniqueText(_ kind: String) -> String {
+        counter += 1
+        return "d\(index)-\(kind)\(counter)"
+    }
+
+    /// The device's items: id → (text, complete).
+    func items() throws -> [String: String] {
+        let result = try run(["list", "--all", "--json"])
+        guard result.status == 0 else { throw ChaosError("\(name): list failed: \(result.error)") }
+        var items: [String: String] = [:]
+        for item in try JSONValue(parsing: result.output).arrayValue ?? [] {
+            items[item["id"]?.stringValue ?? ""] =
+                "\(item["text"]?.stringValue ?? "")|\(item["complete"]?.boolValue ?? false)"
+        }
+        return items
+    }
+
+    /// One random step: add, edit, complete, delete, sync, or one of them killed with SIGKILL.
+    func step() throws {
+        let roll = random.nextDouble()
+        switch roll {
+        case ..<0.28: try add(killAfter: nil)
+        case ..<0.50: try edit(killAfter: nil)
+        case ..<0.58: try delete()
+        case ..<0.78: try sync(killAfter: nil)
+        case ..<0.88: try sync(killAfter: 5 + Int(random.next() % 400))
+        case ..<0.94: try add(killAfter: 15 + Int(random.next() % 45))
+        default: try edit(killAfter: 15 + Int(random.next() % 45))
+        }
+    }
+
+    func add(killAfter: Int?) throws {
+        let result = try run(["add", uniqueText("a")], killAfter: killAfter)
+        if killAfter != nil, result.wasKilled { killedWrites += 1 }
+        if result.status == 0, let line = result.output.split(separator: "\n").first, line.hasPrefix("Added ") {
+            acknowledgedAdds.append(String(line.dropFirst(6).prefix(8)))
+        }
+    }
+
+    func edit(killAfter: Int?) throws {
+        let ids = try items().keys.sorted()
+        guard !ids.isEmpty else { return try add(killAfter: killAfter) }
+        let id = ids[Int(random.next() % UInt64(ids.count))]
+        let text = uniqueText("e")
+        let result = try run(["edit", id, text], killAfter: killAfter)
+        if killAfter != nil, result.wasKilled { killedWrites += 1 }
+        edits.append((id, text, result.status == 0))
+    }
+
+    func delete() throws {
+        let ids = try items().keys.sorted()
+        guard !ids.isEmpty else { return }
+        let id = ids[Int(random.next() % UInt64(ids.count))]
+        deletes.insert(id)
+        _ = try run(["delete", id])
+    }
+
+    /// `todo sync`; when it reports changes waiting, the person looks at them and picks a choice.
+    @discardableResult
+    func sync(killAfter: Int?) throws -> CommandResult {
+        syncs += 1
+        let result = try run(["sync"], killAfter: killAfter)
+        if killAfter != nil, result.wasKilled { killedSyncs += 1 }
+        if result.status == 1 { try resolveWhatIsShown() }
+        return result
+    }
+
+    /// Reads `todo conflicts --json` and resolves each with one of the choices it offers.
+    func resolveWhatIsShown() throws {
+        let shown = try run(["conflicts", "--json"])
+        guard shown.status == 0 else { return }
+        for conflict in try JSONValue(parsing: shown.output).arrayValue ?? [] {
+            guard let id = conflict["id"]?.stringValue, let choices = conflict["choices"]?.arrayValue,
+                !choices.isEmpty
+            else {
+                failures.append("\(name): a conflict without choices: \(conflict.serialized())")
+                continue
+            }
+            conflictsShown += 1
+            let choice = choices[Int(random.next() % UInt64(choices.count))].stringValue ?? ""
+            let result = try run(["resolve", id, choice])
+            if result.status == 0 {
+                resolutions[choice, default: 0] += 1
+                if choice != "--keep-mine" { yielded.insert(id) }
+            }
+        }
+    }
+}

@@ -1,0 +1,139 @@
+import Foundation
+
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Darwin)
+    import Darwin
+#endif
+
+/// An HTTP proxy on 127.0.0.1 between the devices and `sync-server` that injects faults: each
+/// request is, at random (seeded), passed, dropped before the server sees it, answered 503 without
+/// reaching the server, forwarded with its reply lost (the server committed), or forwarded with its
+/// reply cut short. While partitioned it closes every connection at once. One request per
+/// connection; a thread per connection.
+final class FaultProxy: @unchecked Sendable {  // @unchecked: mutable state behind `lock`.
+    enum Fault: String, CaseIterable {
+        case dropRequest = "request dropped"
+        case serviceUnavailable = "503 answered"
+        case loseReply = "reply lost after commit"
+        case cutReply = "reply cut short"
+        case partitioned = "refused while partitioned"
+    }
+
+    let port: Int
+    private let listener: Int32
+    private let upstreamPort: Int
+    private let lock = NSLock()
+    private var random: SplitMix64
+    private var faultRate: Double
+    private var isPartitioned = false
+    private var counts: [Fault: Int] = [:]
+    private var passed = 0
+
+    /// Starts listening; `faultRate` is the chance that a request meets one of the four faults.
+    init(upstreamPort: Int, seed: UInt64, faultRate: Double) throws {
+        (listener, port) = try Socket.listen()
+        self.upstreamPort = upstreamPort
+        random = SplitMix64(seed: seed)
+        self.faultRate = faultRate
+        let thread = Thread { [self] in acceptLoop() }
+        thread.start()
+    }
+
+    /// Stops accepting (connections in progress finish).
+    func stop() {
+        shutdown(listener, Int32(SHUT_RDWR))
+        close(listener)
+    }
+
+    /// Starts or ends a network partition.
+    func setPartitioned(_ value: Bool) { lock.withLock { isPartitioned = value } }
+
+    /// Heals: no more faults or partition.
+    func heal() {
+        lock.withLock {
+            isPartitioned = false
+            faultRate = 0
+        }
+    }
+
+    /// Faults injected so far, by kind, and requests passed.
+    var tally: (faults: [Fault: Int], passed: Int) { lock.withLock { (counts, passed) } }
+
+    private func acceptLoop() {
+        while true {
+            let client = accept(listener, nil, nil)
+            if client < 0 {
+                if errno == EINTR { continue }
+                return
+            }
+            Socket.setTimeout(client, seconds: 20)
+            Thread { [self] in
+                handle(client)
+                close(client)
+            }.start()
+        }
+    }
+
+    private func decide() -> Fault? {
+        lock.withLock {
+            let fault: Fault?
+            if isPartitioned {
+                fault = .partitioned
+            } else if random.nextDouble() < faultRate {
+                fault = [.dropRequest, .serviceUnavailable, .loseReply, .cutReply][Int(random.next() % 4)]
+            } else {
+                fault = nil
+            }
+            if let fault { counts[fault, default: 0] += 1 } else { passed += 1 }
+            return fault
+        }
+    }
+
+    private func handle(_ client: Int32) {
+        guard let request = Socket.readMessage(client, isRequest: true) else { return }
+        let fault = decide()
+        switch fault {
+        case .partitioned?, .dropRequest?:
+            return
+        case .serviceUnavailable?:
+            let body = Array(#"{"error":"Service unavailable (injected by sync-chaos)."}"#.utf8)
+            let head =
+                "HTTP/1.1 503 Service Unavailable\r\nContent-Type: application/json\r\nContent-Length: \(body.count)\r\nConnection: close\r\n\r\n"
+            Socket.write(client, Array(head.utf8) + body)
+            return
+        case .loseReply?, .cutReply?, nil:
+            break
+        }
+        guard let upstream = Socket.connect(port: upstreamPort) else { return }  // the server is down
+        defer { close(upstream) }
+        guard Socket.write(upstream, request.closingConnection().bytes),
+            let response = Socket.readMessage(upstream)
+        else { return }
+        switch fault {
+        case .loseReply?:
+            return
+        case .cutReply?:
+            Socket.write(client, response.head + response.body.prefix(response.body.count / 2))
+        default:
+            Socket.write(client, response.closingConnection().bytes)
+        }
+    }
+}
+
+/// A small seeded generator (SplitMix64): the same seed gives the same choices.
+struct SplitMix64: RandomNumberGenerator {
+    private var state: UInt64
+
+    init(seed: UInt64) { state = seed }
+
+    mutating func next() -> UInt64 {
+        state &+= 0x9E37_79B9_7F4A_7C15
+        var z = state
+        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+        return z ^ (z >> 31)
+    }
+
+    mutating func nextDouble() -> Double { Double(next() >> 11) / Double(1 << 53) }
+}

@@ -1,0 +1,147 @@
+import Foundation
+import SyncCore
+
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Darwin)
+    import Darwin
+#endif
+
+/// What a finished (or killed) command printed.
+struct CommandResult {
+    var status: Int32
+    var output: String
+    var error: String
+    var wasKilled: Bool
+}
+
+/// Runs `executable` to completion, or kills it with SIGKILL after `killAfter` milliseconds, or
+/// with SIGTERM after `timeout` seconds.
+func runCommand(
+    _ executable: String, _ arguments: [String], environment: [String: String], killAfter: Int? = nil,
+    timeout: TimeInterval = 30
+) throws -> CommandResult {
+    let process = Process()
+    process.executableURL = URL(fileURLWithPath: executable)
+    process.arguments = arguments
+    process.environment = ProcessInfo.processInfo.environment.merging(environment) { _, new in new }
+    let output = Pipe()
+    let error = Pipe()
+    process.standardOutput = output
+    process.standardError = error
+    process.standardInput = FileHandle.nullDevice
+    try process.run()
+    var killed = false
+    if let killAfter {
+        usleep(useconds_t(killAfter * 1000))
+        if process.isRunning {
+            kill(process.processIdentifier, SIGKILL)
+            killed = true
+        }
+    }
+    // Read both pipes while waiting, so that a long output cannot block the process.
+    let outputData = PipeReader(output)
+    let errorData = PipeReader(error)
+    let deadline = Date().addingTimeInterval(timeout)
+    while process.isRunning, Date() < deadline { usleep(2_000) }
+    if process.isRunning { kill(process.processIdentifier, SIGKILL) }
+    process.waitUntilExit()
+    return CommandResult(
+        status: process.terminationStatus, output: String(decoding: outputData.data, as: UTF8.self),
+        error: String(decoding: errorData.data, as: UTF8.self),
+        wasKilled: killed && process.terminationReason == .uncaughtSignal)
+}
+
+/// Reads a pipe to its end on a thread of its own.
+final class PipeReader: @unchecked Sendable {  // @unchecked: `result` is written once, before `done` is signalled.
+    private var result = Data()
+    private let done = DispatchSemaphore(value: 0)
+
+    init(_ pipe: Pipe) {
+        Thread { [self] in
+            result = pipe.fileHandleForReading.readDataToEndOfFile()
+            done.signal()
+        }.start()
+    }
+
+    /// Everything read, once the writer closed the pipe.
+    var data: Data {
+        done.wait()
+        done.signal()
+        return result
+    }
+}
+
+/// A `sync-server` process on 127.0.0.1 over one SQLite file, which the run kills and restarts.
+final class ServerProcess {
+    let executable: String
+    let port: Int
+    let database: String
+    private var process: Process?
+
+    init(executable: String, port: Int, database: String) {
+        self.executable = executable
+        self.port = port
+        self.database = database
+    }
+
+    /// Starts it and waits (up to 20 s) for its `listening on` line.
+    func start() throws {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: executable)
+        process.arguments = ["--port", String(port), "--database", database, "--log-level", "error"]
+        let output = Pipe()
+        process.standardOutput = output
+        process.standardError = FileHandle.nullDevice
+        try process.run()
+        var seen = ""
+        let deadline = Date().addingTimeInterval(20)
+        while !seen.contains("listening on"), Date() < deadline, process.isRunning {
+            seen += String(decoding: output.fileHandleForReading.availableData, as: UTF8.self)
+        }
+        guard seen.contains("listening on") else {
+            process.terminate()
+            throw ChaosError("sync-server did not start on port \(port): \(seen)")
+        }
+        self.process = process
+    }
+
+    /// SIGKILL: no chance to finish anything.
+    func kill() {
+        guard let process, process.isRunning else { return }
+        Glibc.kill(process.processIdentifier, SIGKILL)
+        process.waitUntilExit()
+        self.process = nil
+    }
+
+    /// SIGTERM and wait.
+    func stop() {
+        guard let process, process.isRunning else { return }
+        process.terminate()
+        process.waitUntilExit()
+        self.process = nil
+    }
+
+    /// Every row of the table (tombstones too), straight from the server, following `Link`.
+    func rows(table: String = "TodoItem") throws -> [JSONValue] {
+        var path: String? = "/tables/\(table)?__includeDeleted=true&$top=1000"
+        var rows: [JSONValue] = []
+        while let next = path {
+            guard let socket = Socket.connect(port: port) else { throw ChaosError("server not reachable") }
+            defer { close(socket) }
+            let request =
+                "GET \(next) HTTP/1.1\r\nHost: 127.0.0.1\r\nZUMO-API-VERSION: 2.0.0\r\nConnection: close\r\n\r\n"
+            guard Socket.write(socket, Array(request.utf8)), let response = Socket.readMessage(socket),
+                response.startLine.contains(" 200 ")
+            else { throw ChaosError("server rows: no 200 for \(next)") }
+            rows += try JSONValue(parsing: Data(response.body)).arrayValue ?? []
+            path = response.header("Link").flatMap { link in
+                link.components(separatedBy: ";").first.flatMap {
+                    URL(string: $0.trimmingCharacters(in: .init(charactersIn: " <>")))
+                }
+                .map { url in url.path + (url.query.map { "?" + $0 } ?? "") }
+            }
+        }
+        return rows
+    }
+}
