@@ -1,6 +1,12 @@
 import ArgumentParser
 import Foundation
 
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Darwin)
+    import Darwin
+#endif
+
 /// `sync-chaos`: the chaos test of the whole story (see ``ChaosRun``), bounded in steps and time.
 @main
 struct ChaosCommand: ParsableCommand {
@@ -30,6 +36,7 @@ struct ChaosCommand: ParsableCommand {
     }
 
     func run() throws {
+        setvbuf(stdout, nil, _IOLBF, 0)  // a line per figure as it comes, also through a pipe
         let binaries = URL(fileURLWithPath: CommandLine.arguments[0]).resolvingSymlinksInPath()
             .deletingLastPathComponent()
         let folder =

@@ -82,7 +82,7 @@ struct ChaosRun {
             rounds += 1
             settled = true
             for device in devices {
-                let result = try device.sync(killAfter: nil)
+                let result = try device.sync(killAfter: nil, settling: true)
                 if result.status != 0 || !result.output.contains("sent 0 change(s), received 0 item(s)") {
                     settled = false
                 }
@@ -164,16 +164,19 @@ struct ChaosRun {
                 }
             }
         }
-        // 4. An item only one device wrote to never conflicts, and ends with that device's last
-        //    acknowledged edit (or a later one that was killed after it committed).
+        // 4. An item only one device wrote to (added, edited, deleted) never conflicts, and ends with
+        //    that device's last acknowledged edit (or a later one that was killed after it committed).
+        //    Items are keyed by the 8-character prefix `todo add` prints.
         var writers: [String: Set<Int>] = [:]
         for device in devices {
-            for edit in device.edits { writers[edit.id, default: []].insert(device.index) }
-            for id in device.deletes { writers[id, default: []].insert(device.index) }
+            for short in device.acknowledgedAdds { writers[short, default: []].insert(device.index) }
+            for edit in device.edits { writers[String(edit.id.prefix(8)), default: []].insert(device.index) }
+            for id in device.deletes { writers[String(id.prefix(8)), default: []].insert(device.index) }
         }
         for device in devices {
             let mine = Dictionary(grouping: device.edits, by: \.id)
-            for (id, edits) in mine where writers[id] == [device.index] && !device.yielded.contains(id) {
+            for (id, edits) in mine
+            where writers[String(id.prefix(8))] == [device.index] && !device.yielded.contains(id) {
                 guard let lastAcknowledged = edits.lastIndex(where: \.acknowledged) else { continue }
                 let allowed = Set(edits[lastAcknowledged...].map(\.text))
                 let final = truth[id]?.components(separatedBy: "|").first
@@ -181,7 +184,7 @@ struct ChaosRun {
                     failures.append("\(device.name)'s acknowledged edit of \(id.prefix(8)) was lost (server: \(final))")
                 }
             }
-            for id in device.yielded where writers[id] == [device.index] {
+            for id in device.conflicted where writers[String(id.prefix(8))] == [device.index] {
                 failures.append("\(device.name) met a conflict on \(id.prefix(8)), which no other device wrote")
             }
         }

@@ -18,6 +18,8 @@ final class Device: @unchecked Sendable {  // @unchecked: used by one thread at 
     var deletes: Set<String> = []
     /// Ids of items whose conflict this device resolved by taking the server's version.
     var yielded: Set<String> = []
+    /// Ids of items this device was shown a conflict or refusal for.
+    var conflicted: Set<String> = []
     var commands = 0
     var syncs = 0
     var killedSyncs = 0
@@ -79,10 +81,14 @@ final class Device: @unchecked Sendable {  // @unchecked: used by one thread at 
         }
     }
 
+    /// Edits an item: half the time one of the last three this device added (people edit what they
+    /// just wrote), else any item it has.
     func edit(killAfter: Int?) throws {
         let ids = try items().keys.sorted()
         guard !ids.isEmpty else { return try add(killAfter: killAfter) }
-        let id = ids[Int(random.next() % UInt64(ids.count))]
+        let recent = acknowledgedAdds.suffix(3).compactMap { short in ids.first { $0.hasPrefix(short) } }
+        let pool = !recent.isEmpty && random.nextDouble() < 0.5 ? recent : ids
+        let id = pool[Int(random.next() % UInt64(pool.count))]
         let text = uniqueText("e")
         let result = try run(["edit", id, text], killAfter: killAfter)
         if killAfter != nil, result.wasKilled { killedWrites += 1 }
@@ -97,13 +103,14 @@ final class Device: @unchecked Sendable {  // @unchecked: used by one thread at 
         _ = try run(["delete", id])
     }
 
-    /// `todo sync`; when it reports changes waiting, the person looks at them and picks a choice.
+    /// `todo sync`; when it reports changes waiting, the person looks at them and picks a choice —
+    /// during the chaos only half the time (conflicts also wait across later syncs), when settling always.
     @discardableResult
-    func sync(killAfter: Int?) throws -> CommandResult {
+    func sync(killAfter: Int?, settling: Bool = false) throws -> CommandResult {
         syncs += 1
         let result = try run(["sync"], killAfter: killAfter)
         if killAfter != nil, result.wasKilled { killedSyncs += 1 }
-        if result.status == 1 { try resolveWhatIsShown() }
+        if result.status == 1, settling || random.nextDouble() < 0.5 { try resolveWhatIsShown() }
         return result
     }
 
@@ -119,6 +126,7 @@ final class Device: @unchecked Sendable {  // @unchecked: used by one thread at 
                 continue
             }
             conflictsShown += 1
+            conflicted.insert(id)
             let choice = choices[Int(random.next() % UInt64(choices.count))].stringValue ?? ""
             let result = try run(["resolve", id, choice])
             if result.status == 0 {
