@@ -36,7 +36,9 @@ struct ChaosCommand: ParsableCommand {
     }
 
     func run() throws {
-        setvbuf(stdout, nil, _IOLBF, 0)  // a line per figure as it comes, also through a pipe
+        // A line per figure as it comes, also through a pipe (before any other thread runs).
+        nonisolated(unsafe) let output = stdout
+        setvbuf(output, nil, _IOLBF, 0)
         let binaries = URL(fileURLWithPath: CommandLine.arguments[0]).resolvingSymlinksInPath()
             .deletingLastPathComponent()
         let folder =
