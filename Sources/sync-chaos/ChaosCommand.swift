@@ -1,12 +1,6 @@
 import ArgumentParser
 import Foundation
 
-#if canImport(Glibc)
-    import Glibc
-#elseif canImport(Darwin)
-    import Darwin
-#endif
-
 /// `sync-chaos`: the chaos test of the whole story (see ``ChaosRun``), bounded in steps and time.
 @main
 struct ChaosCommand: ParsableCommand {
@@ -36,9 +30,6 @@ struct ChaosCommand: ParsableCommand {
     }
 
     func run() throws {
-        // A line per figure as it comes, also through a pipe (before any other thread runs).
-        nonisolated(unsafe) let output = stdout
-        setvbuf(output, nil, _IOLBF, 0)
         let binaries = URL(fileURLWithPath: CommandLine.arguments[0]).resolvingSymlinksInPath()
             .deletingLastPathComponent()
         let folder =
@@ -52,11 +43,16 @@ struct ChaosCommand: ParsableCommand {
         var failed = 0
         for seed in seed {
             let report = try ChaosRun(seed: seed, settings: settings).run()
-            report.lines.forEach { print($0) }
-            for failure in report.failures.prefix(20) { print("  problem: \(failure)") }
+            report.lines.forEach(say)
+            for failure in report.failures.prefix(20) { say("  problem: \(failure)") }
             if !report.passed { failed += 1 }
         }
-        print("sync-chaos: \(seed.count - failed) of \(seed.count) seed(s) passed")
+        say("sync-chaos: \(seed.count - failed) of \(seed.count) seed(s) passed")
         if failed > 0 { throw ExitCode(1) }
     }
+}
+
+/// Prints a line at once, also through a pipe (a long run shows each seed as it ends).
+func say(_ line: String) {
+    FileHandle.standardOutput.write(Data((line + "\n").utf8))
 }
