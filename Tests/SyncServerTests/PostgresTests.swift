@@ -92,7 +92,9 @@ import Testing
         #expect(message.contains("cannot reach PostgreSQL at 127.0.0.1:1/sync"))
         #expect(!message.contains("s3cret"))
         #expect(!message.contains("\n"))
-        #expect(started.duration(to: .now) < .seconds(10))
+        // A guard against waiting forever, not a speed figure: other suites (the chaos test's processes)
+        // may load both cores meanwhile; 19 s was seen under such load with a 1 s wait limit.
+        #expect(started.duration(to: .now) < .seconds(90))
     }
 
     @Test func aLostDatabaseGives503AndTheServerRecoversWithoutARestart() async throws {
