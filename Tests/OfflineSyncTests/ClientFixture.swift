@@ -54,7 +54,6 @@ extension SyncClient {
         configure: (inout SyncClient.Configuration) -> Void = { _ in }
     ) async throws -> SyncClient {
         var configuration = SyncClient.Configuration()
-        configuration.requestTimeout = .seconds(5)
         configuration.clock = ImmediateClock()  // retries without waiting; tests that check waits set their own
         configure(&configuration)
         return try await SyncClient(
