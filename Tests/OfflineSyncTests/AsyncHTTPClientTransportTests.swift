@@ -25,6 +25,8 @@ import Testing
         let workspace = try Workspace()
         let client = try await SyncClient.make(LiveServer.down, workspace: workspace) {
             $0.transport = AsyncHTTPClientTransport()
+            $0.requestTimeout = .seconds(2)  // AsyncHTTPClient retries a refused connection until the deadline
+            $0.retryLimit = 0
         }
         try await client.syncTable("TodoItem", of: TodoItem.self).insert(TodoItem(id: "a", text: "a", complete: false))
         let error = await #expect(throws: PushError.self) { try await client.push() }
