@@ -118,7 +118,8 @@ public protocol LocalStoreWriter: LocalStoreReader {
     func saveError(_ error: OperationError) throws
     /// Removes the error of an operation.
     func removeError(operationID: Int64) throws
-    /// Sets or clears the cursor of an incremental pull.
+    /// Sets or clears the cursor of an incremental pull. Setting never moves an existing cursor back
+    /// (two clients pulling one store at once must not make a third re-read what both applied).
     func setCursor(_ cursor: PullCursor?, for table: TableName, queryID: QueryID) throws
     /// Clears every cursor of a table.
     func removeCursors(in table: TableName) throws

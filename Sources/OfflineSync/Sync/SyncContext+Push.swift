@@ -86,25 +86,17 @@ extension SyncContext {
         }
         guard let operation = prepared, let attempt = operation.attempt else { return .skipped }
         let (decision, reply) = try await exchange(operation, attempt)
-        switch decision {
-        case .succeeded(let serverItem):
+        if case .succeeded(let serverItem) = decision {
             try await complete(operation, serverItem: serverItem)
             return .pushed
-        case .conflict(let serverItem):
-            return try await park(
-                operation,
-                OperationError(
-                    operation: operation, status: reply.status, message: reply.message,
-                    sentItem: attempt.item ?? operation.item, serverItem: serverItem),
-                resolutionsLeft: resolutionsLeft)
-        case .refused, .retry, .unauthorized, .fetchServerItem:
-            return try await park(
-                operation,
-                OperationError(
-                    operation: operation, status: reply.status, message: reply.message,
-                    sentItem: attempt.item ?? operation.item, serverItem: nil),
-                resolutionsLeft: resolutionsLeft)
         }
+        // What else `exchange` returns: a conflict, with the server's row, or a refusal, with none.
+        var serverItem: JSONValue?
+        if case .conflict(let item) = decision { serverItem = item }
+        let error = OperationError(
+            operation: operation, status: reply.status, message: reply.message,
+            sentItem: attempt.item ?? operation.item, serverItem: serverItem)
+        return try await park(operation, error, resolutionsLeft: resolutionsLeft)
     }
 
     /// Sends an operation until a definitive reply: re-creates the item first when asked, retries
