@@ -112,6 +112,7 @@ import Testing
             item.text = "second"
             try await again.update(item)
             #expect(try await restarted.pendingOperations().map(\.kind) == [.insert, .update])
+            #expect(try await again.pendingOperations().count == 2)  // the table's own list (it was always empty)
             let result = try await restarted.push()
             #expect(result.pushedCount == 2)
             #expect(try await restarted.operationErrors().isEmpty)
