@@ -46,7 +46,7 @@ struct Cases {
         var reference: [Double] = []
         for _ in 0..<repetitions {
             let client = try await SyncClient(url: Self.deadServer, store: try SQLiteLocalStore(path: path("local")))
-            let table = client.syncTable("TodoItem", of: BenchItem.self)
+            let table = try client.syncTable("TodoItem", of: BenchItem.self)
             ours.append(
                 Double(count)
                     / (try await Measure.seconds {
@@ -94,7 +94,7 @@ struct Cases {
             var localQueryReference: [Double] = []
             for _ in 0..<repetitions {
                 let client = try await client(server.url, store: "pull")
-                let table = client.syncTable("TodoItem", of: BenchItem.self)
+                let table = try client.syncTable("TodoItem", of: BenchItem.self)
                 var summary: PullSummary?
                 ours.append(
                     Double(rows) / (try await Measure.seconds { summary = try await table.pull(queryID: "all") }))
@@ -108,7 +108,7 @@ struct Cases {
                 reference.append(Double(rows) / (try await Measure.seconds { try await rawInsert(prepared) }))
                 roundTrip.append(try await Measure.seconds { try await httpRoundTrip(server.url) } * 1000)
                 // pull.incremental: 10 rows change on the server, then the same client pulls.
-                let remote = client.table("TodoItem", of: BenchItem.self)
+                let remote = try client.table("TodoItem", of: BenchItem.self)
                 for index in stride(from: 0, to: rows, by: max(rows / 10, 1)).prefix(10) {
                     let id = String(format: "item-%07d", index)
                     guard var item = try await remote.item(id: try ItemID(id)) else {

@@ -54,7 +54,9 @@ struct TodoApp {
     static let queryID: QueryID = "allTodoItems"
     static let lastSyncKey = "todo.lastSync"
 
-    var items: SyncTable<TodoItem> { client.syncTable("TodoItem", of: TodoItem.self) }
+    var items: SyncTable<TodoItem> {
+        get throws { try client.syncTable("TodoItem", of: TodoItem.self) }
+    }
 
     /// The item whose id starts with `prefix` (any case); an error when none or several do.
     func item(matching prefix: String) async throws -> TodoItem {

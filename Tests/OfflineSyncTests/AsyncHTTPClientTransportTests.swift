@@ -12,7 +12,7 @@ import Testing
                 configuration.transport = AsyncHTTPClientTransport()
                 configuration.pullPageSize = 50
             }
-            let table = client.syncTable("TodoItem", of: TodoItem.self)
+            let table = try client.syncTable("TodoItem", of: TodoItem.self)
             #expect(try await table.pull(queryID: "all").appliedCount == 120)
             try await table.insert(TodoItem(id: "via-ahc", text: "x", complete: false))
             #expect(try await client.push().pushedCount == 1)

@@ -50,7 +50,7 @@ import Testing
             let (a, b) = try await Self.makeConflict(url, workspace)
             _ = try? await b.push()
             let error = try #require(try await b.operationErrors().first)
-            let table = b.syncTable("TodoItem", of: TodoItem.self)
+            let table = try b.syncTable("TodoItem", of: TodoItem.self)
             switch resolution {
             case "takeServer": try await b.resolve(error, with: .takeServerItem)
             case "discard": try await b.resolve(error, with: .discard)
@@ -118,7 +118,7 @@ import Testing
         let workspace = try Workspace()
         try await LiveServer.run(in: workspace) { url in
             let client = try await SyncClient.make(url, workspace: workspace)
-            let table = client.syncTable("TodoItem", of: TodoItem.self)
+            let table = try client.syncTable("TodoItem", of: TodoItem.self)
             try await table.insert(contentsOf: (0..<5).map { TodoItem(id: "p\($0)", text: "\($0)", complete: false) })
             try await table.pull(queryID: "all")
             try await table.insert(TodoItem(id: "local", text: "unpushed", complete: false))
@@ -138,7 +138,7 @@ import Testing
         let workspace = try Workspace()
         try await LiveServer.run(in: workspace) { url in
             let client = try await SyncClient.make(url, workspace: workspace)
-            let table = client.syncTable("TodoItem", of: TodoItem.self)
+            let table = try client.syncTable("TodoItem", of: TodoItem.self)
             try await table.insert(contentsOf: (0..<4).map { TodoItem(id: "f\($0)", text: "\($0)", complete: $0 < 2) })
             try await table.pull(queryID: "all")
             try await table.purge(ODataQuery().filter(.field("complete") == true), queryID: "all")

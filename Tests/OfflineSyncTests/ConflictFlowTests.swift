@@ -32,7 +32,7 @@ import Testing
             let error = try #require(try await b.operationErrors().first)
             #expect(error.serverItem?["text"] == "from A")
             try await b.resolve(error, with: resolution == "discard" ? .discard : .takeServerItem)
-            let table = b.syncTable("TodoItem", of: TodoItem.self)
+            let table = try b.syncTable("TodoItem", of: TodoItem.self)
             #expect(try await table.item(id: ItemID("t"))?.text == "A again")
             #expect(try await b.pendingOperations().isEmpty)
             #expect(try await table.pull(queryID: "all").appliedCount == 0)
@@ -47,7 +47,7 @@ import Testing
             // The same store, opened while the server cannot be reached.
             let offline = try await SyncClient.make(LiveServer.down, workspace: workspace, store: "b.sqlite")
             try await offline.resolve(error, with: .takeServerItem)
-            let table = offline.syncTable("TodoItem", of: TodoItem.self)
+            let table = try offline.syncTable("TodoItem", of: TodoItem.self)
             #expect(try await table.item(id: ItemID("t"))?.text == "from A")  // the copy it had
             // Back online: the next pull fetches the item's current row.
             let reopened = try await SyncClient.make(url, workspace: workspace, store: "b.sqlite")
@@ -62,7 +62,7 @@ import Testing
     static func editOfDeletedItem(_ url: URL, _ workspace: Workspace) async throws -> (a: SyncClient, b: SyncClient) {
         let a = try await SyncClient.make(url, workspace: workspace, store: "a.sqlite")
         let b = try await SyncClient.make(url, workspace: workspace, store: "b.sqlite")
-        let tableA = a.syncTable("TodoItem", of: TodoItem.self)
+        let tableA = try a.syncTable("TodoItem", of: TodoItem.self)
         try await tableA.insert(contentsOf: [TodoItem(id: "t", text: "t", complete: false)])
         try await a.push()
         try await b.syncTable("TodoItem", of: TodoItem.self).pull(queryID: "all")
@@ -81,7 +81,7 @@ import Testing
         let workspace = try Workspace()
         try await LiveServer.run(in: workspace) { url in
             let (_, b) = try await Self.editOfDeletedItem(url, workspace)
-            let table = b.syncTable("TodoItem", of: TodoItem.self)
+            let table = try b.syncTable("TodoItem", of: TodoItem.self)
             let summary = try await table.pull(queryID: "all")
             let conflict = try #require(summary.pushErrors.first)
             #expect(conflict.status == 404)
@@ -122,7 +122,7 @@ import Testing
             let transport = ScriptedTransport(
                 forwardingTo: URLSessionTransport(), [.status(400, json: ["error": "The field 'text' is too long."])])
             let client = try await SyncClient.make(url, workspace: workspace) { $0.transport = transport }
-            let table = client.syncTable("TodoItem", of: TodoItem.self)
+            let table = try client.syncTable("TodoItem", of: TodoItem.self)
             try await table.insert(contentsOf: [
                 TodoItem(id: "bad", text: "x", complete: false), TodoItem(id: "good", text: "y", complete: false),
             ])

@@ -54,7 +54,7 @@ import Testing
                             $0.conflictHandler = .serverWins
                         })
                 }
-                let tables = clients.map { $0.syncTable("TodoItem", of: TodoItem.self) }
+                let tables = try clients.map { try $0.syncTable("TodoItem", of: TodoItem.self) }
                 // Shared starting point: two items everybody has.
                 try await tables[0].insert(
                     contentsOf: [0, 1].map { TodoItem(id: "\(prefix)\($0)", text: "seed", complete: false) })

@@ -31,3 +31,13 @@ import Testing
         #expect(!error.localizedDescription.contains("\n"))
     }
 }
+
+@Suite struct TableNameTests {
+    @Test(arguments: ["", "9lives", "todo item", "todo/item", String(repeating: "a", count: 129)])
+    func anInvalidTableNameThrowsInsteadOfCrashing(name: String) async throws {
+        let workspace = try Workspace()
+        let client = try await SyncClient.make(LiveServer.down, workspace: workspace)
+        #expect(throws: ValueError.self) { try client.syncTable(name, of: TodoItem.self) }
+        #expect(throws: ValueError.self) { try client.table(name, of: TodoItem.self) }
+    }
+}

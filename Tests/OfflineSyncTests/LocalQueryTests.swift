@@ -8,7 +8,7 @@ import Testing
         try await LiveServer.run(in: workspace) { url in
             try await PullTests.seed(url, workspace, count: 30)
             let client = try await SyncClient.make(url, workspace: workspace)
-            let table = client.syncTable("TodoItem", of: TodoItem.self)
+            let table = try client.syncTable("TodoItem", of: TodoItem.self)
             try await table.pull(queryID: "all")
             let all = try await table.items(matching: ODataQuery().orderBy("updatedAt"))
             #expect(all.count == 30)

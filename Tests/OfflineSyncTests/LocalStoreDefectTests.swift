@@ -9,7 +9,7 @@ import Testing
     @Test func aRefusedFirstBatchOnANewTableLeavesTheTableUsable() async throws {
         let workspace = try Workspace()
         let client = try await SyncClient.make(LiveServer.down, workspace: workspace)
-        let table = client.syncTable("Fresh", of: TodoItem.self)
+        let table = try client.syncTable("Fresh", of: TodoItem.self)
         let twice = TodoItem(id: "x", text: "x", complete: false)
         await #expect(throws: LocalWriteError.self) { try await table.insert(contentsOf: [twice, twice]) }
         #expect(try await table.items().isEmpty)
@@ -28,7 +28,7 @@ import Testing
     @Test func modelsWithURLDataAndDecimalFieldsReadBackAsWritten() async throws {
         let workspace = try Workspace()
         let client = try await SyncClient.make(LiveServer.down, workspace: workspace)
-        let table = client.syncTable("Rich", of: Rich.self)
+        let table = try client.syncTable("Rich", of: Rich.self)
         let item = Rich(
             id: "r", link: URL(string: "https://example.com/a?b=c")!, blob: Data([0, 1, 2, 255]),
             price: Decimal(string: "12.75")!, tags: ["a"])
@@ -45,7 +45,7 @@ import Testing
     @Test func anItemWhoseIDIsNotAStringIsRefusedBeforeAnythingIsWritten() async throws {
         let workspace = try Workspace()
         let client = try await SyncClient.make(LiveServer.down, workspace: workspace)
-        let table = client.syncTable("Numbered", of: NumberedItem.self)
+        let table = try client.syncTable("Numbered", of: NumberedItem.self)
         let error = await #expect(throws: ValueError.self) { try await table.insert(NumberedItem(id: 7, text: "x")) }
         #expect(error?.description.contains("'id' must be a String") == true)
         #expect(try await table.count() == 0)
@@ -58,7 +58,7 @@ import Testing
             try await PullTests.seed(url, workspace, count: 3)
             let store = ForwardingStore(try SQLiteLocalStore(path: workspace.path("custom.sqlite")))
             let client = try await SyncClient(url: url, store: store)
-            let table = client.syncTable("TodoItem", of: TodoItem.self)
+            let table = try client.syncTable("TodoItem", of: TodoItem.self)
             try await table.pull(queryID: "all")
             #expect(try await table.item(id: ItemID("r0001"))?.text == "row 1")
         }

@@ -45,7 +45,7 @@ import Testing
                 configuration.pullPageSize = 50
                 configuration.retryLimit = 0  // fail at once, as a crash between pages would
             }
-            let table = client.syncTable("TodoItem", of: TodoItem.self)
+            let table = try client.syncTable("TodoItem", of: TodoItem.self)
             await #expect(throws: PullError.self) { try await table.pull(queryID: "all") }
             let kept = try await table.count()
             #expect(kept >= 50)  // every page applied before the failure is kept with its cursor
@@ -60,7 +60,7 @@ import Testing
         try await LiveServer.run(in: workspace) { url in
             try await Self.seed(url, workspace, count: 3)
             let client = try await SyncClient.make(url, workspace: workspace)
-            let table = client.syncTable("TodoItem", of: TodoItem.self)
+            let table = try client.syncTable("TodoItem", of: TodoItem.self)
             try await table.pull(queryID: "all")
             var row = try #require(try await table.item(id: ItemID("r0001")))
             row.text = "my offline edit"

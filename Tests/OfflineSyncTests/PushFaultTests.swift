@@ -101,13 +101,13 @@ import Testing
                 $0.transport = transport
                 $0.retryLimit = 0
             }
-            let table = client.syncTable("TodoItem", of: TodoItem.self)
+            let table = try client.syncTable("TodoItem", of: TodoItem.self)
             try await table.insert(Self.todo("a", "first"))
             await #expect(throws: PushError.self) { try await client.push() }
             #expect(try await client.pendingOperations().map(\.isAttempted) == [true])
             // The user edits the item before the next sync; a restart in between changes nothing.
             let restarted = try await SyncClient.make(url, workspace: workspace) { $0.transport = transport }
-            let again = restarted.syncTable("TodoItem", of: TodoItem.self)
+            let again = try restarted.syncTable("TodoItem", of: TodoItem.self)
             var item = try #require(try await again.item(id: ItemID("a")))
             item.text = "second"
             try await again.update(item)
@@ -130,7 +130,7 @@ import Testing
         try await LiveServer.run(in: workspace, tables: tables) { url in
             try await PullTests.seed(url, workspace, count: 120)
             let client = try await SyncClient.make(url, workspace: workspace) { $0.transport = transport }
-            let table = client.syncTable("TodoItem", of: TodoItem.self)
+            let table = try client.syncTable("TodoItem", of: TodoItem.self)
             try await table.insert(Self.todo("mine", "pushed first"))
             let summary = try await table.pull(queryID: "all")
             #expect(summary.appliedCount == 120)

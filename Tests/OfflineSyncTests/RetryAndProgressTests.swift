@@ -22,7 +22,7 @@ import Testing
                 configuration.clock = clock
                 configuration.jitter = { 1.0 }
             }
-            async let pulled = client.syncTable("TodoItem", of: TodoItem.self).pull(queryID: "all")
+            async let pulled = try client.syncTable("TodoItem", of: TodoItem.self).pull(queryID: "all")
             let first = await clock.nextSleep()
             #expect(first.offset == .milliseconds(500))
             clock.advance(to: first)
@@ -61,7 +61,7 @@ import Testing
             try await PullTests.seed(url, workspace, count: 120)
             let client = try await SyncClient.make(url, workspace: workspace) { $0.pullPageSize = 50 }
             var seen: [PullProgress] = []
-            for try await progress in client.syncTable("TodoItem", of: TodoItem.self).pullProgress(queryID: "all") {
+            for try await progress in try client.syncTable("TodoItem", of: TodoItem.self).pullProgress(queryID: "all") {
                 seen.append(progress)
             }
             #expect(seen.map(\.appliedCount) == [50, 100, 120])

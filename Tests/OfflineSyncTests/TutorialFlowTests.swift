@@ -8,7 +8,7 @@ import Testing
         let workspace = try Workspace()
         // Offline: the server is down.
         let offline = try await SyncClient.make(LiveServer.down, workspace: workspace)
-        let todos = offline.syncTable("TodoItem", of: TodoItem.self)
+        let todos = try offline.syncTable("TodoItem", of: TodoItem.self)
         for text in ["milk", "eggs", "bread"] {
             try await todos.insert(TodoItem(id: "", text: text, complete: false))
         }
@@ -21,7 +21,7 @@ import Testing
         try await LiveServer.run(in: workspace) { url in
             // "Restart": a new client on the same store, now online.
             let restarted = try await SyncClient.make(url, workspace: workspace)
-            let table = restarted.syncTable("TodoItem", of: TodoItem.self)
+            let table = try restarted.syncTable("TodoItem", of: TodoItem.self)
             #expect(try await table.count() == 3)
             #expect(try await restarted.table("TodoItem", of: TodoItem.self).items().isEmpty)
             let result = try await restarted.push()
@@ -61,7 +61,7 @@ import Testing
             let client = try await SyncClient.make(url, workspace: workspace) {
                 $0.transport = transport; $0.pullPageSize = 50
             }
-            let todos = client.syncTable("TodoItem", of: TodoItem.self)
+            let todos = try client.syncTable("TodoItem", of: TodoItem.self)
             try await todos.insert(
                 contentsOf: (0..<120).map { TodoItem(id: "t\($0)", text: "item \($0)", complete: false) })
             try await client.push()

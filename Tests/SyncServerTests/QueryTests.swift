@@ -7,7 +7,7 @@ import Testing
 
 /// PROTOCOL.md §4 over HTTP, on real rows.
 @Suite struct QueryTests {
-    static let products = Fixture.table(
+    static let products = try Fixture.table(
         "Products", pageSize: 50, maxTop: 100,
         columns: ["name": .string, "price": .double, "count": .integer, "inStock": .bool, "released": .date])
 

@@ -78,7 +78,7 @@ import Testing
     @Test(arguments: Backend.all) func aDeclaredSchemaRefusesUnknownFieldsAndNestedValues(_ backend: Backend)
         async throws
     {
-        let table = Fixture.table("Todo", columns: ["text": .string, "complete": .bool, "count": .integer])
+        let table = try Fixture.table("Todo", columns: ["text": .string, "complete": .bool, "count": .integer])
         try await Fixture.withServer(backend, tables: [table]) { client in
             #expect(
                 try await client.send(.post, "/tables/Todo", json: ["text": "x", "complete": true]).status == .created)

@@ -14,7 +14,7 @@ import SyncCore
 /// }
 /// let store = try SQLiteLocalStore(path: "todo.sqlite")                         // 1. a local store
 /// let client = try await SyncClient(url: URL(string: "http://127.0.0.1:8080")!, store: store)  // 2. a client
-/// let todos = client.syncTable("TodoItem", of: TodoItem.self)                   // 3. a sync table
+/// let todos = try client.syncTable("TodoItem", of: TodoItem.self)                   // 3. a sync table
 /// try await todos.insert(TodoItem(id: UUID().uuidString, text: "Buy milk", complete: false))  // 4. work offline
 /// try await todos.pull(queryID: "allTodoItems")                                 // 5. sync: push, then pull
 /// ```
@@ -91,21 +91,26 @@ public final class SyncClient: Sendable {
 
     /// A table used offline: reads and writes go to the local store; push and pull sync it.
     ///
+    /// For example:
+    /// ```swift
+    /// let todos = try client.syncTable("TodoItem", of: TodoItem.self)
+    /// ```
     /// - Parameters:
-    ///   - name: The table's name on the server.
+    ///   - name: The table's name on the server: 1–128 letters, digits and `_`, starting with a letter.
     ///   - type: The item type (`JSONValue` for untyped items).
     /// - Returns: The sync table.
-    /// - Precondition: `name` is a valid table name (letters, digits, `_`, starting with a letter).
-    public func syncTable<Item: Codable & Sendable>(_ name: String, of type: Item.Type) -> SyncTable<Item> {
-        SyncTable(name: Self.tableName(name), client: self)
+    /// - Throws: `ValueError` when `name` is not a valid table name.
+    public func syncTable<Item: Codable & Sendable>(_ name: String, of type: Item.Type) throws -> SyncTable<Item> {
+        SyncTable(name: try TableName(name), client: self)
     }
 
     /// A sync table of untyped items (see ``syncTable(_:of:)``).
     ///
     /// - Parameter name: The table's name on the server.
     /// - Returns: The sync table.
-    public func syncTable(_ name: String) -> SyncTable<JSONValue> {
-        syncTable(name, of: JSONValue.self)
+    /// - Throws: `ValueError` when `name` is not a valid table name.
+    public func syncTable(_ name: String) throws -> SyncTable<JSONValue> {
+        try syncTable(name, of: JSONValue.self)
     }
 
     /// A table used online only: every call is a request; the local store is not touched.
@@ -114,17 +119,9 @@ public final class SyncClient: Sendable {
     ///   - name: The table's name on the server.
     ///   - type: The item type (`JSONValue` for untyped items).
     /// - Returns: The online table.
-    /// - Precondition: `name` is a valid table name.
-    public func table<Item: Codable & Sendable>(_ name: String, of type: Item.Type) -> RemoteTable<Item> {
-        RemoteTable(name: Self.tableName(name), endpoint: endpoint)
-    }
-
-    private static func tableName(_ name: String) -> TableName {
-        guard let table = TableName(rawValue: name) else {
-            preconditionFailure(
-                "'\(name)' is not a valid table name: use letters, digits and '_', starting with a letter")
-        }
-        return table
+    /// - Throws: `ValueError` when `name` is not a valid table name.
+    public func table<Item: Codable & Sendable>(_ name: String, of type: Item.Type) throws -> RemoteTable<Item> {
+        RemoteTable(name: try TableName(name), endpoint: endpoint)
     }
 
     /// Pushes every pending operation of every table, in queue order.
