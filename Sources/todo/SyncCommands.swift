@@ -27,7 +27,6 @@ extension TodoApp {
                 FileHandle.standardError.write(Data("\rPulling… \(progress.appliedCount) of \(total)".utf8))
             }
             if showProgress, summary.appliedCount > 1000 { FileHandle.standardError.write(Data("\n".utf8)) }
-            try await recordSync()
             return summary
         } catch let error as PullError {
             switch error {

@@ -52,7 +52,6 @@ struct TodoApp {
     let storePath: String
     let serverURL: String
     static let queryID: QueryID = "allTodoItems"
-    static let lastSyncKey = "todo.lastSync"
 
     var items: SyncTable<TodoItem> {
         get throws { try client.syncTable("TodoItem", of: TodoItem.self) }
@@ -73,13 +72,9 @@ struct TodoApp {
 
     static func short(_ id: String) -> String { String(id.prefix(8)) }
 
+    /// When the list was last synced, as a wire date, or nil.
     func lastSync() async throws -> String? {
-        try await client.store.read { try $0.setting(Self.lastSyncKey) }
-    }
-
-    func recordSync() async throws {
-        let now = WireDate(Date()).description
-        try await client.store.write { try $0.setSetting(now, for: Self.lastSyncKey) }
+        try await items.lastSyncDate().map { WireDate($0).description }
     }
 
     /// The one-line message for a server that cannot be reached or cannot work now; nothing is lost.

@@ -45,6 +45,8 @@ public final class SyncClient: Sendable {
         public var clock: any Clock<Duration> = ContinuousClock()
         /// The jitter factor of each retry delay, in 0.9...1.1. Default: random.
         public var jitter: @Sendable () -> Double = { Double.random(in: 0.9...1.1) }
+        /// Wall-clock time, recorded when a pull finishes (``SyncTable/lastSyncDate()``). Default: `Date()`.
+        public var now: @Sendable () -> Date = { Date() }
 
         /// A configuration with every default.
         public init() {}
@@ -52,8 +54,8 @@ public final class SyncClient: Sendable {
 
     /// The backend.
     public let url: URL
-    /// The local store.
-    public let store: any LocalStore
+    /// The local store (apps go through the tables and the client; the store's queue is theirs alone).
+    let store: any LocalStore
     /// This installation's id, kept in the store and sent as `X-ZUMO-INSTALLATION-ID`.
     public let installationID: String
     let context: SyncContext
@@ -86,7 +88,8 @@ public final class SyncClient: Sendable {
             store: store, endpoint: endpoint, logger: configuration.logger,
             conflictHandler: configuration.conflictHandler,
             retry: RetryPolicy(
-                limit: configuration.retryLimit, clock: configuration.clock, jitter: configuration.jitter))
+                limit: configuration.retryLimit, clock: configuration.clock, jitter: configuration.jitter),
+            now: configuration.now)
     }
 
     /// A table used offline: reads and writes go to the local store; push and pull sync it.

@@ -1,3 +1,4 @@
+public import Foundation
 public import SyncCore
 
 /// A table used offline. Reads and writes run on the local store at once; each write also queues
@@ -176,6 +177,15 @@ public struct SyncTable<Item: Codable & Sendable>: Sendable {
         async throws
     {
         try await client.context.purge(name, filter: query?.filter, queryID: queryID, mode: mode)
+    }
+
+    /// When the last pull of this table finished without error (any query), or nil before the first.
+    ///
+    /// - Returns: The date, to the millisecond.
+    /// - Throws: ``LocalStoreError``.
+    public func lastSyncDate() async throws -> Date? {
+        let key = SyncContext.lastPullKey(name)
+        return try await client.store.read { try $0.setting(key) }.flatMap { WireDate(parsing: $0)?.date }
     }
 
     /// This table's pending operations.

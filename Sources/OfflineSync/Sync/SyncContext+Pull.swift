@@ -37,6 +37,8 @@ extension SyncContext {
             }
             try await refetchMarked(in: table)
             try await pullPages(table, filter: filter, queryID: queryID, pageSize: pageSize, progress, &summary)
+            let finished = WireDate(now()).description
+            try await store.write { try $0.setSetting(finished, for: Self.lastPullKey(table)) }
         } catch SyncStop.unavailable(let error) {
             throw PullError.serverUnavailable(error)
         } catch SyncStop.unauthorized {
@@ -90,6 +92,9 @@ extension SyncContext {
             "Pull finished",
             metadata: [SyncLogKey.rows: "\(summary.appliedCount)", SyncLogKey.pages: "\(summary.requestCount)"])
     }
+
+    /// The setting that holds when a table's last pull finished.
+    static func lastPullKey(_ table: TableName) -> String { "lastPull.\(table.canonical)" }
 
     /// The setting that remembers a server's smaller page size for a table.
     static func pageSizeKey(_ table: TableName) -> String { "pageSize.\(table.canonical)" }

@@ -10,14 +10,17 @@ actor SyncContext {
     let logger: Logger
     let conflictHandler: ConflictHandler?
     let retry: RetryPolicy
+    /// Wall-clock time, for the last successful pull of each table.
+    let now: @Sendable () -> Date
     /// The push running now, which the next push waits for.
     private var currentPush: Task<PushResult, any Error>?
 
     init(
         store: any LocalStore, endpoint: TableEndpoint, logger: Logger, conflictHandler: ConflictHandler?,
-        retry: RetryPolicy
+        retry: RetryPolicy, now: @escaping @Sendable () -> Date
     ) {
         self.retry = retry
+        self.now = now
         self.store = store
         self.endpoint = endpoint
         self.logger = logger
