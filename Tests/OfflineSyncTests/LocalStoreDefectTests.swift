@@ -232,3 +232,18 @@ struct ForwardingWriter: LocalStoreWriter {
     func markForRefetch(_ id: ItemID, in table: TableName) throws { try w.markForRefetch(id, in: table) }
     func removeRefetch(_ id: ItemID, in table: TableName) throws { try w.removeRefetch(id, in: table) }
 }
+
+@Suite struct DefaultStoreLocationTests {
+    @Test func aNamedStoreLivesInTheApplicationSupportFolder() throws {
+        let path = try SQLiteLocalStore.defaultPath(named: "offlinesync-test")
+        let support = try FileManager.default.url(
+            for: .applicationSupportDirectory, in: .userDomainMask, appropriateFor: nil, create: false)
+        #expect(path == support.appendingPathComponent("OfflineSync/offlinesync-test.sqlite").path)
+        #expect(FileManager.default.fileExists(atPath: support.appendingPathComponent("OfflineSync").path))
+    }
+
+    @Test(arguments: ["", ".hidden", "a/b", "../up", String(repeating: "x", count: 65), "spa ce"])
+    func aBadStoreNameIsRefused(name: String) {
+        #expect(throws: ValueError.self) { try SQLiteLocalStore.defaultPath(named: name) }
+    }
+}

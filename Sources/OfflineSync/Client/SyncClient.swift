@@ -12,7 +12,7 @@ import SyncCore
 ///     var complete: Bool
 ///     var version: String?
 /// }
-/// let store = try SQLiteLocalStore(path: "todo.sqlite")                         // 1. a local store
+/// let store = try SQLiteLocalStore(named: "todo")                         // 1. a local store
 /// let client = try await SyncClient(url: URL(string: "http://127.0.0.1:8080")!, store: store)  // 2. a client
 /// let todos = try client.syncTable("TodoItem", of: TodoItem.self)                   // 3. a sync table
 /// try await todos.insert(TodoItem(id: UUID().uuidString, text: "Buy milk", complete: false))  // 4. work offline

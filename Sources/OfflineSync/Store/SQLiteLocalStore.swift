@@ -23,7 +23,7 @@ import SyncSQLite
 ///
 /// For example:
 /// ```swift
-/// let store = try SQLiteLocalStore(path: "todo.sqlite")
+/// let store = try SQLiteLocalStore(named: "todo")     // in Application Support (Linux: ~/.local/share)
 /// let client = try await SyncClient(url: serverURL, store: store)
 /// ```
 public final class SQLiteLocalStore: LocalStore {
@@ -44,6 +44,46 @@ public final class SQLiteLocalStore: LocalStore {
             try Self.migrator.migrate(pool)
         } catch {
             throw LocalStoreError(operation: "open \(path)", underlying: error)
+        }
+    }
+
+    /// Opens (or creates) the store `name.sqlite` where the platform keeps an app's own data:
+    /// `Application Support/OfflineSync/` on Apple platforms, `$XDG_DATA_HOME/OfflineSync/` (by default
+    /// `~/.local/share/OfflineSync/`) on Linux. The folder is created when missing.
+    ///
+    /// For example:
+    /// ```swift
+    /// let store = try SQLiteLocalStore(named: "todo")
+    /// ```
+    /// - Parameter name: The store's name: 1–64 letters, digits, `-`, `_` or `.`, not starting with `.`.
+    /// - Throws: `ValueError` for a bad name; ``LocalStoreError`` when the folder or the file cannot be
+    ///   created or opened.
+    public convenience init(named name: String = "OfflineSync") throws {
+        try self.init(path: try Self.defaultPath(named: name))
+    }
+
+    /// The file ``init(named:)`` opens, creating its folder.
+    ///
+    /// - Parameter name: The store's name (see ``init(named:)``).
+    /// - Returns: The file's path.
+    /// - Throws: `ValueError` for a bad name; ``LocalStoreError`` when the folder cannot be created.
+    public static func defaultPath(named name: String) throws -> String {
+        let allowed = name.unicodeScalars.allSatisfy {
+            ($0.isASCII && ($0.properties.isAlphabetic || ("0"..."9").contains($0)))
+                || "-_.".unicodeScalars.contains($0)
+        }
+        guard (1...64).contains(name.count), allowed, !name.hasPrefix(".") else {
+            throw ValueError(
+                kind: "store name", reason: "use 1–64 letters, digits, '-', '_' or '.', not starting with '.'")
+        }
+        do {
+            let folder = try FileManager.default.url(
+                for: .applicationSupportDirectory, in: .userDomainMask, appropriateFor: nil, create: true
+            ).appendingPathComponent("OfflineSync", isDirectory: true)
+            try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+            return folder.appendingPathComponent(name + ".sqlite").path
+        } catch {
+            throw LocalStoreError(operation: "create the folder for the store '\(name)'", underlying: error)
         }
     }
 
