@@ -33,7 +33,7 @@ extension Cases {
             path: directory.appendingPathComponent("child-\(UUID().uuidString).sqlite").path)
         var configuration = SyncClient.Configuration()
         configuration.transport = Self.transport(named: transport)
-        let client = try await SyncClient(url: url, store: store, configuration: configuration)
+        let client = SyncClient(url: url, store: store, configuration: configuration)
         let summary = try await client.syncTable("TodoItem", of: BenchItem.self).pull(queryID: "all")
         guard summary.appliedCount == rows else {
             throw BenchError("memory child pulled \(summary.appliedCount) of \(rows)")

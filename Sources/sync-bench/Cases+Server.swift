@@ -102,7 +102,7 @@ extension Cases {
         let ours = try await BenchServer.run(path: serverPath) { server in
             var runs: [Double] = []
             for run in 0..<repetitions {
-                let client = try await SyncClient(
+                let client = SyncClient(
                     url: server.url, store: try SQLiteLocalStore(path: path("pushclient")))
                 try await client.syncTable("TodoItem", of: BenchItem.self).insert(
                     contentsOf: (0..<count).map {

@@ -25,7 +25,7 @@ struct Cases {
     func client(_ url: URL, store name: String) async throws -> SyncClient {
         var configuration = SyncClient.Configuration()
         configuration.transport = Self.transport(named: transport)
-        return try await SyncClient(
+        return SyncClient(
             url: url, store: try SQLiteLocalStore(path: path(name)), configuration: configuration)
     }
 
@@ -45,7 +45,7 @@ struct Cases {
         var ours: [Double] = []
         var reference: [Double] = []
         for _ in 0..<repetitions {
-            let client = try await SyncClient(url: Self.deadServer, store: try SQLiteLocalStore(path: path("local")))
+            let client = SyncClient(url: Self.deadServer, store: try SQLiteLocalStore(path: path("local")))
             let table = try client.syncTable("TodoItem", of: BenchItem.self)
             ours.append(
                 Double(count)

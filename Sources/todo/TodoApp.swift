@@ -40,7 +40,7 @@ struct GlobalOptions: ParsableArguments {
         var configuration = SyncClient.Configuration()
         configuration.requestTimeout = .seconds(10)
         configuration.retryLimit = 2
-        let client = try await SyncClient(
+        let client = SyncClient(
             url: server, store: try SQLiteLocalStore(path: storePath), configuration: configuration)
         return TodoApp(client: client, storePath: storePath, serverURL: serverURL)
     }

@@ -136,7 +136,7 @@ final class PullingClient: Sendable {
         var configuration = SyncClient.Configuration()
         configuration.transport = AlternatingTransport(ports: ports, first: first, recorder: recorder)
         configuration.pullPageSize = 200
-        client = try await SyncClient(
+        client = SyncClient(
             url: URL(string: "http://127.0.0.1:\(ports[first])")!,
             store: try SQLiteLocalStore(path: directory.appendingPathComponent("client.sqlite").path),
             configuration: configuration)

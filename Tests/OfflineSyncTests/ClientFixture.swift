@@ -56,7 +56,7 @@ extension SyncClient {
         var configuration = SyncClient.Configuration()
         configuration.clock = ImmediateClock()  // retries without waiting; tests that check waits set their own
         configure(&configuration)
-        return try await SyncClient(
+        return SyncClient(
             url: url, store: try SQLiteLocalStore(path: workspace.path(name)), configuration: configuration)
     }
 }

@@ -57,7 +57,7 @@ import Testing
         try await LiveServer.run(in: workspace) { url in
             try await PullTests.seed(url, workspace, count: 3)
             let store = ForwardingStore(try SQLiteLocalStore(path: workspace.path("custom.sqlite")))
-            let client = try await SyncClient(url: url, store: store)
+            let client = SyncClient(url: url, store: store)
             let table = try client.syncTable("TodoItem", of: TodoItem.self)
             try await table.pull(queryID: "all")
             #expect(try await table.item(id: ItemID("r0001"))?.text == "row 1")

@@ -13,7 +13,7 @@ import SyncCore
 ///     var version: String?
 /// }
 /// let store = try SQLiteLocalStore(named: "todo")                         // 1. a local store
-/// let client = try await SyncClient(url: URL(string: "http://127.0.0.1:8080")!, store: store)  // 2. a client
+/// let client = SyncClient(url: URL(string: "http://127.0.0.1:8080")!, store: store)  // 2. a client
 /// let todos = try client.syncTable("TodoItem", of: TodoItem.self)                   // 3. a sync table
 /// try await todos.insert(TodoItem(id: UUID().uuidString, text: "Buy milk", complete: false))  // 4. work offline
 /// try await todos.pull(queryID: "allTodoItems")                                 // 5. sync: push, then pull
@@ -56,32 +56,28 @@ public final class SyncClient: Sendable {
     public let url: URL
     /// The local store (apps go through the tables and the client; the store's queue is theirs alone).
     let store: any LocalStore
-    /// This installation's id, kept in the store and sent as `X-ZUMO-INSTALLATION-ID`.
-    public let installationID: String
     let context: SyncContext
     let endpoint: TableEndpoint
     let configuration: Configuration
 
-    /// Opens a client on a store, creating the installation id on first use. Operations sent by a
-    /// previous run whose reply never came stay frozen and are sent again as they were.
+    /// Creates a client on a store; nothing is read or sent until it is used, so a view model can
+    /// create it at once. Operations sent by a previous run whose reply never came stay frozen and are
+    /// sent again as they were.
     ///
+    /// For example:
+    /// ```swift
+    /// let client = SyncClient(url: URL(string: "https://example.com")!, store: try SQLiteLocalStore(named: "todo"))
+    /// ```
     /// - Parameters:
     ///   - url: The backend's base URL (tables are under `/tables`).
     ///   - store: The local store.
     ///   - configuration: Settings.
-    /// - Throws: ``LocalStoreError`` when the store cannot be prepared.
-    public init(url: URL, store: any LocalStore, configuration: Configuration = Configuration()) async throws {
+    public init(url: URL, store: any LocalStore, configuration: Configuration = Configuration()) {
         self.url = url
         self.store = store
         self.configuration = configuration
-        installationID = try await store.write { writer in
-            if let id = try writer.setting("installationID") { return id }
-            let id = UUID().uuidString
-            try writer.setSetting(id, for: "installationID")
-            return id
-        }
         endpoint = TableEndpoint(
-            baseURL: url, transport: configuration.transport, installationID: installationID,
+            baseURL: url, transport: configuration.transport, installationID: InstallationID(store: store),
             tokenProvider: configuration.tokenProvider, timeout: configuration.requestTimeout,
             logger: configuration.logger)
         context = SyncContext(
@@ -125,6 +121,14 @@ public final class SyncClient: Sendable {
     /// - Throws: `ValueError` when `name` is not a valid table name.
     public func table<Item: Codable & Sendable>(_ name: String, of type: Item.Type) throws -> RemoteTable<Item> {
         RemoteTable(name: try TableName(name), endpoint: endpoint)
+    }
+
+    /// This installation's id: created in the store on first use, and sent as `X-ZUMO-INSTALLATION-ID`.
+    ///
+    /// - Returns: The id (a UUID).
+    /// - Throws: ``LocalStoreError`` when the store cannot be read or written.
+    public func installationID() async throws -> String {
+        try await endpoint.installationID.value()
     }
 
     /// Pushes every pending operation of every table, in queue order.

@@ -24,7 +24,7 @@ import SyncSQLite
 /// For example:
 /// ```swift
 /// let store = try SQLiteLocalStore(named: "todo")     // in Application Support (Linux: ~/.local/share)
-/// let client = try await SyncClient(url: serverURL, store: store)
+/// let client = SyncClient(url: serverURL, store: store)
 /// ```
 public final class SQLiteLocalStore: LocalStore {
     let pool: DatabasePool

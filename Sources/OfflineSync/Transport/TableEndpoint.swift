@@ -1,6 +1,7 @@
 import Foundation
 import Logging
 import SyncCore
+import SyncSQLite
 
 /// Supplies the user's token; `refresh` is true after the server answered 401 to the last one.
 public typealias TokenProvider = @Sendable (_ refresh: Bool) async throws -> String?
@@ -10,7 +11,7 @@ public typealias TokenProvider = @Sendable (_ refresh: Bool) async throws -> Str
 struct TableEndpoint: Sendable {
     let baseURL: URL
     let transport: any HTTPTransport
-    let installationID: String
+    let installationID: InstallationID
     let tokenProvider: TokenProvider?
     let timeout: Duration
     let logger: Logger
@@ -40,11 +41,12 @@ struct TableEndpoint: Sendable {
     func send(
         _ method: String, _ url: URL, body: JSONValue? = nil, ifMatch: Version? = nil, features: [String]
     ) async throws -> HTTPResponseData {
+        let installation = try await installationID.value()
         var token = try await tokenProvider?(false)
         var attempt = 0
         while true {
             var headers = [
-                "ZUMO-API-VERSION": "2.0.0", "X-ZUMO-INSTALLATION-ID": installationID,
+                "ZUMO-API-VERSION": "2.0.0", "X-ZUMO-INSTALLATION-ID": installation,
                 "X-ZUMO-FEATURES": features.joined(separator: ","), "User-Agent": Self.userAgent,
                 "X-ZUMO-VERSION": Self.userAgent, "Accept": "application/json",
             ]
@@ -63,6 +65,26 @@ struct TableEndpoint: Sendable {
             }
             return response
         }
+    }
+}
+
+/// The installation id kept in the store, read (or created) once, on first use.
+final class InstallationID: Sendable {
+    private let store: any LocalStore
+    private let cached = Locked<String?>(nil)
+
+    init(store: any LocalStore) { self.store = store }
+
+    func value() async throws -> String {
+        if let id = cached.withLock({ $0 }) { return id }
+        let id = try await store.write { writer in
+            if let id = try writer.setting("installationID") { return id }
+            let id = UUID().uuidString
+            try writer.setSetting(id, for: "installationID")
+            return id
+        }
+        cached.withLock { $0 = id }
+        return id
     }
 }
 
