@@ -13,6 +13,7 @@ let package = Package(
     platforms: [.macOS(.v12), .iOS(.v15)],
     products: [
         .library(name: "SyncCore", targets: ["SyncCore"]),
+        .library(name: "SyncSQL", targets: ["SyncSQL"]),
         .library(name: "OfflineSync", targets: ["OfflineSync"]),
         .library(name: "OfflineSyncTesting", targets: ["OfflineSyncTesting"]),
         .library(name: "OfflineSyncAsyncHTTPClient", targets: ["OfflineSyncAsyncHTTPClient"]),
@@ -39,15 +40,19 @@ let package = Package(
     ],
     targets: [
         .target(name: "SyncCore", swiftSettings: swiftSettings),
+        // OData to parameterized SQL, for the server's stores and the client's local queries; the SDK
+        // uses it without re-exporting it.
+        .target(name: "SyncSQL", dependencies: ["SyncCore"], swiftSettings: swiftSettings),
         .target(
             name: "SyncSQLite",
-            dependencies: ["SyncCore", .product(name: "GRDB", package: "GRDB.swift")],
+            dependencies: ["SyncCore", "SyncSQL", .product(name: "GRDB", package: "GRDB.swift")],
             swiftSettings: swiftSettings
         ),
         .target(
             name: "OfflineSync",
             dependencies: [
                 "SyncCore",
+                "SyncSQL",
                 "SyncSQLite",
                 .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "Logging", package: "swift-log"),
@@ -69,6 +74,7 @@ let package = Package(
             name: "SyncServer",
             dependencies: [
                 "SyncCore",
+                "SyncSQL",
                 "SyncSQLite",
                 .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "Hummingbird", package: "hummingbird"),
@@ -105,6 +111,7 @@ let package = Package(
             name: "sync-bench",
             dependencies: [
                 "OfflineSync",
+                "SyncSQL",
                 "OfflineSyncAsyncHTTPClient",
                 "SyncServer",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
@@ -124,6 +131,7 @@ let package = Package(
             name: "SyncCoreTests",
             dependencies: [
                 "SyncCore",
+                "SyncSQL",
                 "SyncSQLite",
                 .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "PropertyBased", package: "swift-property-based"),
@@ -161,6 +169,7 @@ let package = Package(
             name: "SyncServerTests",
             dependencies: [
                 "SyncServer",
+                "SyncSQL",
                 "SyncSQLite",
                 .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "HummingbirdTesting", package: "hummingbird"),

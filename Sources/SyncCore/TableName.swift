@@ -74,6 +74,6 @@ public struct TableName: RawRepresentable, Hashable, Sendable, Codable, CustomSt
 }
 
 extension UInt8 {
-    var isASCIILetter: Bool { (0x41...0x5A).contains(self) || (0x61...0x7A).contains(self) }
-    var isASCIIDigit: Bool { (0x30...0x39).contains(self) }
+    package var isASCIILetter: Bool { (0x41...0x5A).contains(self) || (0x61...0x7A).contains(self) }
+    package var isASCIIDigit: Bool { (0x30...0x39).contains(self) }
 }

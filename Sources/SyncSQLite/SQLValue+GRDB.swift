@@ -1,5 +1,6 @@
 package import GRDB
 package import SyncCore
+package import SyncSQL
 
 // GRDB support shared by the client's and the server's SQLite stores (package-internal, not public API).
 

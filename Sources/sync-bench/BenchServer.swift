@@ -2,6 +2,7 @@ import Foundation
 import GRDB
 import Hummingbird
 import SyncCore
+import SyncSQL
 import SyncServer
 
 /// A sync-server running in this process on 127.0.0.1 (any port), over a temporary SQLite file.

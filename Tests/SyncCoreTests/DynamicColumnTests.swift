@@ -1,5 +1,6 @@
 import GRDB
 import SyncCore
+import SyncSQL
 import SyncSQLite
 import Testing
 

@@ -1,5 +1,6 @@
 import Foundation
 import SyncCore
+import SyncSQL
 import Testing
 
 @testable import SyncServer

@@ -1,6 +1,7 @@
 import Foundation
 import HTTPTypes
 import SyncCore
+import SyncSQL
 import SyncServer
 import Testing
 

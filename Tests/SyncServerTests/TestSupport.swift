@@ -4,6 +4,7 @@ import Hummingbird
 import HummingbirdTesting
 import NIOCore
 import SyncCore
+import SyncSQL
 import Testing
 
 @testable import SyncServer

@@ -1,5 +1,6 @@
 import GRDB
 import SyncCore
+import SyncSQL
 import SyncSQLite
 
 /// Reads and writes one `Database` connection on behalf of ``SQLiteLocalStore``, inside a transaction

@@ -1,5 +1,6 @@
 public import Foundation
 import SyncCore
+import SyncSQL
 import Yams
 
 extension TableConfiguration {

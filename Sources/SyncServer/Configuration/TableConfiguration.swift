@@ -1,4 +1,5 @@
 public import SyncCore
+public import SyncSQL
 
 /// How one table behaves: soft delete, paging limits, and its columns (declared, or grown from
 /// the data it receives).

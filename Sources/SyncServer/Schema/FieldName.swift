@@ -1,4 +1,5 @@
 import SyncCore
+import SyncSQL
 
 /// The rules for user field names, which become column names.
 enum FieldName {

@@ -1,4 +1,5 @@
 import SyncCore
+import SyncSQL
 
 /// What a write needs: the values to store, and the schema changes a dynamic table makes first.
 struct WritePlan: Sendable {

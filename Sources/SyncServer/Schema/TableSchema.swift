@@ -1,4 +1,5 @@
 public import SyncCore
+public import SyncSQL
 
 /// A table as the server knows it right now: its configuration plus every user column it has,
 /// including those a dynamic schema added.

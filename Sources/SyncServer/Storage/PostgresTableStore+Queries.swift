@@ -2,6 +2,7 @@ import Logging
 import NIOCore
 import PostgresNIO
 public import SyncCore
+public import SyncSQL
 
 extension PostgresTableStore {
     public func query(_ table: TableName, _ query: ODataQuery, limit: Int) async throws -> QueryPage {

@@ -1,6 +1,7 @@
 import Logging
 import PostgresNIO
 public import SyncCore
+public import SyncSQL
 
 extension PostgresTableStore {
     /// The advisory lock that serializes bookkeeping migrations and table creation across instances.

@@ -1,6 +1,7 @@
 import Foundation
 import GRDB
 import SyncCore
+import SyncSQL
 
 extension SQLiteTableStore {
     /// The item a row holds, as the wire shows it; with `select`, only those user fields.

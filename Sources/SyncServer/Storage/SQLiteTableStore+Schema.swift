@@ -1,5 +1,6 @@
 import GRDB
 import SyncCore
+import SyncSQL
 
 extension SQLiteTableStore {
     /// Creates the table if needed, adds declared columns it lacks, and returns its schema.

@@ -1,6 +1,7 @@
 import Foundation
 import GRDB
 public import SyncCore
+public import SyncSQL
 import SyncSQLite
 
 extension SQLiteTableStore {

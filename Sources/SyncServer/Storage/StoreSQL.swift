@@ -1,5 +1,6 @@
 import Foundation
 import SyncCore
+import SyncSQL
 import SyncSQLite
 
 /// What the SQLite and PostgreSQL stores build their SQL from in the same way: quoting, column

@@ -1,3 +1,6 @@
+public import Foundation
+public import SyncCore
+
 extension SQLTranslator {
     func call(_ function: ODataFunction, _ arguments: [TypedSQL]) throws(ODataError) -> TypedSQL {
         switch function {

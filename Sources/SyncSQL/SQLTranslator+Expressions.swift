@@ -1,3 +1,6 @@
+public import Foundation
+public import SyncCore
+
 extension SQLTranslator {
     /// Translates any expression into a typed SQL value.
     func value(_ expression: ODataExpression) throws(ODataError) -> TypedSQL {

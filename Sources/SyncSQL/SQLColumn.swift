@@ -1,3 +1,6 @@
+public import Foundation
+public import SyncCore
+
 /// What a column holds, as the translator needs to know it.
 public enum SQLColumnType: String, Sendable, Hashable, CaseIterable, Codable {
     /// Text (SQLite `TEXT`, PostgreSQL `text`).

@@ -1,3 +1,6 @@
+public import Foundation
+public import SyncCore
+
 /// The SQL databases the translator writes for.
 public enum SQLDialect: String, Sendable, Hashable, CaseIterable {
     /// SQLite 3.31 or later. Connections must provide the functions `swiftLowercaseString` and

@@ -1,3 +1,6 @@
+public import Foundation
+public import SyncCore
+
 /// Translates `$filter` and `$orderby` into parameterized SQL for SQLite or PostgreSQL.
 ///
 /// Field names go through `resolveColumn` (an unknown field is an error), identifiers are validated
