@@ -98,7 +98,7 @@ public struct SyncTable<Item: Codable & Sendable>: Sendable {
     /// ```
     /// - Parameter query: The query; all items by default.
     /// - Returns: The matching items.
-    /// - Throws: ``ODataError`` for a query the store cannot run, ``LocalStoreError``.
+    /// - Throws: `ODataError` for a query the store cannot run, ``LocalStoreError``.
     public func items(matching query: ODataQuery = ODataQuery()) async throws -> [Item] {
         let name = self.name
         return try await client.store.read { try $0.items(in: name, matching: query) }
@@ -109,7 +109,7 @@ public struct SyncTable<Item: Codable & Sendable>: Sendable {
     ///
     /// - Parameter filter: The filter; nil counts every item.
     /// - Returns: The count.
-    /// - Throws: ``ODataError``, ``LocalStoreError``.
+    /// - Throws: `ODataError`, ``LocalStoreError``.
     public func count(matching filter: QueryExpression? = nil) async throws -> Int {
         let name = self.name
         return try await client.store.read { try $0.count(in: name, matching: filter?.expression) }
