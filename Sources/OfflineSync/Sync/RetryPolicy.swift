@@ -25,8 +25,8 @@ extension SyncContext {
     /// - Parameters:
     ///   - logger: Where retries are logged.
     ///   - send: Sends the request once.
-    ///   - isTransient: Whether a reply is worth another try (by default 5xx, 408 and 429).
-    ///   - unreadable: Whether a transient reply is an unreadable success rather than a status.
+    ///   - isTransient: Whether a reply is worth another try (by default 5xx, 408 and 429); a transient
+    ///     2xx counts as an unreadable reply.
     /// - Returns: The first reply that is not transient.
     /// - Throws: ``SyncStop``: unavailable after the last try, unauthorized on a 401, cancelled.
     func sendRetrying(

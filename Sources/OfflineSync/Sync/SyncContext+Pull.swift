@@ -130,19 +130,16 @@ extension SyncContext {
         let features = cursor == nil ? ["TQ", "OL"] : ["TQ", "OL", "IP"]
         var log = logger
         log[metadataKey: SyncLogKey.table] = "\(table)"
-        var response = try await sendPage(endpoint.url(table, query: query.queryString), features, log)
+        var (response, parsed) = try await sendPage(endpoint.url(table, query: query.queryString), features, log)
         var asked: Int? = pageSize
         if response.status == 400 {
             query.top = nil
             asked = nil
             let retried = try await sendPage(endpoint.url(table, query: query.queryString), features, log)
-            if retried.status == 200 { response = retried }
+            if retried.response.status == 200 { (response, parsed) = retried }
         }
-        guard response.status == 200 else {
+        guard response.status == 200, var page = parsed else {
             throw PullError.rejected(status: response.status, message: response.message)
-        }
-        guard var page = Self.page(of: response) else {
-            throw SyncStop.unavailable(ServerUnavailableError(.unreadableReply(status: 200), attempts: 1))
         }
         let hasLink = response.header("Link") != nil
         page.isLast = !hasLink && (asked.map { page.items.count < $0 } ?? true)
@@ -158,12 +155,19 @@ extension SyncContext {
     /// could not be seen.
     static let protocolPageSize = 50
 
-    private func sendPage(_ url: URL, _ features: [String], _ logger: Logger) async throws -> HTTPResponseData {
-        try await sendRetrying(logger: logger) {
+    /// Sends a page request until a reply that is not transient (a 200 whose body is not a page is),
+    /// and returns it with its page, parsed once.
+    private func sendPage(_ url: URL, _ features: [String], _ logger: Logger) async throws
+        -> (response: HTTPResponseData, page: Page?)
+    {
+        var page: Page?
+        let response = try await sendRetrying(logger: logger) {
             try await endpoint.send("GET", url, features: features)
         } isTransient: { response in
-            isTransientStatus(response.status) || (response.status == 200 && Self.page(of: response) == nil)
+            page = response.status == 200 ? Self.page(of: response) : nil
+            return isTransientStatus(response.status) || (response.status == 200 && page == nil)
         }
+        return (response, page)
     }
 
     /// The rows of a page body: a JSON array, or `{"results": […], "count": N}`; nil when unreadable.
