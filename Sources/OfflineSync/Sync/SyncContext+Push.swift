@@ -203,14 +203,16 @@ extension SyncContext {
     private func complete(_ operation: PendingOperation, serverItem: JSONValue?) async throws {
         try await store.write { writer in
             try writer.removeOperation(operation.id)
-            try Self.store(serverItem, for: operation, writer: writer)
+            try Self.applyServerRow(serverItem, for: operation, writer: writer)
         }
     }
 
     /// Stores the server's current row after `operation` left the queue (nil or a tombstone: the local
     /// row goes) — or only its version, when a newer operation for the item waits (the local change
     /// wins until it is pushed).
-    static func store(_ serverItem: JSONValue?, for operation: PendingOperation, writer: any LocalStoreWriter) throws {
+    static func applyServerRow(_ serverItem: JSONValue?, for operation: PendingOperation, writer: any LocalStoreWriter)
+        throws
+    {
         let table = operation.table
         if var newer = try writer.lastOperation(for: operation.itemID, in: table) {
             guard let version = serverItem?["version"], serverItem?.isDeleted != true else { return }

@@ -24,7 +24,7 @@ extension SyncContext {
                 return false
             case .takeServerItem, .discard:
                 try writer.removeOperation(current.id)
-                try Self.store(server, for: current, writer: writer)
+                try Self.applyServerRow(server, for: current, writer: writer)
                 guard try writer.lastOperation(for: operation.itemID, in: table) == nil else { return false }
                 try writer.markForRefetch(operation.itemID, in: table)
                 return true
