@@ -124,7 +124,9 @@ let package = Package(
         ),
         .executableTarget(
             name: "sync-chaos",
-            dependencies: ["SyncCore", .product(name: "ArgumentParser", package: "swift-argument-parser")],
+            dependencies: [
+                "SyncCore", "SyncSQLite", .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ],
             swiftSettings: swiftSettings
         ),
         .testTarget(

@@ -1,5 +1,6 @@
 import Foundation
 import SyncCore
+import SyncSQLite
 
 #if canImport(Glibc)
     import Glibc
@@ -220,7 +221,7 @@ final class ChaosThread: @unchecked Sendable {  // @unchecked: counters read aft
                     proxy.setPartitioned(false)
                 } else {
                     serverKills += 1
-                    server.kill()
+                    server.killAbruptly()
                     _ = pause(milliseconds: 200 + Int(random.next() % 800))
                     do { try server.start() } catch { failure = "\(error)" }
                 }
@@ -246,21 +247,9 @@ final class ChaosThread: @unchecked Sendable {  // @unchecked: counters read aft
     }
 }
 
-/// A value behind a lock.
-final class Locked<Value>: @unchecked Sendable {  // @unchecked: every access goes through `lock`.
-    private let lock = NSLock()
-    private var value: Value
-    init(_ value: Value) { self.value = value }
-    func withLock<T>(_ body: (inout Value) throws -> T) rethrows -> T {
-        lock.lock()
-        defer { lock.unlock() }
-        return try body(&value)
-    }
-}
-
 extension ServerProcess {
     /// Starts the server again if the chaos left it down.
     func ensureRunning() throws {
-        if Socket.connect(port: port, timeout: 2).map({ close($0) }) == nil { try start() }
+        if Socket.connection(port: port, timeout: 2).map({ close($0) }) == nil { try start() }
     }
 }

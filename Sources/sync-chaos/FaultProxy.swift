@@ -32,7 +32,7 @@ final class FaultProxy: @unchecked Sendable {  // @unchecked: mutable state behi
 
     /// Starts listening; `faultRate` is the chance that a request meets one of the four faults.
     init(upstreamPort: Int, seed: UInt64, faultRate: Double) throws {
-        (listener, port) = try Socket.listen()
+        (listener, port) = try Socket.listener()
         self.upstreamPort = upstreamPort
         random = SplitMix64(seed: seed)
         self.faultRate = faultRate
@@ -105,7 +105,7 @@ final class FaultProxy: @unchecked Sendable {  // @unchecked: mutable state behi
         case .loseReply?, .cutReply?, nil:
             break
         }
-        guard let upstream = Socket.connect(port: upstreamPort) else { return }  // the server is down
+        guard let upstream = Socket.connection(port: upstreamPort) else { return }  // the server is down
         defer { close(upstream) }
         guard Socket.write(upstream, request.closingConnection().bytes),
             let response = Socket.readMessage(upstream)

@@ -107,9 +107,9 @@ final class ServerProcess {
     }
 
     /// SIGKILL: no chance to finish anything.
-    func kill() {
+    func killAbruptly() {
         guard let process, process.isRunning else { return }
-        Glibc.kill(process.processIdentifier, SIGKILL)
+        kill(process.processIdentifier, SIGKILL)
         process.waitUntilExit()
         self.process = nil
     }
@@ -127,7 +127,7 @@ final class ServerProcess {
         var path: String? = "/tables/\(table)?__includeDeleted=true&$top=1000"
         var rows: [JSONValue] = []
         while let next = path {
-            guard let socket = Socket.connect(port: port) else { throw ChaosError("server not reachable") }
+            guard let socket = Socket.connection(port: port) else { throw ChaosError("server not reachable") }
             defer { close(socket) }
             let request =
                 "GET \(next) HTTP/1.1\r\nHost: 127.0.0.1\r\nZUMO-API-VERSION: 2.0.0\r\nConnection: close\r\n\r\n"

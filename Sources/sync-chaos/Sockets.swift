@@ -9,7 +9,7 @@ import Foundation
 /// Blocking TCP on 127.0.0.1 only, for the proxy and the harness's own requests.
 enum Socket {
     /// A listening socket on 127.0.0.1 and a free port.
-    static func listen() throws -> (descriptor: Int32, port: Int) {
+    static func listener() throws -> (descriptor: Int32, port: Int) {
         let descriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         guard descriptor >= 0 else { throw ChaosError("socket: \(errno)") }
         var yes: Int32 = 1
@@ -19,7 +19,7 @@ enum Socket {
         let bound = withUnsafePointer(to: &address) {
             $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(descriptor, $0, length) }
         }
-        guard bound == 0, Glibc.listen(descriptor, 128) == 0 else { throw ChaosError("bind/listen: \(errno)") }
+        guard bound == 0, listen(descriptor, 128) == 0 else { throw ChaosError("bind/listen: \(errno)") }
         _ = withUnsafeMutablePointer(to: &address) {
             $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(descriptor, $0, &length) }
         }
@@ -28,19 +28,19 @@ enum Socket {
 
     /// A free port on 127.0.0.1 (nothing listens on it when this returns).
     static func freePort() throws -> Int {
-        let (descriptor, port) = try listen()
+        let (descriptor, port) = try listener()
         close(descriptor)
         return port
     }
 
     /// A connected socket to 127.0.0.1:`port`, or nil when nothing listens there.
-    static func connect(port: Int, timeout: Int = 15) -> Int32? {
+    static func connection(port: Int, timeout: Int = 15) -> Int32? {
         let descriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         guard descriptor >= 0 else { return nil }
         var address = loopback(port: port)
         let connected = withUnsafePointer(to: &address) {
             $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                Glibc.connect(descriptor, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
+                connect(descriptor, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
             }
         }
         guard connected == 0 else {
