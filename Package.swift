@@ -1,5 +1,10 @@
 // swift-tools-version: 6.1
+import Foundation
 import PackageDescription
+
+// The client SDK. An app that depends on this package resolves GRDB and swift-log, nothing else: the server,
+// the sample app, the benchmark, the chaos test and the tests that need a server are the package in `Server/`,
+// which depends on this one by path.
 
 /// One set of strict settings for every target (see STYLE.md).
 let swiftSettings: [SwiftSetting] = [
@@ -8,36 +13,33 @@ let swiftSettings: [SwiftSetting] = [
     .enableUpcomingFeature("InternalImportsByDefault"),
 ]
 
+var dependencies: [Package.Dependency] = [
+    .package(url: "https://github.com/groue/GRDB.swift.git", from: "7.10.0"),
+    .package(url: "https://github.com/apple/swift-log.git", from: "1.16.2"),
+    // Test-only: a dependency of a test target is never resolved by a package that depends on this one.
+    .package(url: "https://github.com/x-sheep/swift-property-based.git", from: "2.0.1"),
+]
+// `swift package generate-documentation` (.ci/docs) only when asked for, so that apps never resolve the plugin.
+if ProcessInfo.processInfo.environment["OFFLINESYNC_DOCS"] == "1" {
+    dependencies.append(.package(url: "https://github.com/swiftlang/swift-docc-plugin.git", from: "1.5.0"))
+}
+
 let package = Package(
     name: "OfflineSync",
-    platforms: [.macOS(.v12), .iOS(.v15)],
+    // `Clock`/`Duration` (retry back-off, injectable clocks) and `any Clock<Duration>` need iOS 16 / macOS 13.
+    platforms: [.iOS(.v16), .macOS(.v13), .tvOS(.v16), .watchOS(.v9), .visionOS(.v1)],
     products: [
-        .library(name: "SyncCore", targets: ["SyncCore"]),
-        .library(name: "SyncSQL", targets: ["SyncSQL"]),
+        /// The SDK apps import: sync tables, the operation queue, push, pull, purge and conflicts.
         .library(name: "OfflineSync", targets: ["OfflineSync"]),
+        /// Test doubles for apps' own tests (a manual clock, an immediate clock).
         .library(name: "OfflineSyncTesting", targets: ["OfflineSyncTesting"]),
-        .library(name: "OfflineSyncAsyncHTTPClient", targets: ["OfflineSyncAsyncHTTPClient"]),
-        .library(name: "SyncServer", targets: ["SyncServer"]),
-        .executable(name: "sync-server", targets: ["sync-server"]),
-        .executable(name: "todo", targets: ["todo"]),
-        .executable(name: "sync-bench", targets: ["sync-bench"]),
-        .executable(name: "sync-chaos", targets: ["sync-chaos"]),
+        /// The wire model alone (JSON values, ids, versions, OData), shared with the server.
+        .library(name: "SyncCore", targets: ["SyncCore"]),
+        /// OData to SQL and the SQLite helpers, for the server package; not API for apps.
+        .library(name: "SyncSQL", targets: ["SyncSQL"]),
+        .library(name: "SyncSQLite", targets: ["SyncSQLite"]),
     ],
-    dependencies: [
-        .package(url: "https://github.com/groue/GRDB.swift.git", from: "7.10.0"),
-        .package(url: "https://github.com/apple/swift-argument-parser.git", from: "1.8.2"),
-        .package(url: "https://github.com/x-sheep/swift-property-based.git", from: "2.0.1"),
-        .package(url: "https://github.com/hummingbird-project/hummingbird.git", from: "2.28.1"),
-        .package(url: "https://github.com/apple/swift-log.git", from: "1.16.2"),
-        .package(url: "https://github.com/apple/swift-metrics.git", from: "2.13.0"),
-        .package(url: "https://github.com/swift-server/swift-prometheus.git", from: "2.4.1"),
-        .package(url: "https://github.com/swift-server/swift-service-lifecycle.git", from: "2.13.0"),
-        .package(url: "https://github.com/jpsim/Yams.git", from: "6.2.2"),
-        .package(url: "https://github.com/apple/swift-http-types.git", from: "1.8.0"),
-        .package(url: "https://github.com/apple/swift-nio.git", from: "2.101.2"),
-        .package(url: "https://github.com/swift-server/async-http-client.git", from: "1.37.0"),
-        .package(url: "https://github.com/vapor/postgres-nio.git", from: "1.33.2"),
-    ],
+    dependencies: dependencies,
     targets: [
         .target(name: "SyncCore", swiftSettings: swiftSettings),
         // OData to parameterized SQL, for the server's stores and the client's local queries; the SDK
@@ -60,75 +62,6 @@ let package = Package(
             swiftSettings: swiftSettings
         ),
         .target(name: "OfflineSyncTesting", dependencies: ["OfflineSync"], swiftSettings: swiftSettings),
-        .target(
-            name: "OfflineSyncAsyncHTTPClient",
-            dependencies: [
-                "OfflineSync",
-                .product(name: "AsyncHTTPClient", package: "async-http-client"),
-                .product(name: "NIOCore", package: "swift-nio"),
-                .product(name: "NIOHTTP1", package: "swift-nio"),
-            ],
-            swiftSettings: swiftSettings
-        ),
-        .target(
-            name: "SyncServer",
-            dependencies: [
-                "SyncCore",
-                "SyncSQL",
-                "SyncSQLite",
-                .product(name: "GRDB", package: "GRDB.swift"),
-                .product(name: "Hummingbird", package: "hummingbird"),
-                .product(name: "HTTPTypes", package: "swift-http-types"),
-                .product(name: "NIOCore", package: "swift-nio"),
-                .product(name: "Logging", package: "swift-log"),
-                .product(name: "Metrics", package: "swift-metrics"),
-                .product(name: "PostgresNIO", package: "postgres-nio"),
-                .product(name: "Prometheus", package: "swift-prometheus"),
-                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
-                .product(name: "Yams", package: "Yams"),
-            ],
-            resources: [.copy("Resources/openapi.yaml")],
-            swiftSettings: swiftSettings
-        ),
-        .executableTarget(
-            name: "sync-server",
-            dependencies: [
-                "SyncServer",
-                .product(name: "ArgumentParser", package: "swift-argument-parser"),
-                .product(name: "Hummingbird", package: "hummingbird"),
-                .product(name: "Logging", package: "swift-log"),
-                .product(name: "Metrics", package: "swift-metrics"),
-                .product(name: "Prometheus", package: "swift-prometheus"),
-            ],
-            swiftSettings: swiftSettings
-        ),
-        .executableTarget(
-            name: "todo",
-            dependencies: ["OfflineSync", .product(name: "ArgumentParser", package: "swift-argument-parser")],
-            swiftSettings: swiftSettings
-        ),
-        .executableTarget(
-            name: "sync-bench",
-            dependencies: [
-                "OfflineSync",
-                "SyncSQL",
-                "OfflineSyncAsyncHTTPClient",
-                "SyncServer",
-                .product(name: "ArgumentParser", package: "swift-argument-parser"),
-                .product(name: "GRDB", package: "GRDB.swift"),
-                .product(name: "Hummingbird", package: "hummingbird"),
-                .product(name: "Logging", package: "swift-log"),
-                .product(name: "PostgresNIO", package: "postgres-nio"),
-            ],
-            swiftSettings: swiftSettings
-        ),
-        .executableTarget(
-            name: "sync-chaos",
-            dependencies: [
-                "SyncCore", "SyncSQLite", .product(name: "ArgumentParser", package: "swift-argument-parser"),
-            ],
-            swiftSettings: swiftSettings
-        ),
         .testTarget(
             name: "SyncCoreTests",
             dependencies: [
@@ -137,50 +70,6 @@ let package = Package(
                 "SyncSQLite",
                 .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "PropertyBased", package: "swift-property-based"),
-            ],
-            swiftSettings: swiftSettings
-        ),
-        .testTarget(
-            name: "OfflineSyncTests",
-            dependencies: [
-                "OfflineSync",
-                "OfflineSyncAsyncHTTPClient",
-                "OfflineSyncTesting",
-                "SyncServer",
-                .product(name: "GRDB", package: "GRDB.swift"),
-                .product(name: "HummingbirdTesting", package: "hummingbird"),
-                .product(name: "Hummingbird", package: "hummingbird"),
-                .product(name: "PropertyBased", package: "swift-property-based"),
-            ],
-            swiftSettings: swiftSettings
-        ),
-        .testTarget(
-            name: "EndToEndTests",
-            dependencies: [
-                "SyncCore",
-                "OfflineSync",
-                "todo",
-                "sync-server",
-                "sync-chaos",
-                "SyncServer",
-                "SyncSQLite",
-            ],
-            swiftSettings: swiftSettings
-        ),
-        .testTarget(
-            name: "SyncServerTests",
-            dependencies: [
-                "SyncServer",
-                "SyncSQL",
-                "SyncSQLite",
-                .product(name: "GRDB", package: "GRDB.swift"),
-                .product(name: "HummingbirdTesting", package: "hummingbird"),
-                .product(name: "HTTPTypes", package: "swift-http-types"),
-                .product(name: "NIOCore", package: "swift-nio"),
-                .product(name: "Logging", package: "swift-log"),
-                .product(name: "Metrics", package: "swift-metrics"),
-                .product(name: "Prometheus", package: "swift-prometheus"),
-                .product(name: "Yams", package: "Yams"),
             ],
             swiftSettings: swiftSettings
         ),

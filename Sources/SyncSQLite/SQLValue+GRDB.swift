@@ -1,10 +1,10 @@
-package import GRDB
-package import SyncCore
-package import SyncSQL
+public import GRDB
+public import SyncCore
+public import SyncSQL
 
-// GRDB support shared by the client's and the server's SQLite stores (package-internal, not public API).
+// GRDB support shared by the client's and the server's SQLite stores (a product for the server package, not API for apps).
 
-package extension SQLValue {
+public extension SQLValue {
     /// The value as GRDB binds it.
     var databaseValue: DatabaseValue {
         switch self {
@@ -17,7 +17,7 @@ package extension SQLValue {
     }
 }
 
-package extension StatementArguments {
+public extension StatementArguments {
     /// Arguments for the parameters of translated SQL, in order.
     init(sqlValues: [SQLValue]) {
         self.init(sqlValues.map(\.databaseValue))
@@ -25,7 +25,9 @@ package extension StatementArguments {
 }
 
 /// Opens a WAL-mode pool on `path` that waits up to 10 s for a busy database instead of failing at once.
-package func openDatabasePool(path: String) throws -> DatabasePool {
+///
+/// - Throws: GRDB's `DatabaseError` when the file cannot be opened or is not a database.
+public func openDatabasePool(path: String) throws -> DatabasePool {
     var configuration = Configuration()
     configuration.busyMode = .timeout(10)
     return try DatabasePool(path: path, configuration: configuration)

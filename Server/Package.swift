@@ -1,0 +1,165 @@
+// swift-tools-version: 6.1
+import PackageDescription
+
+// The server, the `todo` sample, the benchmark, the chaos test, the AsyncHTTPClient transport and every test that
+// needs a server. Apps never resolve this package: they depend on the client package one directory up, which this
+// one uses by path (`swift run --package-path Server sync-server`, `swift test --package-path Server`).
+
+/// One set of strict settings for every target (see STYLE.md).
+let swiftSettings: [SwiftSetting] = [
+    .enableUpcomingFeature("ExistentialAny"),
+    .enableUpcomingFeature("MemberImportVisibility"),
+    .enableUpcomingFeature("InternalImportsByDefault"),
+]
+
+/// The client package, by the identity SwiftPM gives a path dependency.
+let client = "OfflineSync"
+
+let package = Package(
+    name: "OfflineSyncServer",
+    // Hummingbird 2 (its `hummingbird 2.0` availability) needs macOS 14; the server is not built for iOS.
+    platforms: [.macOS(.v14)],
+    products: [
+        .library(name: "SyncServer", targets: ["SyncServer"]),
+        .library(name: "OfflineSyncAsyncHTTPClient", targets: ["OfflineSyncAsyncHTTPClient"]),
+        .executable(name: "sync-server", targets: ["sync-server"]),
+        .executable(name: "todo", targets: ["todo"]),
+        .executable(name: "sync-bench", targets: ["sync-bench"]),
+        .executable(name: "sync-chaos", targets: ["sync-chaos"]),
+    ],
+    dependencies: [
+        .package(name: "OfflineSync", path: ".."),
+        .package(url: "https://github.com/groue/GRDB.swift.git", from: "7.10.0"),
+        .package(url: "https://github.com/apple/swift-argument-parser.git", from: "1.8.2"),
+        .package(url: "https://github.com/x-sheep/swift-property-based.git", from: "2.0.1"),
+        .package(url: "https://github.com/hummingbird-project/hummingbird.git", from: "2.28.1"),
+        .package(url: "https://github.com/apple/swift-log.git", from: "1.16.2"),
+        .package(url: "https://github.com/apple/swift-metrics.git", from: "2.13.0"),
+        .package(url: "https://github.com/swift-server/swift-prometheus.git", from: "2.4.1"),
+        .package(url: "https://github.com/swift-server/swift-service-lifecycle.git", from: "2.13.0"),
+        .package(url: "https://github.com/jpsim/Yams.git", from: "6.2.2"),
+        .package(url: "https://github.com/apple/swift-http-types.git", from: "1.8.0"),
+        .package(url: "https://github.com/apple/swift-nio.git", from: "2.101.2"),
+        .package(url: "https://github.com/swift-server/async-http-client.git", from: "1.37.0"),
+        .package(url: "https://github.com/vapor/postgres-nio.git", from: "1.33.2"),
+    ],
+    targets: [
+        .target(
+            name: "OfflineSyncAsyncHTTPClient",
+            dependencies: [
+                .product(name: "OfflineSync", package: client),
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+        .target(
+            name: "SyncServer",
+            dependencies: [
+                .product(name: "SyncCore", package: client),
+                .product(name: "SyncSQL", package: client),
+                .product(name: "SyncSQLite", package: client),
+                .product(name: "GRDB", package: "GRDB.swift"),
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "HTTPTypes", package: "swift-http-types"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "Metrics", package: "swift-metrics"),
+                .product(name: "PostgresNIO", package: "postgres-nio"),
+                .product(name: "Prometheus", package: "swift-prometheus"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(name: "Yams", package: "Yams"),
+            ],
+            resources: [.copy("Resources/openapi.yaml")],
+            swiftSettings: swiftSettings
+        ),
+        .executableTarget(
+            name: "sync-server",
+            dependencies: [
+                "SyncServer",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "Metrics", package: "swift-metrics"),
+                .product(name: "Prometheus", package: "swift-prometheus"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+        .executableTarget(
+            name: "todo",
+            dependencies: [
+                .product(name: "OfflineSync", package: client),
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+        .executableTarget(
+            name: "sync-bench",
+            dependencies: [
+                .product(name: "OfflineSync", package: client),
+                .product(name: "SyncSQL", package: client),
+                "OfflineSyncAsyncHTTPClient",
+                "SyncServer",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "GRDB", package: "GRDB.swift"),
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "PostgresNIO", package: "postgres-nio"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+        .executableTarget(
+            name: "sync-chaos",
+            dependencies: [
+                .product(name: "SyncCore", package: client), .product(name: "SyncSQLite", package: client),
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+        .testTarget(
+            name: "OfflineSyncTests",
+            dependencies: [
+                .product(name: "OfflineSync", package: client),
+                "OfflineSyncAsyncHTTPClient",
+                .product(name: "OfflineSyncTesting", package: client),
+                "SyncServer",
+                .product(name: "GRDB", package: "GRDB.swift"),
+                .product(name: "HummingbirdTesting", package: "hummingbird"),
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "PropertyBased", package: "swift-property-based"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+        .testTarget(
+            name: "EndToEndTests",
+            dependencies: [
+                .product(name: "SyncCore", package: client),
+                .product(name: "OfflineSync", package: client),
+                "todo",
+                "sync-server",
+                "sync-chaos",
+                "SyncServer",
+                .product(name: "SyncSQLite", package: client),
+            ],
+            swiftSettings: swiftSettings
+        ),
+        .testTarget(
+            name: "SyncServerTests",
+            dependencies: [
+                "SyncServer",
+                .product(name: "SyncSQL", package: client),
+                .product(name: "SyncSQLite", package: client),
+                .product(name: "GRDB", package: "GRDB.swift"),
+                .product(name: "HummingbirdTesting", package: "hummingbird"),
+                .product(name: "HTTPTypes", package: "swift-http-types"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "Metrics", package: "swift-metrics"),
+                .product(name: "Prometheus", package: "swift-prometheus"),
+                .product(name: "Yams", package: "Yams"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+    ]
+)
