@@ -33,8 +33,11 @@ let package = Package(
         .library(name: "OfflineSync", targets: ["OfflineSync"]),
         /// Test doubles for apps' own tests (a manual clock, an immediate clock).
         .library(name: "OfflineSyncTesting", targets: ["OfflineSyncTesting"]),
-        /// The wire model alone (JSON values, ids, versions, OData), shared with the server.
+        /// The wire model alone (JSON values, ids, versions, dates), shared with the server.
         .library(name: "SyncCore", targets: ["SyncCore"]),
+        /// OData query options and `$filter` expressions: parsing and rendering. For the server package; the
+        /// SDK uses it without re-exporting it.
+        .library(name: "SyncOData", targets: ["SyncOData"]),
         /// OData to SQL and the SQLite helpers, for the server package; not API for apps.
         .library(name: "SyncSQL", targets: ["SyncSQL"]),
         .library(name: "SyncSQLite", targets: ["SyncSQLite"]),
@@ -42,9 +45,10 @@ let package = Package(
     dependencies: dependencies,
     targets: [
         .target(name: "SyncCore", swiftSettings: swiftSettings),
+        .target(name: "SyncOData", dependencies: ["SyncCore"], swiftSettings: swiftSettings),
         // OData to parameterized SQL, for the server's stores and the client's local queries; the SDK
         // uses it without re-exporting it.
-        .target(name: "SyncSQL", dependencies: ["SyncCore"], swiftSettings: swiftSettings),
+        .target(name: "SyncSQL", dependencies: ["SyncCore", "SyncOData"], swiftSettings: swiftSettings),
         .target(
             name: "SyncSQLite",
             dependencies: ["SyncCore", "SyncSQL", .product(name: "GRDB", package: "GRDB.swift")],
@@ -54,6 +58,7 @@ let package = Package(
             name: "OfflineSync",
             dependencies: [
                 "SyncCore",
+                "SyncOData",
                 "SyncSQL",
                 "SyncSQLite",
                 .product(name: "GRDB", package: "GRDB.swift"),
@@ -66,6 +71,8 @@ let package = Package(
             name: "SyncCoreTests",
             dependencies: [
                 "SyncCore",
+                "SyncOData",
+                "OfflineSync",
                 "SyncSQL",
                 "SyncSQLite",
                 .product(name: "GRDB", package: "GRDB.swift"),

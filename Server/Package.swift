@@ -58,6 +58,7 @@ let package = Package(
             name: "SyncServer",
             dependencies: [
                 .product(name: "SyncCore", package: client),
+                .product(name: "SyncOData", package: client),
                 .product(name: "SyncSQL", package: client),
                 .product(name: "SyncSQLite", package: client),
                 .product(name: "GRDB", package: "GRDB.swift"),
@@ -98,6 +99,7 @@ let package = Package(
             name: "sync-bench",
             dependencies: [
                 .product(name: "OfflineSync", package: client),
+                .product(name: "SyncOData", package: client),
                 .product(name: "SyncSQL", package: client),
                 "OfflineSyncAsyncHTTPClient",
                 "SyncServer",
@@ -123,6 +125,7 @@ let package = Package(
                 .product(name: "OfflineSync", package: client),
                 "OfflineSyncAsyncHTTPClient",
                 .product(name: "OfflineSyncTesting", package: client),
+                .product(name: "SyncOData", package: client),
                 "SyncServer",
                 .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "HummingbirdTesting", package: "hummingbird"),
@@ -148,6 +151,7 @@ let package = Package(
             name: "SyncServerTests",
             dependencies: [
                 "SyncServer",
+                .product(name: "SyncOData", package: client),
                 .product(name: "SyncSQL", package: client),
                 .product(name: "SyncSQLite", package: client),
                 .product(name: "GRDB", package: "GRDB.swift"),

@@ -122,7 +122,7 @@ public enum Precondition: Sendable, Hashable {
 }
 
 extension String {
-    func trimmingASCIIWhitespace() -> String {
+    package func trimmingASCIIWhitespace() -> String {
         let scalars = unicodeScalars
         let isSpace: (Unicode.Scalar) -> Bool = { $0 == " " || $0 == "\t" || $0 == "\n" || $0 == "\r" }
         guard let first = scalars.firstIndex(where: { !isSpace($0) }),
@@ -131,7 +131,7 @@ extension String {
         return String(scalars[first...last])
     }
 
-    func replacingAll(_ target: Character, with replacement: String) -> String {
+    package func replacingAll(_ target: Character, with replacement: String) -> String {
         guard contains(target) else { return self }
         var result = ""
         result.reserveCapacity(count)

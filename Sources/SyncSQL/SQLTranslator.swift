@@ -1,5 +1,6 @@
 public import Foundation
 public import SyncCore
+public import SyncOData
 
 /// Translates `$filter` and `$orderby` into parameterized SQL for SQLite or PostgreSQL.
 ///

@@ -1,5 +1,7 @@
 import Foundation
+import OfflineSync
 import SyncCore
+import SyncOData
 import Testing
 
 @Suite struct ODataBuilderTests {
@@ -45,14 +47,14 @@ import Testing
     }
 
     @Test func joinsSuccessiveFiltersWithAnd() {
-        let query = ODataQuery().filter(Q.field("a") == 1).filter(Q.field("b") == 2)
-        #expect(query.filter?.odataText == "((a eq 1) and (b eq 2))")
+        let query = TableQuery<JSONValue>().filter(Q.field("a") == 1).filter(Q.field("b") == 2)
+        #expect(query.odata.filter?.odataText == "((a eq 1) and (b eq 2))")
     }
 }
 
 @Suite struct ODataQueryStringTests {
     @Test(arguments: [
-        (ODataQuery().filter(QueryExpression.field("name") == "bob"), "$filter=(name%20eq%20'bob')"),
+        (ODataQuery(filter: (QueryExpression.field("name") == "bob").expression), "$filter=(name%20eq%20'bob')"),
         (ODataQuery().top(0).includingTotalCount(), "$top=0&$inlinecount=allpages"),
         (
             ODataQuery().orderBy("name").orderBy("zipcode", .descending).orderBy("birthdate"),
@@ -61,11 +63,11 @@ import Testing
         (ODataQuery().select(["address", "birthdate"]), "$select=address,birthdate"),
         (ODataQuery().skip(20).top(10).includingDeleted(), "$skip=20&$top=10&__includeDeleted=true"),
         (
-            ODataQuery().filter(QueryExpression.field("updatedAt") > WireDate(millisecondsSince1970: 0)),
+            ODataQuery(filter: (QueryExpression.field("updatedAt") > WireDate(millisecondsSince1970: 0)).expression),
             "$filter=(updatedAt%20gt%20datetime'1970-01-01T00%3A00%3A00.000Z')"
         ),
         (
-            ODataQuery().filter(QueryExpression.field("t") == "a&b=c+d%é#"),
+            ODataQuery(filter: (QueryExpression.field("t") == "a&b=c+d%é#").expression),
             "$filter=(t%20eq%20'a%26b%3Dc%2Bd%25%C3%A9%23')"
         ),
         (ODataQuery(), ""),

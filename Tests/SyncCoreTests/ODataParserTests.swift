@@ -1,4 +1,5 @@
 import SyncCore
+import SyncOData
 import Testing
 
 @Suite struct ODataParserTests {

@@ -1,5 +1,6 @@
 import PropertyBased
 import SyncCore
+import SyncOData
 import Testing
 
 @Suite struct ODataPropertyTests {

@@ -1,6 +1,7 @@
 import Foundation
 import GRDB
 import SyncCore
+import SyncOData
 import SyncSQL
 import SyncSQLite
 import Testing

@@ -3,6 +3,7 @@ import GRDB
 import Hummingbird
 import Logging
 import OfflineSync
+import SyncOData
 import SyncServer
 
 #if canImport(FoundationNetworking)

@@ -127,8 +127,8 @@ struct Cases {
                         + (try await Measure.seconds { try await httpRoundTrip(server.url) }) * 1000)
                 // local.query: one indexed page of 50 decoded items from the pulled store.
                 let middle = try Self.require(
-                    try await table.items(matching: ODataQuery().orderBy("updatedAt").skip(rows / 2).top(1)).first)
-                let query = ODataQuery().filter(QueryExpression.field("id") > middle.id).orderBy("id").top(50)
+                    try await table.items(matching: TableQuery().orderBy("updatedAt").skip(rows / 2).top(1)).first)
+                let query = TableQuery<BenchItem>().filter { $0.id > middle.id }.orderBy(\.id).top(50)
                 let queries = quick ? 200 : 1000
                 localQuery.append(
                     try await Measure.seconds {

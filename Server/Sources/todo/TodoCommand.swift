@@ -62,8 +62,8 @@ struct List: AsyncParsableCommand {
 
     func run() async throws {
         try await perform(options) { app in
-            var query = ODataQuery().orderBy("text")
-            if !all { query = query.filter(QueryExpression.field("complete") == false) }
+            var query = TableQuery<TodoItem>().orderBy(\.text)
+            if !all { query = query.filter { $0.complete == false } }
             let items = try await app.items.items(matching: query)
             if json { return Output.json(.array(items.map(Output.itemJSON))) }
             if items.isEmpty { return print(all ? "No items." : "No open items.") }

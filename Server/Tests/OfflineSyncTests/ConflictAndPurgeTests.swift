@@ -141,7 +141,7 @@ import Testing
             let table = try client.syncTable("TodoItem", of: TodoItem.self)
             try await table.insert(contentsOf: (0..<4).map { TodoItem(id: "f\($0)", text: "\($0)", complete: $0 < 2) })
             try await table.pull(queryID: "all")
-            try await table.purge(ODataQuery().filter(.field("complete") == true), queryID: "all")
+            try await table.purge(TableQuery().filter { $0.complete == true }, queryID: "all")
             #expect(try await table.count() == 2)
             #expect(try await table.pull(queryID: "all").appliedCount == 2)  // the purged two come back
             #expect(try await table.count() == 4)

@@ -46,7 +46,7 @@ import Testing
         try await LiveServer.run(in: workspace) { url in
             await propertyCheck(count: 30, input: Self.scenarios) { scenario in
                 let prefix = "r\(run.next())-"
-                let scope = ODataQuery().filter(QueryExpression.field("id").startsWith(prefix))
+                let scope = TableQuery<TodoItem>().filter { $0.id.startsWith(prefix) }
                 var clients: [SyncClient] = []
                 for index in 0..<scenario.clients {
                     clients.append(

@@ -1,7 +1,9 @@
 import Foundation
-import OfflineSync
 import OfflineSyncTesting
+import SyncOData
 import Testing
+
+@testable import OfflineSync
 
 /// Defects of the local store found through the public API (issue 12, point 8). Each failed before
 /// its fix.
@@ -57,7 +59,7 @@ import Testing
         try await LiveServer.run(in: workspace) { url in
             try await PullTests.seed(url, workspace, count: 3)
             let store = ForwardingStore(try SQLiteLocalStore(path: workspace.path("custom.sqlite")))
-            let client = SyncClient(url: url, store: store)
+            let client = SyncClient(url: url, anyStore: store)
             let table = try client.syncTable("TodoItem", of: TodoItem.self)
             try await table.pull(queryID: "all")
             #expect(try await table.item(id: ItemID("r0001"))?.text == "row 1")

@@ -12,7 +12,7 @@ import Testing
         for text in ["milk", "eggs", "bread"] {
             try await todos.insert(TodoItem(id: "", text: text, complete: false))
         }
-        var eggs = try #require(try await todos.items(matching: ODataQuery().filter(.field("text") == "eggs")).first)
+        var eggs = try #require(try await todos.items(matching: TableQuery().filter { $0.text == "eggs" }).first)
         eggs.complete = true
         try await todos.update(eggs)
         await #expect(throws: PushError.self) { try await offline.push() }

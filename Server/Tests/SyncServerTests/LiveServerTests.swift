@@ -3,6 +3,7 @@ import HTTPTypes
 import Hummingbird
 import HummingbirdTesting
 import SyncCore
+import SyncOData
 import SyncSQLite
 import Testing
 

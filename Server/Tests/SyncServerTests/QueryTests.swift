@@ -2,6 +2,7 @@ import Foundation
 import HTTPTypes
 import HummingbirdTesting
 import SyncCore
+import SyncOData
 import SyncSQL
 import SyncServer
 import Testing

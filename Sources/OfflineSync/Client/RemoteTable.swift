@@ -1,4 +1,5 @@
 public import SyncCore
+import SyncOData
 
 /// A table used online only: each call is one request (PROTOCOL.md §3); the local store is not
 /// touched. Network errors are thrown.
@@ -11,8 +12,10 @@ public struct RemoteTable<Item: Codable & Sendable>: Sendable {
     ///
     /// - Parameter query: The query.
     /// - Returns: The items of one page (the server's page size caps it).
-    /// - Throws: ``RemoteTableError`` or ``TransportError``.
-    public func items(matching query: ODataQuery = ODataQuery()) async throws -> [Item] {
+    /// - Throws: ``RemoteTableError`` or ``TransportError``; `ValueError` before anything is sent when a key
+    ///   path of `query` names no field.
+    public func items(matching query: TableQuery<Item> = TableQuery()) async throws -> [Item] {
+        let query = try query.checked()
         let response = try await endpoint.send("GET", endpoint.url(name, query: query.queryString), features: ["TQ"])
         let body = try Self.check(response, expecting: [200])
         let items = body.arrayValue ?? body["results"]?.arrayValue ?? []

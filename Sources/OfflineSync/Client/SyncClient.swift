@@ -72,7 +72,12 @@ public final class SyncClient: Sendable {
     ///   - url: The backend's base URL (tables are under `/tables`).
     ///   - store: The local store.
     ///   - configuration: Settings.
-    public init(url: URL, store: any LocalStore, configuration: Configuration = Configuration()) {
+    public convenience init(url: URL, store: SQLiteLocalStore, configuration: Configuration = Configuration()) {
+        self.init(url: url, anyStore: store, configuration: configuration)
+    }
+
+    /// A client on any store of the `LocalStore` role (tests wrap the SQLite store to inject faults).
+    init(url: URL, anyStore store: any LocalStore, configuration: Configuration = Configuration()) {
         self.url = url
         self.store = store
         self.configuration = configuration

@@ -1,5 +1,6 @@
 public import Foundation
 public import SyncCore
+import SyncOData
 
 /// A table used offline. Reads and writes run on the local store at once; each write also queues
 /// an operation that ``SyncClient/push()`` sends later. ``pull(_:queryID:progress:)`` brings the
@@ -93,26 +94,28 @@ public struct SyncTable<Item: Codable & Sendable>: Sendable {
     ///
     /// For example:
     /// ```swift
-    /// let open = try await todos.items(matching: ODataQuery()
-    ///     .filter(QueryExpression.field("complete") == false).orderBy("text").top(50))
+    /// let open = try await todos.items(matching: TableQuery().filter { $0.complete == false }.orderBy(\.text))
     /// ```
     /// - Parameter query: The query; all items by default.
     /// - Returns: The matching items.
-    /// - Throws: `ODataError` for a query the store cannot run, ``LocalStoreError``.
-    public func items(matching query: ODataQuery = ODataQuery()) async throws -> [Item] {
+    /// - Throws: `ValueError` for a key path that names no field, `ODataError` for a query the store cannot
+    ///   run, ``LocalStoreError``.
+    public func items(matching query: TableQuery<Item> = TableQuery()) async throws -> [Item] {
         let name = self.name
+        let query = try query.checked()
         return try await client.store.read { try $0.items(in: name, matching: query) }
             .map { try ItemCoder.item($0, as: Item.self) }
     }
 
-    /// How many local items match a filter.
+    /// How many local items meet a query's filter (its order, skip and top play no part).
     ///
-    /// - Parameter filter: The filter; nil counts every item.
+    /// - Parameter query: The query; every item by default.
     /// - Returns: The count.
-    /// - Throws: `ODataError`, ``LocalStoreError``.
-    public func count(matching filter: QueryExpression? = nil) async throws -> Int {
+    /// - Throws: `ValueError` for a key path that names no field, `ODataError`, ``LocalStoreError``.
+    public func count(matching query: TableQuery<Item> = TableQuery()) async throws -> Int {
         let name = self.name
-        return try await client.store.read { try $0.count(in: name, matching: filter?.expression) }
+        let filter = try query.checked().filter
+        return try await client.store.read { try $0.count(in: name, matching: filter) }
     }
 
     /// Pulls the server's rows into the local store. With a `queryID` the pull is incremental: only
@@ -124,14 +127,14 @@ public struct SyncTable<Item: Codable & Sendable>: Sendable {
     ///   - queryID: Names the incremental pull; nil pulls every matching row.
     ///   - progress: Called after each page with the rows applied so far and the total when known.
     /// - Returns: What the pull did.
-    /// - Throws: ``PullError``.
+    /// - Throws: ``PullError``; `ValueError` before anything is sent when a key path of `query` names no field.
     @discardableResult
     public func pull(
-        _ query: ODataQuery = ODataQuery(), queryID: QueryID? = nil,
+        _ query: TableQuery<Item> = TableQuery(), queryID: QueryID? = nil,
         progress: (@Sendable (PullProgress) -> Void)? = nil
     ) async throws -> PullSummary {
         try await client.context.pull(
-            name, filter: query.filter, queryID: queryID, pageSize: client.configuration.pullPageSize,
+            name, filter: query.checked().filter, queryID: queryID, pageSize: client.configuration.pullPageSize,
             progress: progress)
     }
 
@@ -149,7 +152,7 @@ public struct SyncTable<Item: Codable & Sendable>: Sendable {
     ///   - query: The rows to pull.
     ///   - queryID: Names the incremental pull; nil pulls every matching row.
     /// - Returns: The progress stream.
-    public func pullProgress(_ query: ODataQuery = ODataQuery(), queryID: QueryID? = nil)
+    public func pullProgress(_ query: TableQuery<Item> = TableQuery(), queryID: QueryID? = nil)
         -> AsyncThrowingStream<PullProgress, any Error>
     {
         AsyncThrowingStream { continuation in
@@ -171,12 +174,13 @@ public struct SyncTable<Item: Codable & Sendable>: Sendable {
     ///   - query: The rows to clear; all by default. Clearing all resets every cursor of the table.
     ///   - queryID: A cursor to reset along with the rows.
     ///   - mode: Whether pending operations prevent the purge.
-    /// - Throws: ``PurgeError`` when operations are pending and `mode` is `.refuseIfPending`.
+    /// - Throws: ``PurgeError`` when operations are pending and `mode` is `.refuseIfPending`; `ValueError` for a
+    ///   key path that names no field.
     /// - Warning: `.evenIfPending` drops the table's local changes that were not pushed.
-    public func purge(_ query: ODataQuery? = nil, queryID: QueryID? = nil, mode: PurgeMode = .refuseIfPending)
+    public func purge(_ query: TableQuery<Item>? = nil, queryID: QueryID? = nil, mode: PurgeMode = .refuseIfPending)
         async throws
     {
-        try await client.context.purge(name, filter: query?.filter, queryID: queryID, mode: mode)
+        try await client.context.purge(name, filter: query?.checked().filter, queryID: queryID, mode: mode)
     }
 
     /// When the last pull of this table finished without error (any query), or nil before the first.

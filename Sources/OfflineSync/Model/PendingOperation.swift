@@ -17,38 +17,38 @@ public struct PendingOperation: Sendable, Hashable, Identifiable {
     /// local write, and every retry sends exactly this again — even after a crash.
     public struct Attempt: Sendable, Hashable {
         /// The body sent (the row without server-managed fields), for an insert or update.
-        public var item: JSONValue?
+        public internal(set) var item: JSONValue?
         /// The precondition sent as `If-Match`, if any.
-        public var version: Version?
+        public internal(set) var version: Version?
 
         /// Creates an attempt.
         ///
         /// - Parameters:
         ///   - item: The body sent.
         ///   - version: The precondition sent.
-        public init(item: JSONValue?, version: Version?) {
+        init(item: JSONValue?, version: Version?) {
             self.item = item
             self.version = version
         }
     }
 
     /// The operation's place in the queue: operations are pushed in increasing order, across tables.
-    public var id: Int64
+    public internal(set) var id: Int64
     /// The table.
-    public var table: TableName
+    public internal(set) var table: TableName
     /// The item.
-    public var itemID: ItemID
+    public internal(set) var itemID: ItemID
     /// What to push.
-    public var kind: OperationKind
+    public internal(set) var kind: OperationKind
     /// For a delete, the item as it was when deleted (its `version` is the precondition); nil otherwise,
     /// since inserts and updates send the local row as it is at push time.
-    public var item: JSONValue?
+    public internal(set) var item: JSONValue?
     /// What was sent, once the operation has been sent and no reply was read yet; nil before.
-    public var attempt: Attempt?
+    public internal(set) var attempt: Attempt?
     /// Whether pushing the operation re-creates an item the server deleted (set when the user keeps
     /// their version of an item deleted elsewhere): the push undeletes the item, or inserts it when the
     /// server has no trace of it, before sending the change.
-    public var recreatesItem: Bool
+    public internal(set) var recreatesItem: Bool
 
     /// Whether the operation was sent and its outcome is unknown: it is frozen (see ``Attempt``).
     public var isAttempted: Bool { attempt != nil }
@@ -63,7 +63,7 @@ public struct PendingOperation: Sendable, Hashable, Identifiable {
     ///   - item: For a delete, the deleted item.
     ///   - attempt: What the first attempt sent, if it was sent.
     ///   - recreatesItem: Whether the push re-creates an item the server deleted.
-    public init(
+    init(
         id: Int64, table: TableName, itemID: ItemID, kind: OperationKind, item: JSONValue? = nil,
         attempt: Attempt? = nil, recreatesItem: Bool = false
     ) {

@@ -1,7 +1,7 @@
 /// The rules of the operation queue (PROTOCOL.md §6), as pure functions.
-public enum PendingOperationQueue {
+enum PendingOperationQueue {
     /// What a new local write does to the queue, given the item's pending operation.
-    public enum Decision: Sendable, Hashable {
+    enum Decision: Sendable, Hashable {
         /// Queue a new operation of this kind at the end.
         case append(OperationKind)
         /// Keep the pending operation as it is (the push sends the latest row).
@@ -30,7 +30,7 @@ public enum PendingOperationQueue {
     ///   - kind: The new write.
     ///   - pending: The item's last pending operation, if any.
     /// - Returns: The decision.
-    public static func decide(_ kind: OperationKind, after pending: PendingOperation?) -> Decision {
+    static func decide(_ kind: OperationKind, after pending: PendingOperation?) -> Decision {
         guard let pending else { return .append(kind) }
         if pending.isAttempted { return frozenDecision(kind, after: pending.kind) }
         switch (pending.kind, kind) {

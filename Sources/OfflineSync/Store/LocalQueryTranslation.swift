@@ -1,5 +1,6 @@
 import GRDB
 import SyncCore
+import SyncOData
 import SyncSQL
 
 /// Local queries: OData on rows stored as JSON, through SyncCore's translator with every field read

@@ -1,10 +1,11 @@
-public import SyncCore
+import SyncCore
+import SyncOData
 
 /// The device-side database: table rows, the ordered queue of pending operations, their errors, and
-/// the pull cursors. `SQLiteLocalStore` is the default; an app may bring its own (an encrypted one,
-/// say) by implementing this role. Every local change runs in one ``write(_:)`` transaction, so a
-/// crash leaves the row and the queue both changed or both unchanged.
-public protocol LocalStore: Sendable {
+/// the pull cursors. `SQLiteLocalStore` is the one apps use; the role lets tests wrap it to inject faults. Every
+/// local change runs in one `write(_:)` transaction, so a crash leaves the row and the queue both changed or both
+/// unchanged.
+protocol LocalStore: Sendable {
     /// Runs `body` in one write transaction: all its changes are kept, or none if it throws.
     ///
     /// - Parameter body: The work, given a writer valid only during the call.
@@ -35,13 +36,13 @@ public protocol LocalStore: Sendable {
 
 extension LocalStore {
     /// Runs `body` with no lock (see the requirement).
-    public func withPushLock<T: Sendable>(_ body: @Sendable () async throws -> T) async throws -> T {
+    func withPushLock<T: Sendable>(_ body: @Sendable () async throws -> T) async throws -> T {
         try await body()
     }
 }
 
 /// What a ``LocalStore`` lets its callers read.
-public protocol LocalStoreReader {
+protocol LocalStoreReader {
     /// One item, or nil.
     func item(_ id: ItemID, in table: TableName) throws -> JSONValue?
     /// Whether the item exists (cheaper than reading it).
@@ -76,7 +77,7 @@ public protocol LocalStoreReader {
 
 extension LocalStoreReader {
     /// By default the version is read from ``item(_:in:)``.
-    public func itemVersion(_ id: ItemID, in table: TableName) throws -> String? {
+    func itemVersion(_ id: ItemID, in table: TableName) throws -> String? {
         try item(id, in: table)?["version"]?.stringValue
     }
 }
@@ -84,13 +85,13 @@ extension LocalStoreReader {
 extension LocalStoreWriter {
     /// By default the text is parsed and stored as ``upsert(_:in:)`` stores an item (a pull hands
     /// over an item that holds only the fields it reads, and the whole row as `text`).
-    public func upsert(_ item: JSONValue, text: String, in table: TableName) throws {
+    func upsert(_ item: JSONValue, text: String, in table: TableName) throws {
         try upsert(try JSONValue(parsing: text), in: table)
     }
 }
 
 /// What a ``LocalStore`` lets a write transaction change.
-public protocol LocalStoreWriter: LocalStoreReader {
+protocol LocalStoreWriter: LocalStoreReader {
     /// Inserts or replaces an item (by its `id`).
     func upsert(_ item: JSONValue, in table: TableName) throws
     /// Inserts or replaces an item whose JSON text is already at hand (as a pull received it). `item`

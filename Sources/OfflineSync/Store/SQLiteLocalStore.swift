@@ -138,7 +138,7 @@ public final class SQLiteLocalStore: LocalStore {
         return migrator
     }
 
-    public func write<T: Sendable>(_ body: @escaping @Sendable (any LocalStoreWriter) throws -> T) async throws -> T {
+    func write<T: Sendable>(_ body: @escaping @Sendable (any LocalStoreWriter) throws -> T) async throws -> T {
         do {
             return try await pool.write { db in try body(SQLiteLocalStoreAccess(db: db, store: self)) }
         } catch let error as DatabaseError {
@@ -146,7 +146,7 @@ public final class SQLiteLocalStore: LocalStore {
         }
     }
 
-    public func read<T: Sendable>(_ body: @escaping @Sendable (any LocalStoreReader) throws -> T) async throws -> T {
+    func read<T: Sendable>(_ body: @escaping @Sendable (any LocalStoreReader) throws -> T) async throws -> T {
         do {
             return try await pool.read { db in try body(SQLiteLocalStoreAccess(db: db, store: self)) }
         } catch let error as DatabaseError {
@@ -154,7 +154,7 @@ public final class SQLiteLocalStore: LocalStore {
         }
     }
 
-    public func withPushLock<T: Sendable>(_ body: @Sendable () async throws -> T) async throws -> T {
+    func withPushLock<T: Sendable>(_ body: @Sendable () async throws -> T) async throws -> T {
         let descriptor = open(lockPath, O_RDWR | O_CREAT | O_CLOEXEC, 0o644)
         guard descriptor >= 0 else {
             throw LocalStoreError(operation: "open \(lockPath)", underlying: POSIXLockError(code: errno))

@@ -1,5 +1,6 @@
 import GRDB
 import SyncCore
+import SyncOData
 import SyncSQL
 import SyncSQLite
 

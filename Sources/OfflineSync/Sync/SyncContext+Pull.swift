@@ -1,6 +1,7 @@
 import Foundation
 import Logging
 import SyncCore
+import SyncOData
 
 extension SyncContext {
     /// One downloaded page.

@@ -1,6 +1,7 @@
 import Foundation
 import Logging
 import SyncCore
+import SyncOData
 import SyncSQLite
 
 /// Supplies the user's token; `refresh` is true after the server answered 401 to the last one.

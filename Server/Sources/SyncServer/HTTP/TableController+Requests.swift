@@ -4,6 +4,7 @@ import Hummingbird
 import Metrics
 import NIOCore
 import SyncCore
+import SyncOData
 
 extension TableController {
     /// The table named in the path: 400 for an invalid name, 404 for one not served.

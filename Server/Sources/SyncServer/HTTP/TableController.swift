@@ -4,6 +4,7 @@ import Hummingbird
 import Metrics
 import NIOCore
 import SyncCore
+import SyncOData
 
 /// The `/tables/{name}` routes (PROTOCOL.md §3–§4), over a ``TableStore``.
 struct TableController: Sendable {

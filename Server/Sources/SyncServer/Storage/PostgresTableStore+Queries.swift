@@ -2,6 +2,7 @@ import Logging
 import NIOCore
 import PostgresNIO
 public import SyncCore
+public import SyncOData
 public import SyncSQL
 
 extension PostgresTableStore {

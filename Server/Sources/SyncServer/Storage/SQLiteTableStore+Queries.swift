@@ -1,5 +1,6 @@
 import GRDB
 public import SyncCore
+public import SyncOData
 public import SyncSQL
 import SyncSQLite
 

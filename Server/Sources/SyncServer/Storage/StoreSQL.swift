@@ -1,5 +1,6 @@
 import Foundation
 import SyncCore
+import SyncOData
 import SyncSQL
 import SyncSQLite
 

@@ -1,4 +1,5 @@
 public import SyncCore
+public import SyncOData
 
 /// The storage role of the server: tables of items with system properties, queried with OData and
 /// written under optimistic concurrency (PROTOCOL.md §3–§5).

@@ -1,3 +1,6 @@
+public import Foundation
+public import SyncCore
+
 extension ODataQuery {
     /// The query as a URL query string, without the leading `?`, options in a fixed order
     /// (`$filter`, `$orderby`, `$skip`, `$top`, `$select`, `$inlinecount`, `__includeDeleted`) and

@@ -1,17 +1,11 @@
+public import Foundation
+public import SyncCore
+
 /// The options of a table query: `$filter`, `$orderby`, `$skip`, `$top`, `$select`,
 /// `$inlinecount` and `__includeDeleted` (PROTOCOL.md §4).
 ///
-/// Build one fluently, render it with ``queryString``, or read one from a request with
-/// ``init(parsing:)``.
-///
-/// For example:
-/// ```swift
-/// let query = ODataQuery()
-///     .filter(.field("complete") == false && .field("text").startsWith("Buy"))
-///     .orderBy("updatedAt", .descending)
-///     .top(50)
-/// query.queryString   // $filter=((complete%20eq%20false)%20and%20startswith(text,'Buy'))&$orderby=…
-/// ```
+/// Render one with ``queryString``, or read one from a request with ``init(parsing:)``. Apps build queries
+/// with the SDK's `TableQuery`, which renders to this.
 public struct ODataQuery: Sendable, Hashable {
     /// The rows to return; nil for all rows.
     public var filter: ODataExpression?
@@ -87,16 +81,6 @@ public struct ODataOrdering: Sendable, Hashable {
 }
 
 extension ODataQuery {
-    /// This query with `expression` added to its filter (joined with `and` to any filter it had).
-    ///
-    /// - Parameter expression: The condition rows must meet.
-    /// - Returns: The narrowed query.
-    public func filter(_ expression: QueryExpression) -> ODataQuery {
-        var query = self
-        query.filter = filter.map { .binary(.and, $0, expression.expression) } ?? expression.expression
-        return query
-    }
-
     /// This query with one more sort key.
     ///
     /// - Parameters:

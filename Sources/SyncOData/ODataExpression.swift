@@ -1,7 +1,10 @@
+public import Foundation
+public import SyncCore
+
 /// A parsed `$filter` expression (PROTOCOL.md §4).
 ///
-/// Build one with ``QueryExpression`` or ``init(parsing:)``, turn it back into OData text with
-/// ``odataText``, or into parameterized SQL with ``SQLTranslator``. `parse(render(x)) == x` holds for
+/// Build one with the SDK's `QueryExpression` or ``init(parsing:)``, turn it back into OData text with
+/// ``odataText``, or into parameterized SQL with `SQLTranslator` (SyncSQL). `parse(render(x)) == x` holds for
 /// every expression whose member names are valid identifiers.
 public indirect enum ODataExpression: Sendable, Hashable {
     /// A constant.

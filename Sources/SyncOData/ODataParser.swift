@@ -1,3 +1,6 @@
+public import Foundation
+public import SyncCore
+
 extension ODataExpression {
     /// The most nodes a parsed filter may have; more is refused as too complex.
     public static let maximumNodeCount = 1000

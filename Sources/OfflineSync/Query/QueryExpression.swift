@@ -1,7 +1,9 @@
 public import Foundation
+public import SyncCore
+package import SyncOData
 
-/// A typed builder for `$filter` expressions: Swift operators and methods that produce an
-/// ``ODataExpression``.
+/// A condition or value in a query's filter, built with Swift operators and methods, rendered as OData
+/// `$filter` text for the server and as SQL for the local store.
 ///
 /// For example:
 /// ```swift
@@ -12,12 +14,12 @@ public import Foundation
 /// ```
 public struct QueryExpression: Sendable {
     /// The expression built so far.
-    public var expression: ODataExpression
+    package var expression: ODataExpression
 
     /// Wraps an expression.
     ///
     /// - Parameter expression: The expression.
-    public init(_ expression: ODataExpression) {
+    package init(_ expression: ODataExpression) {
         self.expression = expression
     }
 

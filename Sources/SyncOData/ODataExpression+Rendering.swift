@@ -1,3 +1,6 @@
+public import Foundation
+public import SyncCore
+
 extension ODataExpression {
     /// The canonical OData text of the expression.
     ///

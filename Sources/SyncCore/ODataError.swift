@@ -30,7 +30,7 @@ public struct ODataError: Error, Sendable, Equatable, CustomStringConvertible {
         return text
     }
 
-    func `in`(option: String) -> ODataError {
+    package func `in`(option: String) -> ODataError {
         ODataError(message, position: position, option: option)
     }
 }

@@ -1,3 +1,6 @@
+public import Foundation
+public import SyncCore
+
 /// A token of `$filter` text.
 enum ODataToken: Equatable {
     /// A name: keyword, function or member path (`a/b`).
