@@ -6,7 +6,18 @@ import SyncSQLite
 
 extension SQLiteTableStore {
     public func query(_ table: TableName, _ query: ODataQuery, limit: Int) async throws -> QueryPage {
-        let schema = try schemas.require(table)
+        let cached = try schemas.require(table)
+        let (page, schema) = try await read { db in
+            let schema = try Self.committedSchema(cached, in: db)
+            return (try Self.page(query, limit: limit, schema: schema, in: db), schema)
+        }
+        schemas.publish(schema)
+        return page
+    }
+
+    private static func page(_ query: ODataQuery, limit: Int, schema: TableSchema, in db: Database) throws
+        -> QueryPage
+    {
         let select = try StoreSQL.selection(query.select, schema: schema)
         let (whereClause, orderBy) = try StoreSQL.clauses(for: query, schema: schema, dialect: .sqlite)
         let (whereSQL, whereArguments) = whereClause.render(for: .sqlite)
@@ -15,36 +26,35 @@ extension SQLiteTableStore {
             "SELECT \(StoreSQL.columnList(schema)) FROM \(name) WHERE \(whereSQL) ORDER BY \(orderBy.render(for: .sqlite).sql) LIMIT ? OFFSET ?"
         let rowsArguments = StatementArguments(
             sqlValues: whereArguments + [.int(Int64(limit) + 1), .int(Int64(query.skip ?? 0))])
-        return try await read { db in
-            var json: [UInt8] = [UInt8(ascii: "[")]
-            json.reserveCapacity(256 * min(limit, 1000))
-            var count = 0
-            var hasMore = false
-            let rows = try Row.fetchCursor(db.cachedStatement(sql: rowsSQL), arguments: rowsArguments)
-            while let row = try rows.next() {
-                if count == limit {
-                    hasMore = true
-                    break
-                }
-                if count > 0 { json.append(UInt8(ascii: ",")) }
-                Self.writeItem(row, schema: schema, select: select, to: &json)
-                count += 1
+        var json: [UInt8] = [UInt8(ascii: "[")]
+        json.reserveCapacity(256 * min(limit, 1000))
+        var count = 0
+        var hasMore = false
+        let rows = try Row.fetchCursor(db.cachedStatement(sql: rowsSQL), arguments: rowsArguments)
+        while let row = try rows.next() {
+            if count == limit {
+                hasMore = true
+                break
             }
-            json.append(UInt8(ascii: "]"))
-            var total: Int?
-            if query.includeTotalCount {
-                total = try Int.fetchOne(
-                    db, sql: "SELECT COUNT(*) FROM \(name) WHERE \(whereSQL)",
-                    arguments: StatementArguments(sqlValues: whereArguments)
-                )
-            }
-            return QueryPage(itemsJSON: json, itemCount: count, hasMore: hasMore, totalCount: total)
+            if count > 0 { json.append(UInt8(ascii: ",")) }
+            Self.writeItem(row, schema: schema, select: select, to: &json)
+            count += 1
         }
+        json.append(UInt8(ascii: "]"))
+        var total: Int?
+        if query.includeTotalCount {
+            total = try Int.fetchOne(
+                db, sql: "SELECT COUNT(*) FROM \(name) WHERE \(whereSQL)",
+                arguments: StatementArguments(sqlValues: whereArguments)
+            )
+        }
+        return QueryPage(itemsJSON: json, itemCount: count, hasMore: hasMore, totalCount: total)
     }
 
     public func item(_ id: ItemID, in table: TableName, includeDeleted: Bool) async throws -> JSONValue? {
-        let schema = try schemas.require(table)
+        let cached = try schemas.require(table)
         return try await read { db in
+            let schema = try Self.committedSchema(cached, in: db)
             guard let row = try Self.row(id, schema: schema, in: db) else { return nil }
             let item = Self.item(from: row, schema: schema)
             return item.isDeleted && !includeDeleted ? nil : item

@@ -45,6 +45,16 @@ extension SQLiteTableStore {
         return members.compactMapValues { $0.stringValue.flatMap(SQLColumnType.init(rawValue:)) }
     }
 
+    /// The schema as this transaction sees the table: the cached one with the columns the database records, which
+    /// may be more when a write committed a new column before the cache learnt it (another store on the file, or
+    /// a write of this one still publishing). Rows read with the cached column list alone would lack those fields.
+    static func committedSchema(_ cached: TableSchema, in db: Database) throws -> TableSchema {
+        guard let stored = try storedColumns(of: cached.name, in: db), stored != cached.columns else { return cached }
+        var schema = cached
+        schema.columns.merge(stored) { _, stored in stored }
+        return schema
+    }
+
     static func save(_ schema: TableSchema, in db: Database) throws {
         let columns = JSONValue.object(schema.columns.mapValues { .string($0.rawValue) })
         try db.execute(

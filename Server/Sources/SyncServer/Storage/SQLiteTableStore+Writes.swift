@@ -6,9 +6,10 @@ import SyncSQLite
 
 extension SQLiteTableStore {
     public func insert(_ fields: [String: JSONValue], id: ItemID, into table: TableName) async throws -> JSONValue {
-        let cached = try schemas.require(table)
+        let known = try schemas.require(table)
         let now = self.now
         let (item, schema) = try await write { db in
+            let cached = try Self.committedSchema(known, in: db)
             var (plan, schema) = (try cached.plan(fields), cached)
             if let existing = try Self.row(id, schema: schema, in: db) {
                 throw TableStoreError.alreadyExists(Self.item(from: existing, schema: schema))
@@ -31,9 +32,10 @@ extension SQLiteTableStore {
         _ id: ItemID, with fields: [String: JSONValue], in table: TableName, precondition: Precondition?,
         includeDeleted: Bool
     ) async throws -> JSONValue {
-        let cached = try schemas.require(table)
+        let known = try schemas.require(table)
         let now = self.now
         let (item, schema) = try await write { db in
+            let cached = try Self.committedSchema(known, in: db)
             var (plan, schema) = (try cached.plan(fields), cached)
             _ = try Self.checked(id, schema: schema, precondition: precondition, includeDeleted: includeDeleted, in: db)
             if plan.changesSchema { (plan, schema) = try Self.applySchemaChanges(for: fields, cached: cached, in: db) }
@@ -55,9 +57,10 @@ extension SQLiteTableStore {
     }
 
     public func delete(_ id: ItemID, from table: TableName, precondition: Precondition?) async throws -> JSONValue {
-        let schema = try schemas.require(table)
+        let cached = try schemas.require(table)
         let now = self.now
         return try await write { db in
+            let schema = try Self.committedSchema(cached, in: db)
             let current = try Self.checked(
                 id, schema: schema, precondition: precondition, includeDeleted: false, in: db)
             let name = StoreSQL.quoted(schema.name.canonical)
@@ -74,9 +77,10 @@ extension SQLiteTableStore {
     }
 
     public func undelete(_ id: ItemID, in table: TableName, precondition: Precondition?) async throws -> JSONValue {
-        let schema = try schemas.require(table)
+        let cached = try schemas.require(table)
         let now = self.now
         return try await write { db in
+            let schema = try Self.committedSchema(cached, in: db)
             let current = try Self.checked(id, schema: schema, precondition: precondition, includeDeleted: true, in: db)
             guard current.isDeleted else { return current }
             let stamp = try Self.nextStamp(for: schema, now: now, in: db)
