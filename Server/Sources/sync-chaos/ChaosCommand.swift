@@ -30,6 +30,7 @@ struct ChaosCommand: ParsableCommand {
     }
 
     func run() throws {
+        Children.stopOnSignals()
         let binaries = URL(fileURLWithPath: CommandLine.arguments[0]).resolvingSymlinksInPath()
             .deletingLastPathComponent()
         let folder =

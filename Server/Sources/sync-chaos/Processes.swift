@@ -1,11 +1,36 @@
 import Foundation
 import SyncCore
+import SyncSQLite
 
 #if canImport(Glibc)
     import Glibc
 #elseif canImport(Darwin)
     import Darwin
 #endif
+
+/// The processes this run started and has not seen exit, so that a SIGTERM or SIGINT to the run stops them too
+/// (the server and the devices would otherwise outlive it).
+enum Children {
+    private static let running = Locked<Set<Int32>>([])
+    private static let handlers = Locked<[any DispatchSourceSignal]>([])
+
+    static func started(_ process: Process) { running.withLock { _ = $0.insert(process.processIdentifier) } }
+    static func ended(_ process: Process) { running.withLock { _ = $0.remove(process.processIdentifier) } }
+
+    /// From now on, SIGTERM and SIGINT kill every running child (SIGKILL), then end the run (exit 128 + signal).
+    static func stopOnSignals() {
+        for number in [SIGTERM, SIGINT] {
+            signal(number, SIG_IGN)
+            let source = DispatchSource.makeSignalSource(signal: number, queue: .global())
+            source.setEventHandler {
+                for pid in running.withLock({ $0 }) { kill(pid, SIGKILL) }
+                exit(128 + number)
+            }
+            source.resume()
+            handlers.withLock { $0.append(source) }
+        }
+    }
+}
 
 /// What a finished (or killed) command printed.
 struct CommandResult {
@@ -31,6 +56,8 @@ func runCommand(
     process.standardError = error
     process.standardInput = FileHandle.nullDevice
     try process.run()
+    Children.started(process)
+    defer { Children.ended(process) }
     var killed = false
     if let killAfter {
         usleep(useconds_t(killAfter * 1000))
@@ -94,6 +121,7 @@ final class ServerProcess {
         process.standardOutput = output
         process.standardError = FileHandle.nullDevice
         try process.run()
+        Children.started(process)
         var seen = ""
         let deadline = Date().addingTimeInterval(20)
         while !seen.contains("listening on"), Date() < deadline, process.isRunning {
@@ -101,6 +129,8 @@ final class ServerProcess {
         }
         guard seen.contains("listening on") else {
             process.terminate()
+            process.waitUntilExit()
+            Children.ended(process)
             throw ChaosError("sync-server did not start on port \(port): \(seen)")
         }
         self.process = process
@@ -111,6 +141,7 @@ final class ServerProcess {
         guard let process, process.isRunning else { return }
         kill(process.processIdentifier, SIGKILL)
         process.waitUntilExit()
+        Children.ended(process)
         self.process = nil
     }
 
@@ -119,6 +150,7 @@ final class ServerProcess {
         guard let process, process.isRunning else { return }
         process.terminate()
         process.waitUntilExit()
+        Children.ended(process)
         self.process = nil
     }
 

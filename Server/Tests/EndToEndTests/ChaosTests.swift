@@ -1,6 +1,10 @@
 import Foundation
 import Testing
 
+#if canImport(Glibc)
+    import Glibc
+#endif
+
 /// The chaos test (`sync-chaos`, see README "Chaos"): with fixed seeds, 4 devices (real `todo`
 /// processes) and a real `sync-server` behind a fault-injecting proxy. It covers every fault kind —
 /// requests dropped, replies lost after the server committed, 503s, replies cut short, partitions —
@@ -26,4 +30,41 @@ import Testing
         #expect(!result.output.contains(" 0 devices mid-sync"))
         #expect(!result.output.contains(" 0 server (SIGKILL"))
     }
+
+    #if os(Linux)
+        /// SIGTERM to a run stops its server and devices too, not only itself (they outlived it before).
+        @Test(.timeLimit(.minutes(1)))
+        func aTerminatedRunLeavesNoProcessBehind() throws {
+            let directory = FileManager.default.temporaryDirectory.appendingPathComponent("chaos-\(UUID().uuidString)")
+            defer { try? FileManager.default.removeItem(at: directory) }
+            let run = Process()
+            run.executableURL = URL(fileURLWithPath: Products.path("sync-chaos"))
+            run.arguments = ["--devices", "2", "--steps", "10000", "--time-limit", "50", "--directory", directory.path]
+            run.standardOutput = FileHandle.nullDevice
+            run.standardError = FileHandle.nullDevice
+            try run.run()
+            defer { if run.isRunning { kill(run.processIdentifier, SIGKILL) } }
+            let children = { Self.processes(mentioning: directory.path).filter { $0 != run.processIdentifier } }
+            let started = Date()
+            while children().isEmpty, Date().timeIntervalSince(started) < 20 { usleep(50_000) }
+            #expect(!children().isEmpty, "the run started no server")
+            kill(run.processIdentifier, SIGTERM)
+            run.waitUntilExit()
+            #expect(run.terminationStatus == 128 + SIGTERM)
+            let stopped = Date()
+            while !children().isEmpty, Date().timeIntervalSince(stopped) < 5 { usleep(50_000) }
+            #expect(children().isEmpty)
+        }
+
+        /// The ids of live processes whose command line mentions `text` (from /proc).
+        static func processes(mentioning text: String) -> [Int32] {
+            let ids = (try? FileManager.default.contentsOfDirectory(atPath: "/proc"))?.compactMap { Int32($0) } ?? []
+            return ids.filter { id in
+                guard let line = FileManager.default.contents(atPath: "/proc/\(id)/cmdline") else { return false }
+                let isZombie =
+                    (try? String(contentsOfFile: "/proc/\(id)/stat", encoding: .utf8))?.contains(") Z ") ?? true
+                return !isZombie && String(decoding: line, as: UTF8.self).contains(text)
+            }
+        }
+    #endif
 }
