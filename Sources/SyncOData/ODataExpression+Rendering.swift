@@ -1,5 +1,5 @@
-public import Foundation
-public import SyncCore
+import Foundation
+import SyncCore
 
 extension ODataExpression {
     /// The canonical OData text of the expression.

@@ -1,4 +1,4 @@
-public import Foundation
+import Foundation
 public import SyncCore
 
 /// A parsed `$filter` expression (PROTOCOL.md §4).

@@ -1,5 +1,5 @@
-public import Foundation
-public import SyncCore
+import Foundation
+import SyncCore
 
 /// A token of `$filter` text.
 enum ODataToken: Equatable {

@@ -1,5 +1,5 @@
-public import Foundation
-public import SyncCore
+import Foundation
+import SyncCore
 
 /// The options of a table query: `$filter`, `$orderby`, `$skip`, `$top`, `$select`,
 /// `$inlinecount` and `__includeDeleted` (PROTOCOL.md §4).

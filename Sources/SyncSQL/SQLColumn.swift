@@ -1,5 +1,5 @@
-public import Foundation
-public import SyncCore
+import Foundation
+import SyncCore
 
 /// What a column holds, as the translator needs to know it.
 public enum SQLColumnType: String, Sendable, Hashable, CaseIterable, Codable {

@@ -1,5 +1,5 @@
-public import Foundation
-public import SyncCore
+import Foundation
+import SyncCore
 
 /// The SQL databases the translator writes for.
 public enum SQLDialect: String, Sendable, Hashable, CaseIterable {

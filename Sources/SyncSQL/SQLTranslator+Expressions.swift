@@ -1,6 +1,6 @@
-public import Foundation
-public import SyncCore
-public import SyncOData
+import Foundation
+import SyncCore
+import SyncOData
 
 extension SQLTranslator {
     /// Translates any expression into a typed SQL value.

@@ -1,5 +1,5 @@
 public import GRDB
-public import SyncCore
+import SyncCore
 public import SyncSQL
 
 // GRDB support shared by the client's and the server's SQLite stores (a product for the server package, not API for apps).

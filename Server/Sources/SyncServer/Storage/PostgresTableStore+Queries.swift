@@ -3,7 +3,7 @@ import NIOCore
 import PostgresNIO
 public import SyncCore
 public import SyncOData
-public import SyncSQL
+import SyncSQL
 
 extension PostgresTableStore {
     public func query(_ table: TableName, _ query: ODataQuery, limit: Int) async throws -> QueryPage {

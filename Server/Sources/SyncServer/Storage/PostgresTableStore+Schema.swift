@@ -1,7 +1,7 @@
 import Logging
 import PostgresNIO
 public import SyncCore
-public import SyncSQL
+import SyncSQL
 
 extension PostgresTableStore {
     /// The advisory lock that serializes bookkeeping migrations and table creation across instances.

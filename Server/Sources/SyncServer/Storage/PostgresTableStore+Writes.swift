@@ -1,7 +1,7 @@
 import Logging
 import PostgresNIO
 public import SyncCore
-public import SyncSQL
+import SyncSQL
 
 // Every write is one statement that takes its stamp from the table's row in `__sync_tables`:
 //

@@ -1,7 +1,7 @@
 import GRDB
 public import SyncCore
 public import SyncOData
-public import SyncSQL
+import SyncSQL
 import SyncSQLite
 
 extension SQLiteTableStore {

@@ -1,7 +1,7 @@
 import Foundation
 import GRDB
 public import SyncCore
-public import SyncSQL
+import SyncSQL
 import SyncSQLite
 
 extension SQLiteTableStore {
