@@ -53,6 +53,18 @@ public struct ItemID: RawRepresentable, Hashable, Comparable, Sendable, Codable,
         lhs.rawValue.unicodeScalars.lexicographicallyPrecedes(rhs.rawValue.unicodeScalars)
     }
 
+    /// Ids are equal when their bytes are: the NFC and NFD forms of `café` are two ids, as they are two rows in
+    /// every store (Swift's `String ==` would call them equal).
+    public static func == (lhs: ItemID, rhs: ItemID) -> Bool {
+        lhs.rawValue.utf8.elementsEqual(rhs.rawValue.utf8)
+    }
+
+    /// Hashes the id's bytes, consistently with ``==(_:_:)``.
+    public func hash(into hasher: inout Hasher) {
+        for byte in rawValue.utf8 { hasher.combine(byte) }
+        hasher.combine(rawValue.utf8.count)
+    }
+
     /// The id's text.
     public var description: String { rawValue }
 

@@ -110,3 +110,16 @@ import Testing
         #expect(!SystemProperty.isSystemProperty("UpdatedAt"))
     }
 }
+
+/// Issue 14, point 9: an id is its bytes. Swift's `String ==` treats the NFC and NFD forms of `café` as equal;
+/// the stores and the wire do not, so ItemID must not either (equality, hashing and order).
+@Suite struct ItemIDBytesTests {
+    @Test func normalizationFormsAreDifferentIDs() throws {
+        let composed = try ItemID("caf\u{E9}")
+        let decomposed = try ItemID("cafe\u{301}")
+        #expect(composed.rawValue == decomposed.rawValue)  // what Swift's String says
+        #expect(composed != decomposed)
+        #expect(Set([composed, decomposed]).count == 2)
+        #expect((composed < decomposed) != (decomposed < composed))
+    }
+}

@@ -4,8 +4,9 @@ import HummingbirdTesting
 import SyncCore
 import SyncOData
 import SyncSQL
-import SyncServer
 import Testing
+
+@testable import SyncServer
 
 /// PROTOCOL.md §4 over HTTP, on real rows.
 @Suite struct QueryTests {
@@ -137,6 +138,48 @@ import Testing
             let exact = try await client.send(.get, "/tables/Paged?$top=3")
             #expect(exact["Link"] == nil)
         }
+    }
+
+    /// Issue 14, point 7: the next-page link is built from the parsed query (an escaped option name was kept beside
+    /// the new one, so following the link answered 400 "given more than once"), and its origin from headers that
+    /// are checked (a `javascript` scheme or a malformed host fall back to the plain defaults).
+    @Test(arguments: Backend.all) func theNextLinkIsFollowableAndItsOriginChecked(_ backend: Backend) async throws {
+        try await Fixture.withServer(backend, tables: [Fixture.table("Paged", pageSize: 3, maxTop: 10)]) { client in
+            for index in 0..<8 { _ = try await client.send(.post, "/tables/Paged", json: ["id": .string("r\(index)")]) }
+            let escaped = try await client.send(.get, "/tables/Paged?%24top=5&%24orderby=id&custom=1")
+            let link = try #require(escaped["Link"])
+            let url = try #require(URL(string: String(link.dropLast("; rel=next".count))))
+            #expect(url.query == "$orderby=id%20asc&$skip=3&$top=2")
+            let next = try await client.send(.get, url.path + "?" + (url.query ?? ""))
+            #expect(next.status == .ok)
+            #expect(next.ids == ["r3", "r4"])
+
+            var hostile = HTTPFields()
+            hostile[HTTPField.Name("X-Forwarded-Proto")!] = "javascript"
+            hostile[HTTPField.Name("Host")!] = "evil.example/<script>"
+            let page = try await client.send(.get, "/tables/Paged", headers: hostile)
+            let origin = try #require(page["Link"])
+            #expect(origin.hasPrefix("http://localhost/tables/Paged?"), "\(origin)")
+            hostile[HTTPField.Name("X-Forwarded-Proto")!] = "HTTPS"
+            let proxied = try await client.send(.get, "/tables/Paged", headers: hostile)
+            #expect(proxied["Link"]?.hasPrefix("https://localhost/tables/Paged?") == true)
+        }
+    }
+
+    @Test(
+        arguments: [
+            ("https", "api.example.com:8443", "https://api.example.com:8443"),
+            ("HTTP", "127.0.0.1:8080", "http://127.0.0.1:8080"),
+            (nil, "[::1]:8080", "http://[::1]:8080"),
+            ("javascript", "evil.example", "http://evil.example"),
+            ("https", "evil.example/<script>", "https://localhost"),
+            ("https", "a b", "https://localhost"),
+            ("https", "host:99999999", "https://localhost"),
+            ("https", "[::1", "https://localhost"),
+            (nil, nil, "http://localhost"),
+        ] as [(String?, String?, String)])
+    func linkOriginsComeFromCheckedHeadersOnly(proto: String?, authority: String?, origin: String) {
+        #expect(TableController.origin(forwardedProto: proto, authority: authority) == origin)
     }
 
     @Test(

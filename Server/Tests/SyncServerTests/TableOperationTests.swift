@@ -3,6 +3,7 @@ import HTTPTypes
 import Hummingbird
 import HummingbirdTesting
 import SyncCore
+import SyncOData
 import SyncServer
 import Testing
 
@@ -272,6 +273,23 @@ import Testing
             #expect(reply.status == .badRequest)
             #expect(reply.error == "The item ID and querystring ID did not match")
             #expect(try await client.send(.patch, "/tables/TodoItem/a", json: ["id": "a", "text": "x"]).status == .ok)
+        }
+    }
+
+    /// Issue 14, point 9: ids are compared as their bytes. `café` written precomposed (NFC) and decomposed (NFD)
+    /// are two rows, so a PATCH to one naming the other in its body is a mismatch (Swift's `==` called them equal).
+    @Test(arguments: Backend.all) func idsInTwoNormalizationsAreTwoIDs(_ backend: Backend) async throws {
+        let composed = "caf\u{E9}"
+        let decomposed = "cafe\u{301}"
+        try await Fixture.withServer(backend) { client in
+            #expect(
+                try await client.send(.post, "/tables/TodoItem", json: ["id": .string(composed)]).status == .created)
+            #expect(
+                try await client.send(.post, "/tables/TodoItem", json: ["id": .string(decomposed)]).status == .created)
+            let path = "/tables/TodoItem/" + ODataQuery.percentEncode(composed)
+            let reply = try await client.send(.patch, path, json: ["id": .string(decomposed), "text": "x"])
+            #expect(reply.status == .badRequest)
+            #expect(reply.error == "The item ID and querystring ID did not match")
         }
     }
 

@@ -93,25 +93,58 @@ extension TableController {
             .increment()
     }
 
-    /// The absolute URL of this request's base (`http://host`), from the `Host` header.
+    /// The absolute URL of this request's base (`http://host`), from headers that are checked (``origin(forwardedProto:authority:)``).
     func baseURL(_ request: Request) -> String {
-        let scheme = request.headers[HTTPField.Name("X-Forwarded-Proto")!] ?? "http"
-        let host = request.head.authority ?? request.headers[HTTPField.Name("Host")!] ?? "localhost"
-        return "\(scheme)://\(host)"
+        Self.origin(
+            forwardedProto: request.headers[HTTPField.Name("X-Forwarded-Proto")!],
+            authority: request.head.authority ?? request.headers[HTTPField.Name("Host")!])
+    }
+
+    /// The origin for links to this server: the `X-Forwarded-Proto` scheme only when it is `http` or `https`, and
+    /// the request's host only when it is a host name, an IPv4 or a bracketed IPv6 address with an optional port —
+    /// else `http` and `localhost`, so that a header cannot turn a link into `javascript:` or inject text.
+    static func origin(forwardedProto: String?, authority: String?) -> String {
+        let scheme = forwardedProto.map { $0.lowercased() }.flatMap { ["http", "https"].contains($0) ? $0 : nil }
+        let host = authority.flatMap { isPlainAuthority($0) ? $0 : nil }
+        return "\(scheme ?? "http")://\(host ?? "localhost")"
+    }
+
+    /// Whether `text` is `host[:port]` with a host of letters, digits, `-` and `.`, or `[IPv6]`.
+    static func isPlainAuthority(_ text: String) -> Bool {
+        guard !text.isEmpty, text.utf8.count <= 255 else { return false }
+        let isPort = { (port: Substring) in !port.isEmpty && port.count <= 5 && port.allSatisfy(\.isASCIIDigitCharacter)
+        }
+        var host = Substring(text)
+        if host.hasPrefix("[") {
+            guard let close = host.firstIndex(of: "]") else { return false }
+            let address = host[host.index(after: host.startIndex)..<close]
+            let rest = host[host.index(after: close)...]
+            return !address.isEmpty && address.allSatisfy { $0.isHexDigit || $0 == ":" || $0 == "." }
+                && (rest.isEmpty || (rest.first == ":" && isPort(rest.dropFirst())))
+        }
+        if let colon = host.lastIndex(of: ":") {
+            guard isPort(host[host.index(after: colon)...]) else { return false }
+            host = host[..<colon]
+        }
+        return !host.isEmpty && host.allSatisfy { $0.isASCII && ($0.isLetter || $0.isNumber || $0 == "-" || $0 == ".") }
     }
 
     func itemURL(_ request: Request, id: ItemID) -> String {
         baseURL(request) + request.uri.path + "/" + ODataQuery.percentEncode(id.rawValue)
     }
 
-    /// The next page's URL: this request's, with `$skip` advanced and `$top` reduced by `returned`.
+    /// The next page's URL, built from the parsed query (so an option written `%24top` is not kept beside the new
+    /// `$top`): `$skip` advanced and `$top` reduced by `returned`; a `ZUMO-API-VERSION` parameter is kept, other
+    /// parameters are not.
     func nextLink(_ request: Request, query: ODataQuery, returned: Int) -> String {
-        var pairs = (request.uri.query ?? "").split(separator: "&").map(String.init).filter {
-            !$0.hasPrefix("$skip=") && !$0.hasPrefix("$top=")
+        var next = query
+        next.skip = (query.skip ?? 0) + returned
+        next.top = query.top.map { $0 - returned }
+        var link = baseURL(request) + request.uri.path + "?" + next.queryString
+        if let version = APIVersionMiddleware.queryVersion(request.uri.query ?? "") {
+            link += "&ZUMO-API-VERSION=" + ODataQuery.percentEncode(ODataQuery.percentDecode(version) ?? version)
         }
-        pairs.append("$skip=\((query.skip ?? 0) + returned)")
-        if let top = query.top { pairs.append("$top=\(top - returned)") }
-        return baseURL(request) + request.uri.path + "?" + pairs.joined(separator: "&")
+        return link
     }
 }
 

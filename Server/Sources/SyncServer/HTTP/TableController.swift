@@ -80,7 +80,10 @@ struct TableController: Sendable {
     func update(_ request: Request, _ context: SyncRequestContext) async throws -> Response {
         let (schema, id) = try await target(context)
         var fields = try await body(request)
-        if let bodyID = fields[SystemProperty.id.rawValue], bodyID != .null, bodyID != .string(id.rawValue) {
+        // Compared as bytes: two normalizations of one text are two ids (issue 14, point 9).
+        if let bodyID = fields[SystemProperty.id.rawValue], bodyID != .null,
+            bodyID.stringValue.map({ !$0.utf8.elementsEqual(id.rawValue.utf8) }) ?? true
+        {
             throw APIError.badRequest("The item ID and querystring ID did not match")
         }
         fields[SystemProperty.id.rawValue] = nil
