@@ -201,7 +201,7 @@ struct ForwardingWriter: LocalStoreWriter {
     func lastOperation(for id: ItemID, in table: TableName) throws -> PendingOperation? {
         try reader.lastOperation(for: id, in: table)
     }
-    func itemIDsWithOperations(in table: TableName) throws -> Set<String> {
+    func itemIDsWithOperations(in table: TableName) throws -> Set<ItemID> {
         try reader.itemIDsWithOperations(in: table)
     }
     func operationCount(in table: TableName?) throws -> Int { try reader.operationCount(in: table) }

@@ -16,6 +16,27 @@ import Testing
         try await seeder.push()
     }
 
+    /// Issue 14, point 9, on the client: a pulled row is skipped only when its own id has a pending operation,
+    /// compared as bytes. Before, the set of pending ids held Swift strings, so a refused operation on `café`
+    /// written decomposed (NFD) kept the server's precomposed (NFC) `café`, another row, from ever arriving.
+    @Test func aPendingIDSkipsOnlyItsOwnRowNotAnotherNormalization() async throws {
+        let workspace = try Workspace()
+        try await LiveServer.run(in: workspace) { url in
+            let other = try await SyncClient.make(url, workspace: workspace, store: "other.sqlite")
+            try await other.syncTable("TodoItem", of: TodoItem.self)
+                .insert(TodoItem(id: "caf\u{E9}", text: "composed", complete: false))
+            try await other.push()
+            let client = try await SyncClient.make(url, workspace: workspace)
+            let untyped = try client.syncTable("TodoItem")
+            // Refused by the server (complete holds true or false), so it stays pending.
+            _ = try await untyped.insert(["id": "cafe\u{301}", "text": "decomposed", "complete": "yes"])
+            let summary = try await untyped.pull(queryID: "all")
+            #expect(summary.pushErrors.count == 1)
+            #expect(try await untyped.item(id: ItemID("caf\u{E9}"))?["text"] == "composed")
+            #expect(try await untyped.item(id: ItemID("cafe\u{301}"))?["text"] == "decomposed")
+        }
+    }
+
     @Test func rowsSharingOneUpdatedAtArePulledOnceEachAcrossPages() async throws {
         let workspace = try Workspace()
         let transport = ScriptedTransport(forwardingTo: URLSessionTransport())

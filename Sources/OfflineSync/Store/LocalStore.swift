@@ -58,7 +58,7 @@ protocol LocalStoreReader {
     /// The item's last pending operation, or nil.
     func lastOperation(for id: ItemID, in table: TableName) throws -> PendingOperation?
     /// The ids of a table's items that have pending operations.
-    func itemIDsWithOperations(in table: TableName) throws -> Set<String>
+    func itemIDsWithOperations(in table: TableName) throws -> Set<ItemID>
     /// How many operations are pending, in one table or in all.
     func operationCount(in table: TableName?) throws -> Int
     /// Every kept operation error, in queue order.

@@ -159,11 +159,12 @@ struct SQLiteLocalStoreAccess: LocalStoreWriter {
         return try Row.fetchOne(statement, arguments: [table.canonical, id.rawValue]).map(operation)
     }
 
-    func itemIDsWithOperations(in table: TableName) throws -> Set<String> {
+    func itemIDsWithOperations(in table: TableName) throws -> Set<ItemID> {
         Set(
             try String.fetchAll(
                 db, sql: "SELECT DISTINCT \"itemID\" FROM \"sync_operations\" WHERE \"tableName\" = ?",
-                arguments: [table.canonical]))
+                arguments: [table.canonical]
+            ).compactMap(ItemID.init(rawValue:)))
     }
 
     func operationCount(in table: TableName?) throws -> Int {

@@ -197,7 +197,7 @@ extension SyncContext {
             var (applied, skipped) = (0, 0)
             for (item, text) in items {
                 guard let id = item.itemID else { continue }
-                if pending.contains(id.rawValue) {
+                if pending.contains(id) {  // by bytes: another normalization of the id is another row
                     skipped += 1
                     continue
                 }
