@@ -81,7 +81,10 @@ func buildRouter(_ configuration: SyncServerConfiguration, store: any TableStore
             body: .init(byteBuffer: ByteBuffer(string: openAPI)))
     }
     let tables = router.group("tables")
-    if configuration.checksAPIVersion { tables.add(middleware: APIVersionMiddleware()) }
+    if configuration.checksAPIVersion {
+        tables.add(
+            middleware: APIVersionMiddleware(acceptsQueryForChanges: configuration.acceptsVersionQueryForChanges))
+    }
     TableController(store: store, maxBodySize: configuration.maxBodySize, makeID: configuration.makeID)
         .addRoutes(to: tables)
     return router

@@ -44,6 +44,9 @@ struct SyncServerCommand: AsyncParsableCommand {
     @Flag(help: "Accept table requests without ZUMO-API-VERSION.")
     var skipVersionCheck = false
 
+    @Flag(help: "Accept ZUMO-API-VERSION as a query parameter on changes too (by default only a header: CSRF).")
+    var allowVersionQueryForChanges = false
+
     @Option(help: "The largest request body accepted, in bytes.")
     var maxBodySize = 1 << 20
 
@@ -63,6 +66,7 @@ struct SyncServerCommand: AsyncParsableCommand {
         configuration.host = host
         configuration.port = port
         configuration.checksAPIVersion = !skipVersionCheck
+        configuration.acceptsVersionQueryForChanges = allowVersionQueryForChanges
         configuration.maxBodySize = maxBodySize
         configuration.metricsRegistry = registry
         configuration.logger = Logger(label: "sync-server")

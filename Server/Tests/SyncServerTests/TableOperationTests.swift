@@ -339,6 +339,36 @@ import Testing
         }
     }
 
+    /// Issue 14, point 6: a web page cannot write. Browsers send a `text/plain` body, or a POST with no body, to any
+    /// origin without asking first, and can put the version in the query; they cannot add a header or send
+    /// `application/json` without a preflight. So bodies must be JSON (415 otherwise) and changes must carry the
+    /// version header, unless the server is told to accept the query parameter for them.
+    @Test(arguments: Backend.all) func aWebPageCannotWrite(_ backend: Backend) async throws {
+        try await Fixture.withServer(backend) { client in
+            let plain = try await client.send(
+                .post, "/tables/TodoItem", body: #"{"id": "a"}"#, headers: [.contentType: "text/plain"])
+            #expect(plain.status == .unsupportedMediaType)
+            #expect(plain.error == "The body must be JSON: send Content-Type: application/json")
+            let byQuery = try await client.send(
+                .post, "/tables/TodoItem?ZUMO-API-VERSION=2.0.0", json: ["id": "a"], versioned: false)
+            #expect(byQuery.status == .badRequest)
+            #expect(byQuery.error?.contains("the ZUMO-API-VERSION header") == true)
+            #expect(try await client.send(.post, "/tables/TodoItem", json: ["id": "a"]).status == .created)
+            _ = try await client.send(.delete, "/tables/TodoItem/a")
+            let undelete = try await client.send(.post, "/tables/TodoItem/a?ZUMO-API-VERSION=2.0.0", versioned: false)
+            #expect(undelete.status == .badRequest)
+            let read = try await client.send(
+                .get, "/tables/TodoItem/a?ZUMO-API-VERSION=2.0.0&__includeDeleted=true", versioned: false)
+            #expect(read.status == .ok)  // reads may still use the query parameter
+            #expect(read.json?["deleted"] == true)
+        }
+        try await Fixture.withServer(backend, configure: { $0.acceptsVersionQueryForChanges = true }) { client in
+            let byQuery = try await client.send(
+                .post, "/tables/TodoItem?ZUMO-API-VERSION=2.0.0", json: ["id": "a"], versioned: false)
+            #expect(byQuery.status == .created)
+        }
+    }
+
     @Test(arguments: Backend.all) func theVersionCheckCanBeTurnedOff(_ backend: Backend) async throws {
         try await Fixture.withServer(backend, configure: { $0.checksAPIVersion = false }) { client in
             let reply = try await client.send(.get, "/tables/TodoItem", versioned: false)

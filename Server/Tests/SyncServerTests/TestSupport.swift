@@ -23,7 +23,8 @@ struct Reply: Sendable {
 }
 
 extension TestClientProtocol {
-    /// Sends a request with `ZUMO-API-VERSION: 2.0.0` (unless `versioned` is false) and a JSON body.
+    /// Sends a request with `ZUMO-API-VERSION: 2.0.0` (unless `versioned` is false) and a JSON body (typed
+    /// `application/json` unless `headers` give another type).
     func send(
         _ method: HTTPRequest.Method, _ uri: String, json: JSONValue? = nil, body: String? = nil,
         headers: HTTPFields = [:], versioned: Bool = true
@@ -32,7 +33,7 @@ extension TestClientProtocol {
         if versioned { headers[HTTPField.Name("ZUMO-API-VERSION")!] = "2.0.0" }
         var buffer: ByteBuffer?
         if let text = json?.serialized() ?? body {
-            headers[.contentType] = "application/json"
+            if headers[.contentType] == nil { headers[.contentType] = "application/json" }
             buffer = ByteBuffer(string: text)
         }
         return try await execute(uri: uri, method: method, headers: headers, body: buffer) { response in

@@ -32,6 +32,10 @@ public struct SyncServerConfiguration: Sendable {
     public var tables: [TableConfiguration] = []
     /// Whether table requests must carry `ZUMO-API-VERSION: 2.0.x`. Default true.
     public var checksAPIVersion = true
+    /// Whether a change (POST, PATCH, DELETE) may give the version as a query parameter rather than a header.
+    /// Default false: any web page can make a browser send a query parameter, but not a header, so requiring the
+    /// header for changes keeps pages from writing to the server (CSRF). Reads accept either.
+    public var acceptsVersionQueryForChanges = false
     /// The largest request body accepted; larger is a 413. Default 1 MiB.
     public var maxBodySize = 1 << 20
     /// Where the server logs. Default: nowhere (the executable passes its own).

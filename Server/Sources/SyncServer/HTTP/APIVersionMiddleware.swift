@@ -1,16 +1,25 @@
 import HTTPTypes
 import Hummingbird
 
-/// Requires `ZUMO-API-VERSION: 2.0.x` on table requests, as a header or a query parameter (any case).
+/// Requires `ZUMO-API-VERSION: 2.0.x` on table requests, as a header or a query parameter (any case); changes
+/// need the header unless `acceptsQueryForChanges` (a web page can make a browser send the parameter, not the header).
 struct APIVersionMiddleware: RouterMiddleware {
     typealias Context = SyncRequestContext
 
     static let headerName = HTTPField.Name("ZUMO-API-VERSION")!
+    /// Whether a change may give the version as a query parameter.
+    var acceptsQueryForChanges = false
 
     func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws
         -> Response
     {
-        let version = request.headers[Self.headerName] ?? Self.queryVersion(request.uri.query ?? "")
+        let header = request.headers[Self.headerName]
+        let version = header ?? Self.queryVersion(request.uri.query ?? "")
+        if header == nil, version != nil, !acceptsQueryForChanges, request.method != .get, request.method != .head {
+            throw APIError.badRequest(
+                "Changes need the ZUMO-API-VERSION header: the query parameter is accepted for reads only, since any "
+                    + "web page can make a browser send it")
+        }
         guard let version else {
             throw APIError.badRequest(
                 "The request could not be completed because it needs to specify a ZUMO-API-VERSION of 2.0.0 "

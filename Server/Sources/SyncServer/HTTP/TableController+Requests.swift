@@ -30,6 +30,12 @@ extension TableController {
 
     /// The request body as a JSON object: 413 past the size limit, 400 when it is not an object.
     func body(_ request: Request) async throws -> [String: JSONValue] {
+        // Only JSON: a web page can make a browser send a text/plain body anywhere, not an application/json one.
+        let mediaType = request.headers[.contentType]?.split(separator: ";").first?
+            .trimmingCharacters(in: .whitespaces).lowercased()
+        guard mediaType == "application/json" else {
+            throw APIError(.unsupportedMediaType, "The body must be JSON: send Content-Type: application/json")
+        }
         var request = request
         let buffer: ByteBuffer
         do {
