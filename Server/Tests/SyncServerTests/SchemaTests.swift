@@ -3,8 +3,9 @@ import HTTPTypes
 import SyncCore
 import SyncOData
 import SyncSQL
-import SyncServer
 import Testing
+
+@testable import SyncServer
 
 /// Dynamic and declared schemas (PROTOCOL.md §1, §4).
 @Suite struct SchemaTests {
@@ -119,6 +120,44 @@ import Testing
             let reply = try await client.send(.get, "/tables/TodoItem?$orderby=id")
             #expect(reply.items.last?["text"] == "new column")
             #expect(try await client.send(.get, "/tables/TodoItem/b").json?["text"] == "new column")
+        }
+    }
+}
+
+/// Issue 14, point 5: a dynamic table grows within limits — new fields per write and fields per table — and a
+/// write past them is a 400 that names the limit (1,700 new fields in one POST were accepted on SQLite, and
+/// answered 500 by PostgreSQL past its 1,600-column limit).
+@Suite struct ColumnLimitTests {
+    @Test(arguments: Backend.all) func aDynamicTableGrowsWithinItsColumnLimits(_ backend: Backend) async throws {
+        var limited = Fixture.table("Limited")
+        limited.maxColumns = 5
+        limited.maxNewColumnsPerWrite = 3
+        try await Fixture.withServer(backend, tables: [limited, Fixture.table("TodoItem")]) { client in
+            let fields = { (names: [String]) in
+                JSONValue.object(Dictionary(uniqueKeysWithValues: names.map { ($0, 1) }))
+            }
+            let tooMany = try await client.send(.post, "/tables/Limited", json: fields(["a", "b", "c", "d"]))
+            #expect(tooMany.status == .badRequest)
+            #expect(tooMany.error == "Invalid item: it adds 4 new fields; one write may add at most 3")
+            #expect(try await client.send(.post, "/tables/Limited", json: fields(["a", "b", "c"])).status == .created)
+            let over = try await client.send(.post, "/tables/Limited", json: fields(["d", "e", "f"]))
+            #expect(over.status == .badRequest)
+            #expect(over.error == "Invalid item: the table would have 6 fields; it may have at most 5")
+            #expect(try await client.send(.post, "/tables/Limited", json: fields(["d", "e"])).status == .created)
+
+            let flood = try await client.send(.post, "/tables/TodoItem", json: fields((0..<1700).map { "f\($0)" }))
+            #expect(flood.status == .badRequest)
+            #expect(flood.error == "Invalid item: it adds 1700 new fields; one write may add at most 20")
+        }
+    }
+
+    @Test func theLimitsAreSettingsOfTheConfigurationFile() throws {
+        let tables = try TableConfiguration.tables(
+            from: JSONValue(parsing: #"{"tables": [{"name": "T", "maxColumns": 40, "maxNewColumnsPerWrite": 4}]}"#))
+        #expect(tables.first?.maxColumns == 40)
+        #expect(tables.first?.maxNewColumnsPerWrite == 4)
+        #expect(throws: ConfigurationError.self) {
+            try TableConfiguration.tables(from: JSONValue(parsing: #"{"tables": [{"name": "T", "maxColumns": 5000}]}"#))
         }
     }
 }

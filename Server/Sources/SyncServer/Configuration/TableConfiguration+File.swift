@@ -10,6 +10,7 @@ extension TableConfiguration {
     /// The shape, with every key but `name` optional:
     /// ```json
     /// {"tables": [{"name": "TodoItem", "softDelete": true, "pageSize": 50, "maxTop": 1000,
+    ///              "maxColumns": 250, "maxNewColumnsPerWrite": 20,
     ///              "columns": {"text": "string", "complete": "bool"}}]}
     /// ```
     /// Column types are `string`, `int`, `double`, `bool` and `date`.
@@ -72,7 +73,9 @@ extension TableConfiguration {
             throw ConfigurationError("tables[\(index)] needs a 'name'")
         }
         let label = "table '\(name)'"
-        let known: Set<String> = ["name", "softDelete", "pageSize", "maxTop", "columns"]
+        let known: Set<String> = [
+            "name", "softDelete", "pageSize", "maxTop", "maxColumns", "maxNewColumnsPerWrite", "columns",
+        ]
         for key in members.keys.sorted() where !known.contains(key) {
             throw ConfigurationError("\(label): unknown key '\(key)'")
         }
@@ -103,9 +106,13 @@ extension TableConfiguration {
                 return type
             }
         }
-        return try TableConfiguration(
+        var table = try TableConfiguration(
             name: name, softDelete: softDelete, pageSize: try integer("pageSize", default: 50),
             maxTop: try integer("maxTop", default: 1000), columns: columns)
+        table.maxColumns = try integer("maxColumns", default: table.maxColumns)
+        table.maxNewColumnsPerWrite = try integer("maxNewColumnsPerWrite", default: table.maxNewColumnsPerWrite)
+        try table.validate()
+        return table
     }
 }
 

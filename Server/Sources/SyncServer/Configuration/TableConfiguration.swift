@@ -20,6 +20,11 @@ public struct TableConfiguration: Sendable, Hashable {
     /// The user columns and their types; nil for a dynamic schema, where a column is added on the
     /// first write that carries a field of that name, with the JSON type seen.
     public var columns: [String: SQLColumnType]?
+    /// The most user fields a dynamic table may grow to; a write that would pass it is a 400. Default 250, at
+    /// most 1,500 (PostgreSQL stops at 1,600 columns, system ones included).
+    public var maxColumns = 250
+    /// The most new fields one write may add to a dynamic table; more is a 400. Default 20.
+    public var maxNewColumnsPerWrite = 20
 
     /// The tutorial's table: `TodoItem`, dynamic schema, soft delete.
     public static let todoItem = TableConfiguration(validName: TableName(rawValue: "TodoItem")!)
@@ -55,13 +60,20 @@ public struct TableConfiguration: Sendable, Hashable {
         columns = nil
     }
 
-    private func validate() throws {
+    /// Checks every setting.
+    ///
+    /// - Throws: ``ConfigurationError`` naming the table and the setting.
+    func validate() throws {
         let label = "table '\(name)'"
         for prefix in ["sqlite_", "pg_"] where name.canonical.hasPrefix(prefix) {
             throw ConfigurationError("\(label): names starting with '\(prefix)' are reserved by the database")
         }
         guard pageSize >= 1 else { throw ConfigurationError("\(label): pageSize must be at least 1") }
         guard maxTop >= 1 else { throw ConfigurationError("\(label): maxTop must be at least 1") }
+        guard (1...1500).contains(maxColumns) else { throw ConfigurationError("\(label): maxColumns is 1 to 1500") }
+        guard (1...maxColumns).contains(maxNewColumnsPerWrite) else {
+            throw ConfigurationError("\(label): maxNewColumnsPerWrite is 1 to maxColumns")
+        }
         for (column, type) in columns ?? [:] {
             if let reason = FieldName.validate(column) {
                 throw ConfigurationError("\(label), column '\(column)': \(reason)")

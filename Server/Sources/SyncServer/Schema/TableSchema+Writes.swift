@@ -52,6 +52,17 @@ extension TableSchema {
             }
             plan.values.append((field, try Self.sqlValue(value, as: target, field: field)))
         }
+        let limits = configuration
+        if plan.newColumns.count > limits.maxNewColumnsPerWrite {
+            throw .invalidItem(
+                "it adds \(plan.newColumns.count) new fields; one write may add at most \(limits.maxNewColumnsPerWrite)"
+            )
+        }
+        if !plan.newColumns.isEmpty, columns.count + plan.newColumns.count > limits.maxColumns {
+            throw .invalidItem(
+                "the table would have \(columns.count + plan.newColumns.count) fields; it may have at most \(limits.maxColumns)"
+            )
+        }
         return plan
     }
 
