@@ -10,7 +10,7 @@ package import SyncOData
 /// let open = QueryExpression.field("complete") == false
 /// let recent = QueryExpression.field("createdAt") > Date().addingTimeInterval(-86_400)
 /// let named = QueryExpression.field("name").lowercased() == QueryExpression.value("bob").lowercased()
-/// let query = ODataQuery().filter(open && (recent || named))
+/// let query = TableQuery<Person>().filter(open && (recent || named))
 /// ```
 public struct QueryExpression: Sendable {
     /// The expression built so far.

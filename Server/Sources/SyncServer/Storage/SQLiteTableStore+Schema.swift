@@ -65,16 +65,10 @@ extension SQLiteTableStore {
             arguments: [schema.name.canonical, schema.name.rawValue, columns.serialized()])
     }
 
-    /// Applies a write plan's schema changes inside the write transaction, starting from the schema
-    /// the database holds (the cache may lag behind a write that committed a moment ago).
-    /// Returns the plan recomputed against that schema, and the schema after the changes.
-    static func applySchemaChanges(
-        for fields: [String: JSONValue], cached: TableSchema, in db: Database
-    ) throws -> (WritePlan, TableSchema) {
-        var current = cached
-        current.columns = try storedColumns(of: cached.name, in: db) ?? cached.columns
-        let plan = try current.plan(fields)
-        guard plan.changesSchema else { return (plan, current) }
+    /// Applies a write plan's schema changes inside the write transaction. `current` is the schema this
+    /// transaction sees (``committedSchema(_:in:)``), which the plan was made against.
+    /// Returns the schema after the changes.
+    static func applySchemaChanges(_ plan: WritePlan, to current: TableSchema, in db: Database) throws -> TableSchema {
         for (name, type) in plan.newColumns {
             try db.execute(
                 sql:
@@ -83,7 +77,7 @@ extension SQLiteTableStore {
         }
         let updated = current.applying(plan)
         try save(updated, in: db)
-        return (plan, updated)
+        return updated
     }
 
     static func sqlType(_ type: SQLColumnType) -> String {

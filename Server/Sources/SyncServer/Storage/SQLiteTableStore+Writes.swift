@@ -9,12 +9,12 @@ extension SQLiteTableStore {
         let known = try schemas.require(table)
         let now = self.now
         let (item, schema) = try await write { db in
-            let cached = try Self.committedSchema(known, in: db)
-            var (plan, schema) = (try cached.plan(fields), cached)
+            var schema = try Self.committedSchema(known, in: db)
+            let plan = try schema.plan(fields)
             if let existing = try Self.row(id, schema: schema, in: db) {
                 throw TableStoreError.alreadyExists(Self.item(from: existing, schema: schema))
             }
-            if plan.changesSchema { (plan, schema) = try Self.applySchemaChanges(for: fields, cached: cached, in: db) }
+            if plan.changesSchema { schema = try Self.applySchemaChanges(plan, to: schema, in: db) }
             let stamp = try Self.nextStamp(for: schema, now: now, in: db)
             let (columns, values) = StoreSQL.insertion(id: id, stamp: stamp, plan: plan)
             try db.execute(
@@ -35,10 +35,10 @@ extension SQLiteTableStore {
         let known = try schemas.require(table)
         let now = self.now
         let (item, schema) = try await write { db in
-            let cached = try Self.committedSchema(known, in: db)
-            var (plan, schema) = (try cached.plan(fields), cached)
+            var schema = try Self.committedSchema(known, in: db)
+            let plan = try schema.plan(fields)
             _ = try Self.checked(id, schema: schema, precondition: precondition, includeDeleted: includeDeleted, in: db)
-            if plan.changesSchema { (plan, schema) = try Self.applySchemaChanges(for: fields, cached: cached, in: db) }
+            if plan.changesSchema { schema = try Self.applySchemaChanges(plan, to: schema, in: db) }
             let stamp = try Self.nextStamp(for: schema, now: now, in: db)
             var assignments = ["\"updatedAt\" = ?", "\"version\" = ?"]
             var values: [SQLValue] = [.int(stamp), .text(StoreSQL.version(stamp))]
