@@ -38,7 +38,8 @@ public func buildApplication(
     case .postgres(let url):
         postgres = try PostgresTableStore(
             url: url, now: configuration.now, logger: configuration.logger, maximumConnections: 20,
-            connectionTimeout: configuration.databaseTimeout, stamping: configuration.postgresStamping)
+            connectionTimeout: configuration.databaseTimeout, queryTimeout: configuration.queryTimeout,
+            stamping: configuration.postgresStamping)
         store = postgres!
     }
     let router = try buildRouter(configuration, store: store)

@@ -32,6 +32,9 @@ struct SyncServerCommand: AsyncParsableCommand {
     @Option(help: "How many seconds to keep retrying an unreachable PostgreSQL server at startup.")
     var databaseWait = 30
 
+    @Option(help: "How many seconds one request's PostgreSQL work may take before it is cancelled (503).")
+    var queryTimeout = 10.0
+
     @Option(name: .customLong("table"), help: "A table to serve, with a dynamic schema and soft delete (repeatable).")
     var tables: [String] = []
 
@@ -74,6 +77,10 @@ struct SyncServerCommand: AsyncParsableCommand {
             let database = database ?? ProcessInfo.processInfo.environment["DATABASE_URL"] ?? "sqlite:sync.sqlite"
             configuration.database = try DatabaseLocation(parsing: database)
             configuration.databaseWaitLimit = .seconds(max(0, databaseWait))
+            guard queryTimeout > 0, queryTimeout <= 3600 else {
+                throw ConfigurationError("--query-timeout must be more than 0 and at most 3600 seconds")
+            }
+            configuration.queryTimeout = .milliseconds(Int64(queryTimeout * 1000))
             configuration.tables = try tables.map { try TableConfiguration(name: $0) }
             if let config {
                 let fromFile = try TableConfiguration.load(from: URL(fileURLWithPath: config))

@@ -53,9 +53,10 @@ final class ServerProcess {
     /// - Parameters:
     ///   - port: The port.
     ///   - database: `sqlite:PATH` or a `postgres://` URL.
-    init(port: Int, database: String) throws {
+    ///   - options: More command-line options.
+    init(port: Int, database: String, options: [String] = []) throws {
         process.executableURL = URL(fileURLWithPath: Products.path("sync-server"))
-        process.arguments = ["--port", String(port), "--database", database, "--log-level", "warning"]
+        process.arguments = ["--port", String(port), "--database", database, "--log-level", "warning"] + options
         let output = Pipe()
         process.standardOutput = output
         process.standardError = FileHandle.nullDevice
@@ -75,6 +76,19 @@ final class ServerProcess {
     func stop() {
         if process.isRunning { process.terminate() }
         process.waitUntilExit()
+    }
+
+    /// Sends SIGTERM and waits up to `limit` for the process to exit; SIGKILL after that.
+    ///
+    /// - Returns: How long the exit took, or nil when it had to be killed.
+    func terminate(within limit: Duration) -> Duration? {
+        let started = ContinuousClock.now
+        process.terminate()
+        while process.isRunning, started.duration(to: .now) < limit { usleep(10_000) }
+        guard process.isRunning else { return started.duration(to: .now) }
+        kill(process.processIdentifier, SIGKILL)
+        process.waitUntilExit()
+        return nil
     }
 
     deinit { stop() }

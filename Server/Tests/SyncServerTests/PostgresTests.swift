@@ -124,3 +124,34 @@ import Testing
         }
     }
 }
+
+extension PostgresTests {
+    @Test func aWriteThatOutlivesTheQueryTimeoutIsCancelledInTheDatabaseAndAnswered503() async throws {
+        try await TestDatabase.with(.postgres) { database in
+            guard case .postgres(let url) = database else { return }
+            var configuration = Fixture.configuration(database)
+            configuration.queryTimeout = .seconds(1)
+            try await buildApplication(configuration).test(.router) { client in
+                #expect(try await client.send(.post, "/tables/TodoItem", json: ["id": "a"]).status == .created)
+                // Another session holds the table for 6 s: the next write waits on its lock.
+                let holder = Task {
+                    try await DatabaseURL(parsing: url).execute(
+                        "BEGIN", #"LOCK TABLE "todoitem" IN EXCLUSIVE MODE"#, "SELECT pg_sleep(6)", "COMMIT")
+                }
+                try await Task.sleep(for: .milliseconds(500))
+                let started = ContinuousClock.now
+                let blocked = try await client.send(.post, "/tables/TodoItem", json: ["id": "b"])
+                let waited = started.duration(to: .now)
+                #expect(blocked.status == .serviceUnavailable)
+                #expect(
+                    blocked.error
+                        == "The database is unavailable: the request's database work took longer than the query timeout"
+                )
+                #expect(waited < .seconds(5), "answered after \(waited): the holder's 6 s, not the 1 s timeout")
+                // PostgreSQL cancelled the write: once the lock is free, it does not go on and commit.
+                try await holder.value
+                #expect(try await client.send(.get, "/tables/TodoItem/b").status == .notFound)
+            }
+        }
+    }
+}

@@ -35,8 +35,11 @@ extension PostgresTableStore {
             }
         }
         let logger = self.logger
-        // Startup work: the pool's first connections may take longer than a request would wait.
-        let schemas = try await transaction(timeout: max(connectionTimeout, .seconds(30))) { connection in
+        // Startup work: the pool's first connections may take longer than a request would wait, and
+        // indexes on large tables longer than a request may run.
+        let schemas = try await transaction(timeout: max(connectionTimeout, .seconds(30)), queryTimeout: .seconds(600))
+        {
+            connection in
             try await connection.query("SELECT pg_advisory_xact_lock(\(Self.schemaLockKey))", logger: logger)
             try await Self.migrate(connection, logger: logger)
             var schemas: [TableSchema] = []

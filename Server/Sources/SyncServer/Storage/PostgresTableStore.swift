@@ -35,6 +35,8 @@ public final class PostgresTableStore: TableStore, Service {
     let stamping: Stamping
     /// How long a request waits for a pooled connection before it is answered 503.
     let connectionTimeout: Duration
+    /// How long one request's database work may take (the connections' `statement_timeout`).
+    let queryTimeout: Duration
     let schemas = SchemaCache()
 
     /// How writes take their `updatedAt`.
@@ -56,20 +58,22 @@ public final class PostgresTableStore: TableStore, Service {
     ///   - maximumConnections: The most connections this instance opens. Default 20.
     ///   - connectionTimeout: How long a request waits for a connection before failing with
     ///     ``TableStoreError/unavailable(_:)``. Default 5 s.
+    ///   - queryTimeout: How long one request's database work may take before PostgreSQL cancels it
+    ///     and the request fails with ``TableStoreError/unavailable(_:)``. Default 10 s.
     /// - Throws: ``ConfigurationError`` for a URL that is not of that form.
     public convenience init(
         url: String, now: @escaping @Sendable () -> Date = { Date() },
         logger: Logger = Logger(label: "sync-server.postgres"), maximumConnections: Int = 20,
-        connectionTimeout: Duration = .seconds(5)
+        connectionTimeout: Duration = .seconds(5), queryTimeout: Duration = .seconds(10)
     ) throws {
         try self.init(
             url: url, now: now, logger: logger, maximumConnections: maximumConnections,
-            connectionTimeout: connectionTimeout, stamping: .serialized)
+            connectionTimeout: connectionTimeout, queryTimeout: queryTimeout, stamping: .serialized)
     }
 
     package init(
         url: String, now: @escaping @Sendable () -> Date, logger: Logger, maximumConnections: Int,
-        connectionTimeout: Duration, stamping: Stamping
+        connectionTimeout: Duration, queryTimeout: Duration, stamping: Stamping
     ) throws {
         let parsed = try DatabaseURL(parsing: url)
         var configuration = PostgresClient.Configuration(
@@ -77,6 +81,8 @@ public final class PostgresTableStore: TableStore, Service {
             database: parsed.database, tls: parsed.tls.client)
         configuration.options.maximumConnections = maximumConnections
         configuration.options.connectTimeout = connectionTimeout
+        // PostgreSQL itself cancels a statement that runs longer than a request may.
+        configuration.options.additionalStartupParameters = [("statement_timeout", "\(queryTimeout.milliseconds)")]
         // The pool logs every failed connection attempt; the store says it once, with the reason.
         var poolLogger = logger
         poolLogger.logLevel = max(logger.logLevel, .warning)
@@ -86,6 +92,7 @@ public final class PostgresTableStore: TableStore, Service {
         self.now = now
         self.logger = logger
         self.connectionTimeout = connectionTimeout
+        self.queryTimeout = queryTimeout
         self.stamping = stamping
     }
 
@@ -128,24 +135,36 @@ public final class PostgresTableStore: TableStore, Service {
     /// Runs `body` on a pooled connection, mapping database failures to ``TableStoreError``: data the
     /// database refuses is an invalid item for a write (`isWrite`), else an invalid query.
     ///
-    /// The wait for a connection is bounded by `timeout`: while the database is down the pool keeps
-    /// reconnecting in the background, and requests fail fast with `unavailable` (503) meanwhile.
+    /// Both waits are bounded, so every request is answered: the wait for a connection by `timeout`
+    /// (while the database is down the pool keeps reconnecting in the background, and requests fail
+    /// fast with `unavailable`, 503), and `body` by ``queryTimeout`` — PostgreSQL cancels a statement
+    /// that runs longer (`statement_timeout`), and should a reply never come (a query written just as
+    /// the database closed the connection waits forever in PostgresNIO), the connection is closed
+    /// and the request answered 503 a moment later.
     func withConnection<T: Sendable>(
-        timeout: Duration? = nil, isWrite: Bool = false,
+        timeout: Duration? = nil, queryTimeout: Duration? = nil, isWrite: Bool = false,
         _ body: @escaping @Sendable (PostgresConnection) async throws -> T
     ) async throws -> T {
         let timeout = timeout ?? connectionTimeout
+        let queryLimit = (queryTimeout ?? self.queryTimeout) + .seconds(1)
         let leased = Locked(false)
         do {
             return try await withThrowingTaskGroup(of: T?.self) { group in
                 group.addTask {
                     try await self.client.withConnection { connection in
                         leased.withLock { $0 = true }
-                        return try await body(connection)
+                        return try await abandoning(
+                            after: queryLimit,
+                            throwing: {
+                                TableStoreError.unavailable("no answer from the database within \(queryLimit)")
+                            },
+                            onTimeout: { connection.close().whenComplete { _ in } }
+                        ) { try await body(connection) }
                     }
                 }
                 group.addTask {
                     try await Task.sleep(for: timeout)
+                    // Once leased, the lease's own deadline bounds the rest.
                     if leased.withLock({ $0 }) { return nil }
                     throw TableStoreError.unavailable("no database connection within \(timeout.seconds) s")
                 }
@@ -160,7 +179,11 @@ public final class PostgresTableStore: TableStore, Service {
         } catch let error as TableStoreError {
             throw error
         } catch let error as PSQLError {
-            throw Self.storeError(error, isWrite: isWrite)
+            let mapped = Self.storeError(error, isWrite: isWrite)
+            if case .unavailable(let reason) = mapped as? TableStoreError {
+                logger.warning("\(reason) (PostgreSQL: \(error.reason))")
+            }
+            throw mapped
         } catch {
             // The pool failed the lease itself (its circuit breaker is open after a long outage).
             guard leased.withLock({ $0 }) else { throw TableStoreError.unavailable("the database is not reachable") }
@@ -169,13 +192,19 @@ public final class PostgresTableStore: TableStore, Service {
     }
 
     /// Runs `body` in a transaction on a pooled connection (for writes and set-up); a thrown error
-    /// rolls it back.
+    /// rolls it back. `queryTimeout` replaces the store's for this transaction (set-up work).
     func transaction<T: Sendable>(
-        timeout: Duration? = nil, _ body: @escaping @Sendable (PostgresConnection) async throws -> T
+        timeout: Duration? = nil, queryTimeout: Duration? = nil,
+        _ body: @escaping @Sendable (PostgresConnection) async throws -> T
     ) async throws -> T {
         let logger = self.logger
-        return try await withConnection(timeout: timeout, isWrite: true) { connection in
+        return try await withConnection(timeout: timeout, queryTimeout: queryTimeout, isWrite: true) { connection in
             try await connection.query("BEGIN", logger: logger)
+            if let queryTimeout {
+                try await connection.query(
+                    PostgresQuery(unsafeSQL: "SET LOCAL statement_timeout = \(queryTimeout.milliseconds)"),
+                    logger: logger)
+            }
             do {
                 let result = try await body(connection)
                 try await connection.query("COMMIT", logger: logger)
@@ -188,15 +217,21 @@ public final class PostgresTableStore: TableStore, Service {
     }
 
     /// A database failure as a store error: bad data in a request is the client's (400), a lost or
-    /// refused connection is `unavailable` (503); anything else is a server bug and stays as it is (500).
+    /// refused connection, a cancelled statement, a database shutting down is `unavailable` (503, in
+    /// our words: the database's own text is for the log, not for clients); anything else is a
+    /// server bug and stays as it is (500).
     static func storeError(_ error: PSQLError, isWrite: Bool) -> any Error {
         guard error.code == .server, let state = error.serverInfo?[.sqlState] else {
-            return TableStoreError.unavailable(error.reason)
+            return TableStoreError.unavailable("the database is not reachable")
         }
         switch state.prefix(2) {
         case "22":  // data exception: overflow, a NUL character in text, …
             return isWrite ? TableStoreError.invalidItem(error.reason) : TableStoreError.invalidQuery(error.reason)
-        case "08", "53", "57", "40": return TableStoreError.unavailable(error.reason)
+        case "57" where state == "57014":
+            return TableStoreError.unavailable("the request's database work took longer than the query timeout")
+        case "08", "57": return TableStoreError.unavailable("the connection to the database was lost")
+        case "53": return TableStoreError.unavailable("the database is out of resources (connections, memory or disk)")
+        case "40": return TableStoreError.unavailable("the write met another one at the same time; try again")
         default: return error
         }
     }
@@ -307,4 +342,6 @@ extension TableStoreError {
 extension Duration {
     /// Whole seconds, for messages.
     var seconds: Int64 { components.seconds }
+    /// Whole milliseconds, at least 1 (PostgreSQL's timeouts take milliseconds; 0 would mean none).
+    var milliseconds: Int64 { max(1, components.seconds * 1000 + components.attoseconds / 1_000_000_000_000_000) }
 }
