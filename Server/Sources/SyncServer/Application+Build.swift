@@ -1,5 +1,6 @@
 import Foundation
 public import Hummingbird
+import HummingbirdCore
 import Logging
 import Prometheus
 import SyncCore
@@ -43,10 +44,14 @@ public func buildApplication(
         store = postgres!
     }
     let router = try buildRouter(configuration, store: store)
+    let limits = configuration.connectionLimits
     var app = Application(
         router: router,
+        server: HTTPServerBuilder { responder in GuardedHTTP1Channel(responder: responder, limits: limits) },
         configuration: .init(
-            address: .hostname(configuration.host, port: configuration.port), serverName: "sync-server"),
+            address: .hostname(configuration.host, port: configuration.port), serverName: "sync-server",
+            // Past the limit, 128 more connections are accepted only to be told 503; then accepting waits.
+            availableConnectionsDelegate: MaximumAvailableConnections(limits.maxConnections + 128)),
         onServerRunning: { channel in await onServerRunning(channel.localAddress?.port ?? configuration.port) },
         logger: configuration.logger
     )
@@ -67,6 +72,7 @@ func buildRouter(_ configuration: SyncServerConfiguration, store: any TableStore
     router.add(middleware: MetricsMiddleware())
     router.add(middleware: LogRequestsMiddleware(.debug))
     router.add(middleware: UnexpectedErrorMiddleware())
+    router.add(middleware: TransferCodingMiddleware())
     router.get("health") { _, _ in JSONResponse.make(.ok, ["status": "ok"]) }
     let registry = configuration.metricsRegistry
     router.get("metrics") { _, _ in

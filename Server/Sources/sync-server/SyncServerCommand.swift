@@ -53,6 +53,24 @@ struct SyncServerCommand: AsyncParsableCommand {
     @Option(help: "The largest request body accepted, in bytes.")
     var maxBodySize = 1 << 20
 
+    @Option(help: "The most open connections; more are answered 503. (default: 10000, or the open-file limit - 512)")
+    var maxConnections: Int?
+
+    @Option(help: "Seconds a connection may wait for its next request before it is closed.")
+    var idleTimeout = 60.0
+
+    @Option(help: "Seconds a request's head may take to arrive (then 408).")
+    var headTimeout = 10.0
+
+    @Option(help: "Seconds a request's body may take to arrive after its head (then 408).")
+    var bodyTimeout = 60.0
+
+    @Option(help: "The longest request line (method, path, query) in bytes (then 414).")
+    var maxRequestLine = 32 * 1024
+
+    @Option(help: "The most bytes of request headers (then 431).")
+    var maxHeaderSize = 32 * 1024
+
     func run() async throws {
         guard let level = Logger.Level(rawValue: logLevel) else {
             throw ValidationError("--log-level must be one of trace, debug, info, notice, warning, error, critical")
@@ -77,10 +95,20 @@ struct SyncServerCommand: AsyncParsableCommand {
             let database = database ?? ProcessInfo.processInfo.environment["DATABASE_URL"] ?? "sqlite:sync.sqlite"
             configuration.database = try DatabaseLocation(parsing: database)
             configuration.databaseWaitLimit = .seconds(max(0, databaseWait))
-            guard queryTimeout > 0, queryTimeout <= 3600 else {
-                throw ConfigurationError("--query-timeout must be more than 0 and at most 3600 seconds")
+            configuration.queryTimeout = try Self.duration(queryTimeout, "--query-timeout")
+            configuration.connectionLimits.idleTimeout = try Self.duration(idleTimeout, "--idle-timeout")
+            configuration.connectionLimits.headTimeout = try Self.duration(headTimeout, "--head-timeout")
+            configuration.connectionLimits.bodyTimeout = try Self.duration(bodyTimeout, "--body-timeout")
+            if let maxConnections { configuration.connectionLimits.maxConnections = maxConnections }
+            configuration.connectionLimits.maxRequestLineLength = maxRequestLine
+            configuration.connectionLimits.maxHeaderSize = maxHeaderSize
+            for (value, name) in [
+                (configuration.connectionLimits.maxConnections, "--max-connections"),
+                (maxRequestLine, "--max-request-line"), (maxHeaderSize, "--max-header-size"),
+                (maxBodySize, "--max-body-size"),
+            ] where value < 1 {
+                throw ConfigurationError("\(name) must be at least 1")
             }
-            configuration.queryTimeout = .milliseconds(Int64(queryTimeout * 1000))
             configuration.tables = try tables.map { try TableConfiguration(name: $0) }
             if let config {
                 let fromFile = try TableConfiguration.load(from: URL(fileURLWithPath: config))
@@ -106,5 +134,13 @@ struct SyncServerCommand: AsyncParsableCommand {
             FileHandle.standardError.write(Data("sync-server: \(error)\n".utf8))
             throw ExitCode.failure
         }
+    }
+
+    /// Seconds given on the command line as a duration: more than 0 and at most an hour.
+    static func duration(_ seconds: Double, _ name: String) throws -> Duration {
+        guard seconds > 0, seconds <= 3600 else {
+            throw ConfigurationError("\(name) must be more than 0 and at most 3600 seconds")
+        }
+        return .milliseconds(Int64(seconds * 1000))
     }
 }

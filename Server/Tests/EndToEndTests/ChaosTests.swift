@@ -14,57 +14,63 @@ import Testing
 /// that only one device wrote met a conflict. The seeds are ones that bite: with the defects of
 /// issue 12 put back, seed 1 finds an edit lost behind a lost insert reply (point 4) and seed 6 a
 /// device left with a stale row after taking the server's version (point 2).
-@Suite(.serialized) struct ChaosTests {
-    @Test(.timeLimit(.minutes(6)))
-    func devicesUnderFaultsKillsAndRestartsConvergeWithNothingLost() throws {
-        let result = try runProduct(
-            "sync-chaos", ["--seed", "1", "--seed", "6", "--devices", "4", "--steps", "60", "--time-limit", "150"],
-            environment: [:], timeout: 330)
-        print(result.output)
-        #expect(result.status == 0, "\(result.output)\(result.error)")
-        #expect(result.output.contains("sync-chaos: 2 of 2 seed(s) passed"))
-        // Every kind of fault happened (the run would prove less otherwise).
-        for kind in ["request dropped", "503 answered", "reply lost after commit", "reply cut short"] {
-            #expect(!result.output.contains("; 0 \(kind)") && !result.output.contains(" 0 \(kind),"), "no \(kind)")
-        }
-        #expect(!result.output.contains(" 0 devices mid-sync"))
-        #expect(!result.output.contains(" 0 server (SIGKILL"))
-    }
-
-    #if os(Linux)
-        /// SIGTERM to a run stops its server and devices too, not only itself (they outlived it before).
-        @Test(.timeLimit(.minutes(1)))
-        func aTerminatedRunLeavesNoProcessBehind() throws {
-            let directory = FileManager.default.temporaryDirectory.appendingPathComponent("chaos-\(UUID().uuidString)")
-            defer { try? FileManager.default.removeItem(at: directory) }
-            let run = Process()
-            run.executableURL = URL(fileURLWithPath: Products.path("sync-chaos"))
-            run.arguments = ["--devices", "2", "--steps", "10000", "--time-limit", "50", "--directory", directory.path]
-            run.standardOutput = FileHandle.nullDevice
-            run.standardError = FileHandle.nullDevice
-            try run.run()
-            defer { if run.isRunning { kill(run.processIdentifier, SIGKILL) } }
-            let children = { Self.processes(mentioning: directory.path).filter { $0 != run.processIdentifier } }
-            let started = Date()
-            while children().isEmpty, Date().timeIntervalSince(started) < 20 { usleep(50_000) }
-            #expect(!children().isEmpty, "the run started no server")
-            kill(run.processIdentifier, SIGTERM)
-            run.waitUntilExit()
-            #expect(run.terminationStatus == 128 + SIGTERM)
-            let stopped = Date()
-            while !children().isEmpty, Date().timeIntervalSince(stopped) < 5 { usleep(50_000) }
-            #expect(children().isEmpty)
-        }
-
-        /// The ids of live processes whose command line mentions `text` (from /proc).
-        static func processes(mentioning text: String) -> [Int32] {
-            let ids = (try? FileManager.default.contentsOfDirectory(atPath: "/proc"))?.compactMap { Int32($0) } ?? []
-            return ids.filter { id in
-                guard let line = FileManager.default.contents(atPath: "/proc/\(id)/cmdline") else { return false }
-                let isZombie =
-                    (try? String(contentsOfFile: "/proc/\(id)/stat", encoding: .utf8))?.contains(") Z ") ?? true
-                return !isZombie && String(decoding: line, as: UTF8.self).contains(text)
+extension ProcessTests {
+    @Suite(.serialized) struct ChaosTests {
+        @Test(.timeLimit(.minutes(6)))
+        func devicesUnderFaultsKillsAndRestartsConvergeWithNothingLost() throws {
+            let result = try runProduct(
+                "sync-chaos", ["--seed", "1", "--seed", "6", "--devices", "4", "--steps", "60", "--time-limit", "150"],
+                environment: [:], timeout: 330)
+            print(result.output)
+            #expect(result.status == 0, "\(result.output)\(result.error)")
+            #expect(result.output.contains("sync-chaos: 2 of 2 seed(s) passed"))
+            // Every kind of fault happened (the run would prove less otherwise).
+            for kind in ["request dropped", "503 answered", "reply lost after commit", "reply cut short"] {
+                #expect(!result.output.contains("; 0 \(kind)") && !result.output.contains(" 0 \(kind),"), "no \(kind)")
             }
+            #expect(!result.output.contains(" 0 devices mid-sync"))
+            #expect(!result.output.contains(" 0 server (SIGKILL"))
         }
-    #endif
+
+        #if os(Linux)
+            /// SIGTERM to a run stops its server and devices too, not only itself (they outlived it before).
+            @Test(.timeLimit(.minutes(1)))
+            func aTerminatedRunLeavesNoProcessBehind() throws {
+                let directory = FileManager.default.temporaryDirectory.appendingPathComponent(
+                    "chaos-\(UUID().uuidString)")
+                defer { try? FileManager.default.removeItem(at: directory) }
+                let run = Process()
+                run.executableURL = URL(fileURLWithPath: Products.path("sync-chaos"))
+                run.arguments = [
+                    "--devices", "2", "--steps", "10000", "--time-limit", "50", "--directory", directory.path,
+                ]
+                run.standardOutput = FileHandle.nullDevice
+                run.standardError = FileHandle.nullDevice
+                try run.run()
+                defer { if run.isRunning { kill(run.processIdentifier, SIGKILL) } }
+                let children = { Self.processes(mentioning: directory.path).filter { $0 != run.processIdentifier } }
+                let started = Date()
+                while children().isEmpty, Date().timeIntervalSince(started) < 20 { usleep(50_000) }
+                #expect(!children().isEmpty, "the run started no server")
+                kill(run.processIdentifier, SIGTERM)
+                run.waitUntilExit()
+                #expect(run.terminationStatus == 128 + SIGTERM)
+                let stopped = Date()
+                while !children().isEmpty, Date().timeIntervalSince(stopped) < 5 { usleep(50_000) }
+                #expect(children().isEmpty)
+            }
+
+            /// The ids of live processes whose command line mentions `text` (from /proc).
+            static func processes(mentioning text: String) -> [Int32] {
+                let ids =
+                    (try? FileManager.default.contentsOfDirectory(atPath: "/proc"))?.compactMap { Int32($0) } ?? []
+                return ids.filter { id in
+                    guard let line = FileManager.default.contents(atPath: "/proc/\(id)/cmdline") else { return false }
+                    let isZombie =
+                        (try? String(contentsOfFile: "/proc/\(id)/stat", encoding: .utf8))?.contains(") Z ") ?? true
+                    return !isZombie && String(decoding: line, as: UTF8.self).contains(text)
+                }
+            }
+        #endif
+    }
 }

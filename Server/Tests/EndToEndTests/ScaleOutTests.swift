@@ -9,115 +9,124 @@ import Testing
     import FoundationNetworking
 #endif
 
+/// The tests that run `sync-server` processes under load, one after another: side by side on CI's two
+/// cores, each would slow the others past their deadlines (and the PostgreSQL stop would meet few writes).
+@Suite(.serialized) enum ProcessTests {}
+
 /// Two `sync-server` processes over one PostgreSQL database, written to and pulled from at once
 /// (issue 7): the §5 cursor guarantee must hold across instances.
-@Suite struct ScaleOutTests {
-    static let writers = 8
-    static let rows = 2_000
-    /// One update for every `updateEvery` inserts, of a row the same writer inserted.
-    static let updateEvery = 2
+extension ProcessTests {
+    @Suite struct ScaleOutTests {
+        static let writers = 8
+        static let rows = 2_000
+        /// One update for every `updateEvery` inserts, of a row the same writer inserted.
+        static let updateEvery = 2
 
-    @Test(.enabled(if: PostgresServer.isRequired), .timeLimit(.minutes(3)))
-    func twoInstancesOverOnePostgreSQLLoseAndRepeatNoRow() async throws {
-        try await PostgresServer.withDatabase { databaseURL in
-            let ports = [try freePort(), try freePort()]
-            let instances = try ports.map { try ServerProcess(port: $0, database: databaseURL) }
-            defer { instances.forEach { $0.stop() } }
+        @Test(.enabled(if: PostgresServer.isRequired), .timeLimit(.minutes(3)))
+        func twoInstancesOverOnePostgreSQLLoseAndRepeatNoRow() async throws {
+            try await PostgresServer.withDatabase { databaseURL in
+                let ports = [try freePort(), try freePort()]
+                let instances = try ports.map { try ServerProcess(port: $0, database: databaseURL) }
+                defer { instances.forEach { $0.stop() } }
 
-            let clients = try await (0..<2).asyncMap { index in try await PullingClient(ports: ports, first: index) }
-            let writing = Locked(true)
-            async let pulls: [Int] = withThrowingTaskGroup(of: Int.self) { group in
+                let clients = try await (0..<2).asyncMap { index in try await PullingClient(ports: ports, first: index)
+                }
+                let writing = Locked(true)
+                async let pulls: [Int] = withThrowingTaskGroup(of: Int.self) { group in
+                    for client in clients {
+                        group.addTask {
+                            var pulls = 0
+                            while writing.withLock({ $0 }) {
+                                try await client.pull()
+                                pulls += 1
+                            }
+                            return pulls
+                        }
+                    }
+                    return try await group.reduce(into: []) { $0.append($1) }
+                }
+                let started = ContinuousClock.now
+                let writes = try await Self.write(ports: ports)
+                let elapsed = started.duration(to: .now)
+                writing.withLock { $0 = false }
+                let pullsWhileWriting = try await pulls
+
+                // After the writers stop, one more incremental pull each catches the clients up.
+                for client in clients { try await client.pull() }
+                let truth = try await Self.serverRows(port: ports[0])
+                #expect(truth.count == Self.rows)
+                #expect(Set(truth.values.map(\.updatedAt)).count == truth.count, "two rows share an updatedAt")
                 for client in clients {
+                    let held = try await client.localRows()
+                    #expect(held.count == truth.count)
+                    let stale = truth.filter { held[$0.key] != $0.value.version }.count
+                    #expect(stale == 0, "rows a client misses or holds in an older version")
+                    #expect(await client.recorder.repeats == 0, "a pull returned a row version twice")
+                }
+                let received = await clients.asyncMap { await $0.recorder.received }
+                print(
+                    """
+                    scale-out: \(writes.inserts) inserts + \(writes.updates) updates by \(Self.writers) writers over 2 \
+                    instances in \(elapsed.formatted(.units(allowed: [.seconds], fractionalPart: .show(length: 1)))) (\(writes.sameMillisecond) writes started in a millisecond another \
+                    write also started in); pulls while writing: \(pullsWhileWriting), rows received: \(received), \
+                    rows checked: \(truth.count) × 2 clients, repeats: 0
+                    """)
+            }
+        }
+
+        /// The writers: each inserts its share of the rows and updates some, spreading its requests over
+        /// both instances.
+        static func write(ports: [Int]) async throws -> (inserts: Int, updates: Int, sameMillisecond: Int) {
+            let starts = try await withThrowingTaskGroup(of: [Int64].self) { group in
+                for writer in 0..<writers {
                     group.addTask {
-                        var pulls = 0
-                        while writing.withLock({ $0 }) {
-                            try await client.pull()
-                            pulls += 1
-                        }
-                        return pulls
-                    }
-                }
-                return try await group.reduce(into: []) { $0.append($1) }
-            }
-            let started = ContinuousClock.now
-            let writes = try await Self.write(ports: ports)
-            let elapsed = started.duration(to: .now)
-            writing.withLock { $0 = false }
-            let pullsWhileWriting = try await pulls
-
-            // After the writers stop, one more incremental pull each catches the clients up.
-            for client in clients { try await client.pull() }
-            let truth = try await Self.serverRows(port: ports[0])
-            #expect(truth.count == Self.rows)
-            #expect(Set(truth.values.map(\.updatedAt)).count == truth.count, "two rows share an updatedAt")
-            for client in clients {
-                let held = try await client.localRows()
-                #expect(held.count == truth.count)
-                let stale = truth.filter { held[$0.key] != $0.value.version }.count
-                #expect(stale == 0, "rows a client misses or holds in an older version")
-                #expect(await client.recorder.repeats == 0, "a pull returned a row version twice")
-            }
-            let received = await clients.asyncMap { await $0.recorder.received }
-            print(
-                """
-                scale-out: \(writes.inserts) inserts + \(writes.updates) updates by \(Self.writers) writers over 2 \
-                instances in \(elapsed.formatted(.units(allowed: [.seconds], fractionalPart: .show(length: 1)))) (\(writes.sameMillisecond) writes started in a millisecond another \
-                write also started in); pulls while writing: \(pullsWhileWriting), rows received: \(received), \
-                rows checked: \(truth.count) × 2 clients, repeats: 0
-                """)
-        }
-    }
-
-    /// The writers: each inserts its share of the rows and updates some, spreading its requests over
-    /// both instances.
-    static func write(ports: [Int]) async throws -> (inserts: Int, updates: Int, sameMillisecond: Int) {
-        let starts = try await withThrowingTaskGroup(of: [Int64].self) { group in
-            for writer in 0..<writers {
-                group.addTask {
-                    let http = HTTP()
-                    var starts: [Int64] = []
-                    var mine: [String] = []
-                    for step in 0..<(rows / writers) {
-                        let port = ports[(writer + step) % 2]
-                        starts.append(Int64(Date().timeIntervalSince1970 * 1000))
-                        let id = "w\(writer)-\(step)"
-                        let inserted = try await http.send(
-                            "POST", port: port, "/tables/TodoItem",
-                            json: ["id": .string(id), "step": .int(Int64(step))])
-                        guard inserted == 201 else { throw E2EError("insert \(id) answered \(inserted)") }
-                        mine.append(id)
-                        if step % updateEvery == updateEvery - 1, let target = mine.randomElement() {
+                        let http = HTTP()
+                        var starts: [Int64] = []
+                        var mine: [String] = []
+                        for step in 0..<(rows / writers) {
+                            let port = ports[(writer + step) % 2]
                             starts.append(Int64(Date().timeIntervalSince1970 * 1000))
-                            let updated = try await http.send(
-                                "PATCH", port: ports[(writer + step + 1) % 2], "/tables/TodoItem/\(target)",
-                                json: ["updatedBy": .int(Int64(writer)), "step": .int(Int64(step))])
-                            guard updated == 200 else { throw E2EError("update \(target) answered \(updated)") }
+                            let id = "w\(writer)-\(step)"
+                            let inserted = try await http.send(
+                                "POST", port: port, "/tables/TodoItem",
+                                json: ["id": .string(id), "step": .int(Int64(step))])
+                            guard inserted == 201 else { throw E2EError("insert \(id) answered \(inserted)") }
+                            mine.append(id)
+                            if step % updateEvery == updateEvery - 1, let target = mine.randomElement() {
+                                starts.append(Int64(Date().timeIntervalSince1970 * 1000))
+                                let updated = try await http.send(
+                                    "PATCH", port: ports[(writer + step + 1) % 2], "/tables/TodoItem/\(target)",
+                                    json: ["updatedBy": .int(Int64(writer)), "step": .int(Int64(step))])
+                                guard updated == 200 else { throw E2EError("update \(target) answered \(updated)") }
+                            }
                         }
+                        return starts
                     }
-                    return starts
                 }
+                return try await group.reduce(into: []) { $0 += $1 }
             }
-            return try await group.reduce(into: []) { $0 += $1 }
+            let perMillisecond = Dictionary(grouping: starts, by: { $0 }).values
+            let shared = perMillisecond.filter { $0.count > 1 }.reduce(0) { $0 + $1.count }
+            return (rows, starts.count - rows, shared)
         }
-        let perMillisecond = Dictionary(grouping: starts, by: { $0 }).values
-        let shared = perMillisecond.filter { $0.count > 1 }.reduce(0) { $0 + $1.count }
-        return (rows, starts.count - rows, shared)
-    }
 
-    /// Every row the server holds (tombstones too): id → (version, updatedAt).
-    static func serverRows(port: Int) async throws -> [String: (version: String, updatedAt: String)] {
-        var rows: [String: (version: String, updatedAt: String)] = [:]
-        var skip = 0
-        while true {
-            let (status, body) = try await HTTP().get(
-                port: port, "/tables/TodoItem?__includeDeleted=true&$orderby=id&$skip=\(skip)")
-            guard status == 200, let items = body?.arrayValue else { throw E2EError("full read answered \(status)") }
-            if items.isEmpty { return rows }
-            for item in items {
-                guard let id = item["id"]?.stringValue else { continue }
-                rows[id] = (item["version"]?.stringValue ?? "", item["updatedAt"]?.stringValue ?? "")
+        /// Every row the server holds (tombstones too): id → (version, updatedAt).
+        static func serverRows(port: Int) async throws -> [String: (version: String, updatedAt: String)] {
+            var rows: [String: (version: String, updatedAt: String)] = [:]
+            var skip = 0
+            while true {
+                let (status, body) = try await HTTP().get(
+                    port: port, "/tables/TodoItem?__includeDeleted=true&$orderby=id&$skip=\(skip)")
+                guard status == 200, let items = body?.arrayValue else {
+                    throw E2EError("full read answered \(status)")
+                }
+                if items.isEmpty { return rows }
+                for item in items {
+                    guard let id = item["id"]?.stringValue else { continue }
+                    rows[id] = (item["version"]?.stringValue ?? "", item["updatedAt"]?.stringValue ?? "")
+                }
+                skip += items.count
             }
-            skip += items.count
         }
     }
 }

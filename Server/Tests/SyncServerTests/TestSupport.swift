@@ -127,6 +127,9 @@ enum Fixture {
         configuration.database = database
         configuration.tables = tables
         configuration.databaseWaitLimit = .seconds(5)
+        // The suites run side by side on two cores; a loaded machine must not turn slow writes into 503s.
+        // (The query timeout has tests of its own, which set it short.)
+        configuration.queryTimeout = .seconds(60)
         return configuration
     }
 

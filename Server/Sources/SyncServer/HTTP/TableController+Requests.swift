@@ -3,6 +3,7 @@ import HTTPTypes
 import Hummingbird
 import Metrics
 import NIOCore
+import NIOHTTP1
 import SyncCore
 import SyncOData
 
@@ -36,12 +37,17 @@ extension TableController {
         guard mediaType == "application/json" else {
             throw APIError(.unsupportedMediaType, "The body must be JSON: send Content-Type: application/json")
         }
+        let tooLarge = APIError(.contentTooLarge, "The request body is larger than \(maxBodySize) bytes")
+        // A declared length past the limit is refused before any of the body is read.
+        if let length = request.headers[.contentLength], (Int(length) ?? .max) > maxBodySize { throw tooLarge }
         var request = request
         let buffer: ByteBuffer
         do {
             buffer = try await request.collectBody(upTo: maxBodySize)
         } catch is NIOTooManyBytesError {
-            throw APIError(.contentTooLarge, "The request body is larger than \(maxBodySize) bytes")
+            throw tooLarge
+        } catch let error as HTTPParserError {
+            throw APIError.badRequest("The request body is malformed: \(error)")
         }
         let value: JSONValue
         do {
@@ -159,4 +165,6 @@ enum MetricLabel {
     static let rowsReturned = "sync.rows.returned"
     static let conflicts = "sync.conflicts"
     static let table = "sync.table"
+    static let refusals = "sync.refusals"
+    static let reason = "sync.reason"
 }

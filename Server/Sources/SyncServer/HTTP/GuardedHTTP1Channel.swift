@@ -1,0 +1,344 @@
+import HTTPTypes
+import HummingbirdCore
+import Logging
+import Metrics
+import NIOCore
+import NIOHTTP1
+import NIOHTTPTypes
+import NIOHTTPTypesHTTP1
+import SyncSQLite
+
+/// Hummingbird's HTTP/1.1 channel with the limits a server on a hostile network needs
+/// (``ConnectionLimits``): a cap on open connections, deadlines for a request's head and body and
+/// for an idle connection, and bounded request lines and headers. Each refusal is an HTTP answer
+/// with the usual JSON error body, counted in `sync_refusals{sync_reason}`, and ends the connection.
+struct GuardedHTTP1Channel: HTTPChannelHandler {
+    typealias Value = NIOAsyncChannel<HTTPRequestPart, HTTPResponsePart>
+
+    let responder: Responder
+    let limits: ConnectionLimits
+    let connections = ConnectionCounter()
+    /// Made once, with the metrics factory of the task that builds the server.
+    let refusals = Dictionary(
+        uniqueKeysWithValues: Refusal.allCases.map {
+            ($0, Counter(label: MetricLabel.refusals, dimensions: [(MetricLabel.reason, $0.rawValue)]))
+        })
+
+    init(responder: @escaping Responder, limits: ConnectionLimits) {
+        self.responder = responder
+        self.limits = limits
+    }
+
+    func setup(channel: any Channel, logger: Logger) -> EventLoopFuture<Value> {
+        channel.eventLoop.makeCompletedFuture {
+            let guardState = ConnectionGuard(limits: limits, connections: connections, refusals: refusals)
+            // Our limits come first: the parser's own are a little wider, so a request past ours gets our answer.
+            var decoderLimits = NIOHTTPDecoderLimitConfiguration()
+            decoderLimits.maxHeaderFieldSize = limits.maxHeaderSize + limits.maxRequestLineLength + 1024
+            decoderLimits.maxHeaderListSize = limits.maxHeaderSize + limits.maxRequestLineLength + 1024
+            try channel.pipeline.syncOperations.addHandler(RawRequestGuard(guardState))
+            try channel.pipeline.syncOperations.configureHTTPServerPipeline(
+                withPipeliningAssistance: false, withErrorHandling: false, withOutboundHeaderValidation: false,
+                withEncoderConfiguration: .init(), withDecoderLimitConfiguration: decoderLimits)
+            try channel.pipeline.syncOperations.addHandler(HTTP1ToHTTPServerCodec(secure: false))
+            try channel.pipeline.syncOperations.addHandler(RequestPartGuard(guardState))
+            try channel.pipeline.syncOperations.addHandler(HTTPConnectionStateHandler(logger: logger))
+            return try NIOAsyncChannel(
+                wrappingChannelSynchronously: channel, configuration: .init(isOutboundHalfClosureEnabled: true))
+        }
+    }
+
+    func handle(value asyncChannel: Value, logger: Logger) async {
+        await handleHTTP(asyncChannel: asyncChannel, logger: logger)
+    }
+}
+
+/// The open connections of one server.
+final class ConnectionCounter: Sendable {
+    private let count = Locked(0)
+
+    /// Counts a new connection; returns the count with it.
+    func opened() -> Int {
+        count.withLock {
+            $0 += 1; return $0
+        }
+    }
+    func closed() { count.withLock { $0 -= 1 } }
+}
+
+/// Why a connection was refused: the metric's `reason` and the answer.
+enum Refusal: String, CaseIterable {
+    case tooManyConnections = "too_many_connections"
+    case headTimeout = "head_timeout"
+    case bodyTimeout = "body_timeout"
+    case uriTooLong = "uri_too_long"
+    case headersTooLarge = "headers_too_large"
+    case malformedRequest = "malformed_request"
+
+    func response(_ limits: ConnectionLimits) -> (status: HTTPResponseStatus, message: String) {
+        switch self {
+        case .tooManyConnections:
+            (
+                .serviceUnavailable,
+                "The server has too many open connections (at most \(limits.maxConnections)); try again"
+            )
+        case .headTimeout:
+            (.requestTimeout, "The request's head did not arrive within \(limits.headTimeout)")
+        case .bodyTimeout:
+            (.requestTimeout, "The request's body did not arrive within \(limits.bodyTimeout)")
+        case .uriTooLong:
+            (.uriTooLong, "The request line is longer than \(limits.maxRequestLineLength) bytes")
+        case .headersTooLarge:
+            (.requestHeaderFieldsTooLarge, "The request's headers are larger than \(limits.maxHeaderSize) bytes")
+        case .malformedRequest:
+            (.badRequest, "The request is not valid HTTP/1.1")
+        }
+    }
+}
+
+/// The state one connection's two guards share (both run on the connection's event loop): where the
+/// current request is, and the one deadline that applies to that phase.
+final class ConnectionGuard {
+    enum Phase {
+        /// Between requests: no byte of the next one yet.
+        case idle
+        /// Bytes of a request's head are arriving; counts of its request line and of the whole head,
+        /// and how much of the blank line that ends it has been seen.
+        case head(lineBytes: Int, headBytes: Int, lineEnded: Bool, terminator: Int)
+        /// The head is complete; the parser is delivering it and its body.
+        case body
+        /// The request is complete; the server is answering (the store bounds that time).
+        case responding
+        /// Refused or closing: nothing more is read.
+        case closed
+    }
+
+    let limits: ConnectionLimits
+    let connections: ConnectionCounter
+    let refusals: [Refusal: Counter]
+    var phase = Phase.idle
+    var deadline: Scheduled<Void>?
+    /// The front of the pipeline, where a refusal is written as bytes (below the HTTP encoder).
+    var rawContext: ChannelHandlerContext?
+    var counted = false
+    /// Whether the current request has been answered in full (possibly before its body was read).
+    var answered = false
+
+    init(limits: ConnectionLimits, connections: ConnectionCounter, refusals: [Refusal: Counter]) {
+        self.limits = limits
+        self.connections = connections
+        self.refusals = refusals
+    }
+
+    /// Enters `phase` and arms its deadline (none while answering).
+    func enter(_ phase: Phase) {
+        self.phase = phase
+        deadline?.cancel()
+        deadline = nil
+        guard let context = rawContext else { return }
+        let (limit, refusal): (Duration, Refusal?)
+        switch phase {
+        case .idle: (limit, refusal) = (limits.idleTimeout, nil)
+        case .head: (limit, refusal) = (limits.headTimeout, .headTimeout)
+        case .body: (limit, refusal) = (limits.bodyTimeout, .bodyTimeout)
+        case .responding, .closed: return
+        }
+        deadline = context.eventLoop.assumeIsolatedUnsafeUnchecked().scheduleTask(in: .init(limit)) { [self] in
+            // A request answered before its body arrived (a 413, a 501) just ends when the rest never comes.
+            if let refusal, !answered { refuse(refusal) } else { close() }
+        }
+    }
+
+    /// Answers `refusal` with its status and JSON body, then closes the connection.
+    func refuse(_ refusal: Refusal) {
+        guard let context = rawContext else { return }
+        if case .closed = phase { return }
+        refusals[refusal]?.increment()
+        let (status, message) = refusal.response(limits)
+        let body = JSONValue.object(["error": .string(message)]).serializedData()
+        var head =
+            "HTTP/1.1 \(status.code) \(status.reasonPhrase)\r\nContent-Type: application/json; charset=utf-8\r\n"
+            + "Content-Length: \(body.count)\r\nConnection: close\r\n"
+        if refusal == .tooManyConnections { head += "Retry-After: 1\r\n" }
+        var buffer = context.channel.allocator.buffer(capacity: head.utf8.count + 2 + body.count)
+        buffer.writeString(head + "\r\n")
+        buffer.writeBytes(body)
+        close(after: context.writeAndFlush(NIOAny(buffer)))
+    }
+
+    /// Closes the connection (after `written`, when given) and stops every deadline.
+    ///
+    /// After an answer the close is lingering, as RFC 9112 §9.6 advises: the server stops writing and
+    /// drops what still arrives for up to 2 s, so that a client still sending (a long URL, a body) reads
+    /// the answer instead of a connection reset.
+    func close(after written: EventLoopFuture<Void>? = nil) {
+        phase = .closed
+        deadline?.cancel()
+        deadline = nil
+        guard let context = rawContext else { return }
+        guard let written else { return context.close(promise: nil) }
+        written.whenComplete { _ in
+            context.close(mode: .output, promise: nil)
+            context.eventLoop.assumeIsolatedUnsafeUnchecked().scheduleTask(in: .seconds(2)) {
+                context.close(promise: nil)
+            }
+        }
+    }
+}
+
+/// The first handler of the pipeline: counts the connection, and reads the raw bytes of each
+/// request's head to bound its request line, its size and its time.
+final class RawRequestGuard: ChannelInboundHandler, RemovableChannelHandler {
+    typealias InboundIn = ByteBuffer
+    typealias InboundOut = ByteBuffer
+
+    let state: ConnectionGuard
+
+    init(_ state: ConnectionGuard) { self.state = state }
+
+    func handlerAdded(context: ChannelHandlerContext) {
+        state.rawContext = context
+        if context.channel.isActive { opened() }
+    }
+
+    func channelActive(context: ChannelHandlerContext) {
+        opened()
+        context.fireChannelActive()
+    }
+
+    private func opened() {
+        guard !state.counted else { return }
+        state.counted = true
+        if state.connections.opened() > state.limits.maxConnections {
+            state.refuse(.tooManyConnections)
+        } else {
+            state.enter(.idle)
+        }
+    }
+
+    func channelInactive(context: ChannelHandlerContext) {
+        if state.counted {
+            state.counted = false
+            state.connections.closed()
+        }
+        state.deadline?.cancel()
+        state.phase = .closed
+        context.fireChannelInactive()
+    }
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        let bytes = unwrapInboundIn(data)
+        switch state.phase {
+        case .closed:
+            return  // refused: nothing more reaches the parser
+        case .idle:
+            state.enter(.head(lineBytes: 0, headBytes: 0, lineEnded: false, terminator: 0))
+            fallthrough
+        case .head:
+            guard scan(bytes) else { return }
+        case .body, .responding:
+            break
+        }
+        context.fireChannelRead(data)
+    }
+
+    /// Follows the head through `bytes`; false when the request was refused.
+    private func scan(_ bytes: ByteBuffer) -> Bool {
+        guard case .head(var lineBytes, var headBytes, var lineEnded, var terminator) = state.phase else { return true }
+        let limits = state.limits
+        for byte in bytes.readableBytesView {
+            headBytes += 1
+            if !lineEnded {
+                lineBytes += 1
+                if byte == UInt8(ascii: "\n") { lineEnded = true }
+            }
+            // The head ends with an empty line: "\r\n\r\n" (or a bare "\n\n", which the parser also takes).
+            switch (byte, terminator) {
+            case (UInt8(ascii: "\r"), 0), (UInt8(ascii: "\r"), 2): terminator += 1
+            case (UInt8(ascii: "\n"), 1), (UInt8(ascii: "\n"), 3): terminator += 1
+            case (UInt8(ascii: "\n"), 0): terminator = 2
+            case (UInt8(ascii: "\r"), _): terminator = 1
+            default: terminator = 0
+            }
+            if !lineEnded, lineBytes > limits.maxRequestLineLength {
+                state.refuse(.uriTooLong)
+                return false
+            }
+            if lineEnded, headBytes - lineBytes > limits.maxHeaderSize {
+                state.refuse(.headersTooLarge)
+                return false
+            }
+            if terminator == 4 {
+                // The rest (a body, a pipelined request) is the parser's; the next phases come from it.
+                state.enter(.body)
+                return true
+            }
+        }
+        state.phase = .head(lineBytes: lineBytes, headBytes: headBytes, lineEnded: lineEnded, terminator: terminator)
+        return true
+    }
+}
+
+/// The handler after the HTTP codec: follows requests and responses to move the shared deadline,
+/// and answers a request the parser rejects before its head with a JSON error.
+final class RequestPartGuard: ChannelDuplexHandler, RemovableChannelHandler {
+    typealias InboundIn = HTTPRequestPart
+    typealias InboundOut = HTTPRequestPart
+    typealias OutboundIn = HTTPResponsePart
+    typealias OutboundOut = HTTPResponsePart
+
+    let state: ConnectionGuard
+    /// Whether a request's head has arrived and its end not yet.
+    var readingRequest = false
+    /// Whether the parser failed inside the current request's body: its answer is the connection's last.
+    var failedInBody = false
+
+    init(_ state: ConnectionGuard) { self.state = state }
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        switch unwrapInboundIn(data) {
+        case .head:
+            readingRequest = true
+            state.answered = false
+            if case .head = state.phase { state.enter(.body) }  // a pipelined head the raw guard did not scan
+        case .body:
+            break
+        case .end:
+            readingRequest = false
+            if !state.answered { state.enter(.responding) }
+        }
+        context.fireChannelRead(data)
+    }
+
+    func write(context: ChannelHandlerContext, data: NIOAny, promise: EventLoopPromise<Void>?) {
+        if case .closed = state.phase {
+            // Hummingbird answers a parse error it meets after the answer (while skipping the rest of a body).
+            promise?.fail(ChannelError.ioOnClosedChannel)
+            return
+        }
+        guard case .end = unwrapOutboundIn(data) else { return context.write(data, promise: promise) }
+        state.answered = true
+        // Answered before its body was read (413, 501, a malformed body): the rest is not worth reading.
+        if failedInBody || readingRequest {
+            let written = context.writeAndFlush(data)
+            written.cascade(to: promise)
+            state.close(after: written)
+            return
+        }
+        if case .responding = state.phase { state.enter(.idle) }
+        context.write(data, promise: promise)
+    }
+
+    func errorCaught(context: ChannelHandlerContext, error: any Error) {
+        guard let error = error as? HTTPParserError else { return context.fireErrorCaught(error) }
+        if !readingRequest {
+            // No head reached the server: answer here, in JSON.
+            state.refuse(error == .headerOverflow ? .headersTooLarge : .malformedRequest)
+        } else if !state.answered {
+            failedInBody = true
+            context.fireErrorCaught(error)  // the route reading the body answers (400), or has answered
+        } else {
+            state.close()  // answered before its body: a bad rest of the body only ends the connection
+        }
+    }
+}

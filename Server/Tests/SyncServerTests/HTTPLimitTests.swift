@@ -1,0 +1,230 @@
+import Foundation
+import Hummingbird
+import HummingbirdTesting
+import Metrics
+import Prometheus
+import SyncCore
+import Testing
+
+@testable import SyncServer
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// The HTTP layer's limits over real sockets (issue 14, points 3, 4 and 11): hand-made requests that
+/// an attacker, a broken proxy or a slow network sends. Store-independent, so on SQLite only.
+@Suite struct HTTPLimitTests {
+    /// A server with the limits `change` sets, and the metrics it records.
+    func withServer(
+        _ change: @escaping @Sendable (inout ConnectionLimits) -> Void = { _ in },
+        _ body: @Sendable (_ port: Int, _ metrics: @Sendable () async throws -> String) async throws -> Void
+    ) async throws {
+        let registry = PrometheusCollectorRegistry()
+        try await withMetricsFactory(PrometheusMetricsFactory(registry: registry)) {
+            try await Fixture.withServer(
+                .sqlite, setup: .live,
+                configure: {
+                    $0.metricsRegistry = registry
+                    change(&$0.connectionLimits)
+                }
+            ) { client in
+                let port = try #require(client.port)
+                try await body(port) {
+                    try await RawHTTP.exchange(
+                        port: port, "GET /metrics HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"
+                    ).text
+                }
+            }
+        }
+    }
+
+    static let headers = "Host: x\r\nZUMO-API-VERSION: 2.0.0\r\nContent-Type: application/json\r\n"
+
+    @Test func aLongURLIs414AndLongHeadersAre431WithAJSONBody() async throws {
+        try await withServer { port, metrics in
+            let url = try await RawHTTP.exchange(
+                port: port,
+                "GET /tables/TodoItem?\(String(repeating: "a", count: 100_000)) HTTP/1.1\r\n\(Self.headers)\r\n")
+            #expect(url.status == 414)
+            #expect(url.json?["error"] == "The request line is longer than 32768 bytes")
+            let header = try await RawHTTP.exchange(
+                port: port,
+                "GET /tables/TodoItem HTTP/1.1\r\n\(Self.headers)X-Big: \(String(repeating: "a", count: 100_000))\r\n\r\n"
+            )
+            #expect(header.status == 431)
+            #expect(header.json?["error"] == "The request's headers are larger than 32768 bytes")
+            let garbage = try await RawHTTP.exchange(port: port, "GET /tables/TodoItem HTTP/1.1\r\nBad Header\r\n\r\n")
+            #expect(garbage.status == 400)
+            #expect(garbage.json?["error"] == "The request is not valid HTTP/1.1")
+            let text = try await metrics()
+            #expect(text.contains(#"sync_refusals{sync_reason="uri_too_long"} 1"#))
+            #expect(text.contains(#"sync_refusals{sync_reason="headers_too_large"} 1"#))
+            #expect(text.contains(#"sync_refusals{sync_reason="malformed_request"} 1"#))
+        }
+    }
+
+    @Test func badTransferCodingsAre400Or501NotA500() async throws {
+        try await withServer { port, _ in
+            let post = "POST /tables/TodoItem HTTP/1.1\r\n\(Self.headers)"
+            let badChunk = try await RawHTTP.exchange(
+                port: port, post + "Transfer-Encoding: chunked\r\n\r\nzz\r\n{}\r\n0\r\n\r\n")
+            #expect(badChunk.status == 400)
+            #expect(badChunk.json?["error"]?.stringValue?.hasPrefix("The request body is malformed") == true)
+            for coding in ["xchunked", "gzip", "gzip, chunked"] {
+                let reply = try await RawHTTP.exchange(
+                    port: port, post + "Transfer-Encoding: \(coding)\r\n\r\n2\r\n{}\r\n0\r\n\r\n")
+                #expect(reply.status == 501, "\(coding)")
+                #expect(
+                    reply.json?["error"]
+                        == .string("Transfer-Encoding \(coding) is not supported; send chunked or Content-Length"))
+                #expect(reply.responses == 1, "\(coding): one answer, not a second 400 after it")
+            }
+            let plain = try await RawHTTP.exchange(
+                port: port, post + "Transfer-Encoding: chunked\r\nConnection: close\r\n\r\n2\r\n{}\r\n0\r\n\r\n")
+            #expect(plain.status == 201)
+        }
+    }
+
+    @Test func slowOrEndlessRequestsAre408AndIdleConnectionsClose() async throws {
+        let short: @Sendable (inout ConnectionLimits) -> Void = {
+            $0.headTimeout = .seconds(1)
+            $0.bodyTimeout = .seconds(1)
+            $0.idleTimeout = .seconds(1)
+        }
+        try await withServer(short) { port, metrics in
+            let post = "POST /tables/TodoItem HTTP/1.1\r\n\(Self.headers)"
+            // Half a head; a body that never comes; a chunk size of 2^64 - 1 with 2 bytes behind it.
+            let halfHead = try await RawHTTP.exchange(port: port, "GET /tables/TodoItem HTTP/1.1\r\nHost: x\r\n")
+            #expect(halfHead.status == 408)
+            #expect(halfHead.json?["error"]?.stringValue?.hasPrefix("The request's head did not arrive within") == true)
+            let shortBody = try await RawHTTP.exchange(port: port, post + "Content-Length: 1000\r\n\r\n{}")
+            #expect(shortBody.status == 408)
+            let hugeChunk = try await RawHTTP.exchange(
+                port: port, post + "Transfer-Encoding: chunked\r\n\r\nffffffffffffffff\r\n{}")
+            #expect(hugeChunk.status == 408)
+            // Declared past the body limit: refused before any of it is read.
+            let tooLong = try await RawHTTP.exchange(port: port, post + "Content-Length: 10000000000\r\n\r\n{}")
+            #expect(tooLong.status == 413)
+            #expect(tooLong.elapsed < .seconds(1), "answered after \(tooLong.elapsed), not at once")
+            // A connection that sends nothing is closed after the idle timeout, with no answer.
+            let silent = try await RawHTTP.exchange(port: port, "")
+            #expect(silent.status == nil)
+            #expect(silent.closed)
+            let text = try await metrics()
+            #expect(text.contains(#"sync_refusals{sync_reason="head_timeout"} 1"#))
+            #expect(text.contains(#"sync_refusals{sync_reason="body_timeout"} 2"#))
+        }
+    }
+
+    @Test func connectionsPastTheCapAre503AndTheServerStillAnswers() async throws {
+        try await withServer({
+            $0.maxConnections = 4; $0.idleTimeout = .seconds(30)
+        }) { port, metrics in
+            let held = try (0..<4).map { _ in try RawHTTP(port: port) }
+            try await Task.sleep(for: .milliseconds(200))  // the server has accepted them
+            let refused = try await RawHTTP.exchange(port: port, "GET /health HTTP/1.1\r\nHost: x\r\n\r\n")
+            #expect(refused.status == 503)
+            #expect(refused.text.contains("Retry-After: 1"))
+            #expect(refused.json?["error"] == "The server has too many open connections (at most 4); try again")
+            held.forEach { $0.close() }
+            try await Task.sleep(for: .milliseconds(200))
+            let answered = try await RawHTTP.exchange(
+                port: port, "GET /health HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+            #expect(answered.status == 200)
+            // The test client's own connection may hold a place too: one of the four may have been refused.
+            let refusals = try await metrics().split(separator: "\n")
+                .first { $0.hasPrefix(#"sync_refusals{sync_reason="too_many_connections"} "#) }
+            #expect((refusals?.split(separator: " ").last).flatMap { Int($0) } ?? 0 >= 1)
+        }
+    }
+}
+
+/// One blocking TCP connection to 127.0.0.1, for requests no HTTP client would send. Each exchange
+/// runs on a thread of its own (it blocks for up to 10 s), not on the tests' cooperative threads.
+final class RawHTTP: @unchecked Sendable {  // @unchecked: one thread uses it at a time
+    let socket: Int32
+
+    init(port: Int) throws {
+        socket = Glibc.socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_port = in_port_t(UInt16(port).bigEndian)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        let connected = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                connect(socket, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
+            }
+        }
+        guard connected == 0 else {
+            Glibc.close(socket)
+            throw RawHTTPError(description: "cannot connect to port \(port)")
+        }
+        var timeout = timeval(tv_sec: 10, tv_usec: 0)
+        setsockopt(socket, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
+    }
+
+    func close() { Glibc.close(socket) }
+
+    /// What came back: the text, whether the server closed the connection, and how long it took.
+    struct Reply: Sendable {
+        let text: String
+        let closed: Bool
+        let elapsed: Duration
+
+        /// The first response's status.
+        var status: Int? {
+            guard text.hasPrefix("HTTP/1.1 ") else { return nil }
+            return Int(text.dropFirst(9).prefix(3))
+        }
+
+        /// The first response's body as JSON.
+        var json: JSONValue? {
+            guard let range = text.range(of: "\r\n\r\n") else { return nil }
+            let rest = text[range.upperBound...]
+            return try? JSONValue(
+                parsing: Data((rest.range(of: "HTTP/1.1 ").map { rest[..<$0.lowerBound] } ?? rest).utf8))
+        }
+
+        /// How many responses arrived.
+        var responses: Int { text.components(separatedBy: "HTTP/1.1 ").count - 1 }
+    }
+
+    /// Sends `request` and reads until the server closes the connection or 10 s pass.
+    static func exchange(port: Int, _ request: String) async throws -> Reply {
+        let connection = try RawHTTP(port: port)
+        defer { connection.close() }
+        return await withCheckedContinuation { continuation in
+            Thread.detachNewThread { continuation.resume(returning: connection.send(request)) }
+        }
+    }
+
+    private func send(_ request: String) -> Reply {
+        let started = ContinuousClock.now
+        var bytes = Array(request.utf8)
+        var offset = 0
+        while offset < bytes.count {
+            let sent = bytes[offset...].withUnsafeBytes {
+                Glibc.send(socket, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL))
+            }
+            if sent <= 0 { break }  // the server closed early (it refused the request): read its answer
+            offset += sent
+        }
+        bytes = []
+        var closed = false
+        var buffer = [UInt8](repeating: 0, count: 65536)
+        while true {
+            let count = recv(socket, &buffer, buffer.count, 0)
+            if count <= 0 {
+                closed = count == 0
+                break
+            }
+            bytes += buffer[..<count]
+        }
+        return Reply(text: String(decoding: bytes, as: UTF8.self), closed: closed, elapsed: started.duration(to: .now))
+    }
+}
+
+struct RawHTTPError: Error, CustomStringConvertible {
+    let description: String
+}
