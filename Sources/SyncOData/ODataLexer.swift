@@ -110,6 +110,9 @@ struct ODataLexer {
                 } else {
                     return text
                 }
+            } else if scalar == "\0" {
+                // PostgreSQL text cannot hold NUL: refused everywhere, so that every store answers alike.
+                throw ODataError("string literals cannot contain U+0000 (NUL)", position: index - 1)
             } else {
                 text.unicodeScalars.append(scalar)
             }

@@ -2,6 +2,13 @@ import Foundation
 import SyncCore
 
 /// The SQL databases the translator writes for.
+/// What integer arithmetic in a filter answers when its result leaves the 64-bit range, on every store.
+public let integerOverflowMessage = "integer arithmetic in the filter overflows the 64-bit range"
+
+/// The SQLite function that checks integer arithmetic (SQLite turns an overflowing result into a double
+/// where PostgreSQL fails): `openDatabasePool` registers it.
+public let checkedIntegerFunction = "sync_checked_integer"
+
 public enum SQLDialect: String, Sendable, Hashable, CaseIterable {
     /// SQLite 3.31 or later. Connections must provide the functions `swiftLowercaseString` and
     /// `swiftUppercaseString` (Unicode-aware case mapping; GRDB registers both on every connection).

@@ -178,7 +178,7 @@ extension SQLTranslator {
             ? .dynamic : left.type == .double || right.type == .double ? .double : .integer
         let isNullable = left.isNullable || right.isNullable || op == .div || op == .mod
         let divisor = dialect == .postgres ? SQLFragment("NULLIF(") + right.sql + SQLFragment(", 0)") : right.sql
-        let sql: SQLFragment
+        var sql: SQLFragment
         switch op {
         case .add: sql = SQLFragment("(") + left.sql + SQLFragment(" + ") + right.sql + SQLFragment(")")
         case .sub: sql = SQLFragment("(") + left.sql + SQLFragment(" - ") + right.sql + SQLFragment(")")
@@ -195,6 +195,10 @@ extension SQLTranslator {
                     SQLFragment("(") + left.sql + SQLFragment(" - ") + right.sql + SQLFragment(" * \(truncate)")
                     + left.sql + SQLFragment(" / ") + divisor + SQLFragment(close + ")")
             }
+        }
+        if dialect == .sqlite, type == .integer, [.add, .sub, .mul].contains(op) {
+            // PostgreSQL fails an overflowing bigint; SQLite would quietly give a double. Fail on both.
+            sql = SQLFragment("\(checkedIntegerFunction)(") + sql + SQLFragment(")")
         }
         return TypedSQL(sql: sql, type: type, isNullable: isNullable)
     }

@@ -24,11 +24,25 @@ public extension StatementArguments {
     }
 }
 
-/// Opens a WAL-mode pool on `path` that waits up to 10 s for a busy database instead of failing at once.
+/// Opens a WAL-mode pool on `path` that waits up to 10 s for a busy database instead of failing at once,
+/// with the functions translated filters call.
 ///
 /// - Throws: GRDB's `DatabaseError` when the file cannot be opened or is not a database.
 public func openDatabasePool(path: String) throws -> DatabasePool {
     var configuration = Configuration()
     configuration.busyMode = .timeout(10)
+    configuration.prepareDatabase { db in db.add(function: checkedIntegerSQLFunction) }
     return try DatabasePool(path: path, configuration: configuration)
+}
+
+/// Passes an integer (or null) through and fails on anything else: the result of integer arithmetic that
+/// SQLite turned into a double because it left the 64-bit range. Filters translated for SQLite call it;
+/// ``openDatabasePool(path:)`` registers it, other connections must (`db.add(function:)`).
+public let checkedIntegerSQLFunction = DatabaseFunction(checkedIntegerFunction, argumentCount: 1, pure: true) {
+    values in
+    let value = values[0]
+    switch value.storage {
+    case .int64, .null: return value
+    default: throw DatabaseError(resultCode: .SQLITE_ERROR, message: integerOverflowMessage)
+    }
 }

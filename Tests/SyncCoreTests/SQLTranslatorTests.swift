@@ -25,7 +25,9 @@ import Testing
     static let unicodeName = "\u{DC}n\u{EF}code stra\u{DF}e"  // "Ünïcode straße", precomposed
 
     static func makeDatabase() throws -> DatabaseQueue {
-        let database = try DatabaseQueue()
+        var configuration = Configuration()
+        configuration.prepareDatabase { db in db.add(function: checkedIntegerSQLFunction) }
+        let database = try DatabaseQueue(configuration: configuration)
         try database.write { db in
             try db.execute(
                 sql: """

@@ -1,4 +1,5 @@
 import Foundation
+import GRDB
 import HTTPTypes
 import HummingbirdTesting
 import SyncCore
@@ -214,4 +215,31 @@ import Testing
             #expect(try await client.send(.get, "/tables/Many?$filter=\(filter)").ids.count == 2)
         }
     }
+}
+
+extension QueryTests {
+    /// PROTOCOL.md §4: the stores answer alike — integer overflow in a filter was 200 on SQLite (it turned
+    /// the result into a double) and a 400 with PostgreSQL's "bigint out of range"; a NUL in a string literal
+    /// was 200 on SQLite and a 400 with PostgreSQL's own message.
+    @Test(arguments: Backend.all) func overflowAndNULInAFilterAreTheSame400OnEveryStore(_ backend: Backend) async throws
+    {
+        try await Self.withProducts(backend) { client in
+            let overflow = try await client.send(
+                .get, "/tables/Products?$filter=" + ODataQuery.percentEncode("count mul 9223372036854775807 gt 0"))
+            #expect(overflow.status == .badRequest)
+            #expect(overflow.error == "Invalid query: integer arithmetic in the filter overflows the 64-bit range")
+            let inRange = try await client.send(
+                .get, "/tables/Products?$filter=" + ODataQuery.percentEncode("count add 9223372036854775000 gt 0"))
+            #expect(inRange.status == .ok)
+            let nul = try await client.send(.get, "/tables/Products?$filter=name%20eq%20'a%00b'")
+            #expect(nul.status == .badRequest)
+            #expect(nul.error?.contains("string literals cannot contain U+0000 (NUL)") == true)
+        }
+    }
+}
+
+@Test func sqliteFailuresAre503InOurWordsNotSQLites() {
+    #expect(SQLiteTableStore.unavailableReason(.SQLITE_BUSY) == "the database is busy; try again")
+    #expect(SQLiteTableStore.unavailableReason(.SQLITE_FULL) == "the database's disk is full")
+    #expect(SQLiteTableStore.unavailableReason(.SQLITE_INTERNAL) == "the database failed the request")
 }

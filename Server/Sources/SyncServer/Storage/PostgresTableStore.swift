@@ -5,6 +5,7 @@ import NIOSSL
 import PostgresNIO
 public import ServiceLifecycle
 import SyncCore
+import SyncSQL
 import SyncSQLite
 
 /// The store for scale: every table in one PostgreSQL database, shared by any number of stateless
@@ -225,6 +226,8 @@ public final class PostgresTableStore: TableStore, Service {
             return TableStoreError.unavailable("the database is not reachable")
         }
         switch state.prefix(2) {
+        case "22" where state == "22003" && !isWrite:  // bigint out of range, in a filter's arithmetic
+            return TableStoreError.invalidQuery(integerOverflowMessage)
         case "22":  // data exception: overflow, a NUL character in text, …
             return isWrite ? TableStoreError.invalidItem(error.reason) : TableStoreError.invalidQuery(error.reason)
         case "57" where state == "57014":

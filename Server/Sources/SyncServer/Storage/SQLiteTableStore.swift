@@ -1,6 +1,8 @@
 public import Foundation
 import GRDB
+public import Logging
 public import SyncCore
+import SyncSQL
 import SyncSQLite
 
 /// The embedded store: every table in one SQLite file, in WAL mode, read through a pool of
@@ -19,6 +21,7 @@ import SyncSQLite
 public final class SQLiteTableStore: TableStore {
     let pool: DatabasePool
     let now: @Sendable () -> Date
+    let logger: Logger
     let schemas = SchemaCache()
 
     /// Opens (or creates) the database file and brings its bookkeeping up to date.
@@ -26,8 +29,12 @@ public final class SQLiteTableStore: TableStore {
     /// - Parameters:
     ///   - path: The SQLite file.
     ///   - now: The clock that stamps `createdAt` and `updatedAt`.
+    ///   - logger: Where the store logs the database's own words for a failure it answers 503 to.
     /// - Throws: ``TableStoreError/unavailable(_:)`` when the file cannot be opened or migrated.
-    public init(path: String, now: @escaping @Sendable () -> Date = { Date() }) throws {
+    public init(
+        path: String, now: @escaping @Sendable () -> Date = { Date() },
+        logger: Logger = Logger(label: "sync-server.sqlite")
+    ) throws {
         do {
             pool = try openDatabasePool(path: path)
             try Self.migrator.migrate(pool)
@@ -35,6 +42,7 @@ public final class SQLiteTableStore: TableStore {
             throw TableStoreError.unavailable("cannot open the SQLite database at \(path): \(Self.reason(error))")
         }
         self.now = now
+        self.logger = logger
     }
 
     static func reason(_ error: any Error) -> String {
@@ -75,7 +83,7 @@ public final class SQLiteTableStore: TableStore {
         } catch let error as TableStoreError {
             throw error
         } catch let error as DatabaseError {
-            throw TableStoreError.unavailable(Self.reason(error))
+            throw unavailable(error)
         }
     }
 
@@ -85,8 +93,29 @@ public final class SQLiteTableStore: TableStore {
             return try await pool.read(body)
         } catch let error as TableStoreError {
             throw error
+        } catch let error as DatabaseError where error.message == integerOverflowMessage {
+            throw TableStoreError.invalidQuery(integerOverflowMessage)
         } catch let error as DatabaseError {
-            throw TableStoreError.unavailable(Self.reason(error))
+            throw unavailable(error)
+        }
+    }
+
+    /// A database failure as a 503 in our words; SQLite's own text goes to the log, not to clients.
+    func unavailable(_ error: DatabaseError) -> TableStoreError {
+        let reason = Self.unavailableReason(error.resultCode)
+        logger.warning("\(reason) (SQLite: \(Self.reason(error)))")
+        return .unavailable(reason)
+    }
+
+    static func unavailableReason(_ code: ResultCode) -> String {
+        switch code {
+        case .SQLITE_BUSY, .SQLITE_LOCKED: "the database is busy; try again"
+        case .SQLITE_FULL: "the database's disk is full"
+        case .SQLITE_NOMEM: "the server is out of memory"
+        case .SQLITE_IOERR, .SQLITE_CANTOPEN, .SQLITE_READONLY, .SQLITE_PERM:
+            "the database file cannot be read or written"
+        case .SQLITE_CORRUPT, .SQLITE_NOTADB: "the database file is damaged"
+        default: "the database failed the request"
         }
     }
 }
