@@ -92,8 +92,11 @@ func buildRouter(_ configuration: SyncServerConfiguration, store: any TableStore
         tables.add(
             middleware: APIVersionMiddleware(acceptsQueryForChanges: configuration.acceptsVersionQueryForChanges))
     }
-    TableController(store: store, maxBodySize: configuration.maxBodySize, makeID: configuration.makeID)
-        .addRoutes(to: tables)
+    TableController(
+        store: store, maxBodySize: configuration.maxBodySize, queryLimits: configuration.queryLimits,
+        makeID: configuration.makeID
+    )
+    .addRoutes(to: tables)
     return router
 }
 

@@ -71,6 +71,12 @@ struct SyncServerCommand: AsyncParsableCommand {
     @Option(help: "The most bytes of request headers (then 431).")
     var maxHeaderSize = 32 * 1024
 
+    @Option(help: "The most $orderby keys in one query.")
+    var maxOrderbyKeys = 8
+
+    @Option(help: "The most string work one $filter may ask for (one per field read by each string function).")
+    var maxFilterWork = 100
+
     func run() async throws {
         guard let level = Logger.Level(rawValue: logLevel) else {
             throw ValidationError("--log-level must be one of trace, debug, info, notice, warning, error, critical")
@@ -102,6 +108,8 @@ struct SyncServerCommand: AsyncParsableCommand {
             if let maxConnections { configuration.connectionLimits.maxConnections = maxConnections }
             configuration.connectionLimits.maxRequestLineLength = maxRequestLine
             configuration.connectionLimits.maxHeaderSize = maxHeaderSize
+            configuration.queryLimits.maxOrderByKeys = maxOrderbyKeys
+            configuration.queryLimits.maxFilterWork = maxFilterWork
             for (value, name) in [
                 (configuration.connectionLimits.maxConnections, "--max-connections"),
                 (maxRequestLine, "--max-request-line"), (maxHeaderSize, "--max-header-size"),

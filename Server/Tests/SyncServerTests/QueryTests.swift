@@ -243,3 +243,37 @@ extension QueryTests {
     #expect(SQLiteTableStore.unavailableReason(.SQLITE_FULL) == "the database's disk is full")
     #expect(SQLiteTableStore.unavailableReason(.SQLITE_INTERNAL) == "the database failed the request")
 }
+
+extension QueryTests {
+    /// Issue 14, point 2: `$orderby` repeating one text field 900 times took the server to 2.75 GB, and a
+    /// `length(concat(…))` over 256 fields cost 1.6 GB on SQLite — both under the node cap.
+    @Test(arguments: Backend.all) func costlyQueriesAre400NamingTheLimit(_ backend: Backend) async throws {
+        try await Self.withProducts(backend) { client in
+            let repeated = try await client.send(
+                .get, "/tables/Products?$orderby=" + Array(repeating: "name", count: 900).joined(separator: ","))
+            #expect(repeated.status == .badRequest)
+            #expect(repeated.error == "$orderby lists 'name' more than once")
+            let keys = ["name", "price", "count", "inStock", "released", "id", "createdAt", "updatedAt", "version"]
+            let many = try await client.send(.get, "/tables/Products?$orderby=" + keys.joined(separator: ","))
+            #expect(many.error == "$orderby has 9 keys; at most 8 are allowed")
+            let eight = try await client.send(
+                .get, "/tables/Products?$orderby=" + keys.prefix(8).joined(separator: ","))
+            #expect(eight.status == .ok)
+
+            // 256 reads of the field under 255 concats, as a balanced tree (8 levels).
+            var concat = "name"
+            for _ in 0..<8 { concat = "concat(\(concat),\(concat))" }
+            let expensive = try await client.send(
+                .get, "/tables/Products?$filter=" + ODataQuery.percentEncode("length(\(concat)) gt 0"))
+            #expect(expensive.status == .badRequest)
+            #expect(
+                expensive.error?.hasPrefix("$filter asks for too much string work") == true, "\(expensive.error ?? "")")
+            // Ordinary string filters stay well inside the bound.
+            let clauses = (0..<20).map { "contains(name,'x\($0)')" } + ["tolower(concat(name,'s')) eq 'bobs'"]
+            let ordinary = try await client.send(
+                .get, "/tables/Products?$filter=" + ODataQuery.percentEncode(clauses.joined(separator: " or ")))
+            #expect(ordinary.status == .ok)
+            #expect(ordinary.ids.sorted() == ["a", "b"])
+        }
+    }
+}

@@ -43,6 +43,8 @@ public struct SyncServerConfiguration: Sendable {
     public var maxBodySize = 1 << 20
     /// The limits of HTTP connections: how many, and how long and large a request's head and body may be.
     public var connectionLimits = ConnectionLimits()
+    /// The bounds on one query's `$orderby` and `$filter`.
+    public var queryLimits = QueryLimits()
     /// Where the server logs. Default: nowhere (the executable passes its own).
     public var logger = Logger(label: "sync-server", factory: { _ in SwiftLogNoOpLogHandler() })
     /// The registry `GET /metrics` renders; nil answers 404. Default nil.

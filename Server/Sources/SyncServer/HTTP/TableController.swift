@@ -10,6 +10,7 @@ import SyncOData
 struct TableController: Sendable {
     let store: any TableStore
     let maxBodySize: Int
+    let queryLimits: QueryLimits
     let makeID: @Sendable () -> String
 
     func addRoutes(to group: RouterGroup<SyncRequestContext>) {
@@ -29,6 +30,7 @@ struct TableController: Sendable {
         do { query = try ODataQuery(parsing: request.uri.query ?? "") } catch {
             throw APIError.badRequest(error.description)
         }
+        if let refusal = queryLimits.refusal(query) { throw APIError.badRequest(refusal) }
         let configuration = schema.configuration
         if let top = query.top, top > configuration.maxTop {
             throw APIError.badRequest("$top: you cannot request more than \(configuration.maxTop) records")
