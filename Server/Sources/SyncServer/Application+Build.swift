@@ -73,6 +73,7 @@ func buildRouter(_ configuration: SyncServerConfiguration, store: any TableStore
     router.add(middleware: LogRequestsMiddleware(.debug))
     router.add(middleware: UnexpectedErrorMiddleware())
     router.add(middleware: TransferCodingMiddleware())
+    router.add(middleware: MethodNotAllowedMiddleware())
     router.get("health") { _, _ in JSONResponse.make(.ok, ["status": "ok"]) }
     let registry = configuration.metricsRegistry
     router.get("metrics") { _, _ in

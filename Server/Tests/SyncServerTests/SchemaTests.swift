@@ -66,6 +66,25 @@ import Testing
         }
     }
 
+    /// Issue 14, point 10: once widened to double, a column rounded integers past 2^53 silently.
+    @Test(arguments: Backend.all) func aWidenedColumnRefusesIntegersItCannotKeepExactly(_ backend: Backend)
+        async throws
+    {
+        try await Fixture.withServer(backend) { client in
+            _ = try await client.send(.post, "/tables/TodoItem", json: ["id": "a", "weight": 2.5])
+            let exact = try await client.send(
+                .post, "/tables/TodoItem", json: ["id": "b", "weight": 9_007_199_254_740_992])
+            #expect(exact.status == .created)
+            let large = try await client.send(
+                .post, "/tables/TodoItem", json: ["id": "c", "weight": 9_007_199_254_740_993])
+            #expect(large.status == .badRequest)
+            #expect(
+                large.error
+                    == "Invalid item: field 'weight' holds doubles, which keep integers exactly only up to 2^53; "
+                    + "9007199254740993 is larger")
+        }
+    }
+
     @Test(arguments: Backend.all) func aColumnFirstSeenAsNullTakesTheTypeOfItsFirstValue(_ backend: Backend)
         async throws
     {

@@ -62,6 +62,21 @@ import Yams
         }
     }
 
+    /// Issue 14, point 10: a method a path does not take was a 404; the OpenAPI document says 405.
+    @Test func aMethodAPathDoesNotTakeIs405WithAllow() async throws {
+        try await Fixture.withServer(.sqlite) { client in
+            let put = try await client.send(.put, "/tables/TodoItem", json: ["id": "a"])
+            #expect(put.status == .methodNotAllowed)
+            #expect(put.headers[.allow] == "GET, POST")
+            #expect(put.error == "PUT is not allowed here; use GET, POST")
+            let putItem = try await client.send(.put, "/tables/TodoItem/a", json: ["id": "a"])
+            #expect(putItem.headers[.allow] == "GET, PATCH, DELETE, POST")
+            let trace = try await client.send(.trace, "/metrics", versioned: false)
+            #expect(trace.status == .methodNotAllowed)
+            #expect(try await client.send(.get, "/nowhere", versioned: false).status == .notFound)
+        }
+    }
+
     @Test(arguments: Backend.all) func metricsAre404WhenNoRegistryIsConfigured(_ backend: Backend) async throws {
         try await Fixture.withServer(backend) { client in
             let reply = try await client.send(.get, "/metrics", versioned: false)

@@ -75,6 +75,8 @@ import Testing
         [
             ("[1]", "The body must be a JSON object"),
             ("{\"id\": 5}", "Invalid item: 'id' must be a string"),
+            ("{\"version\": {}}", "Invalid item: 'version' must be a string"),
+            ("{\"deleted\": \"no\"}", "Invalid item: 'deleted' must be true or false"),
             ("{\"id\": \"a/b\"}", "Invalid item id: it contains '/'"),
             ("{\"__meta\": 1}", "Invalid item: field '__meta': names starting with '__' are reserved"),
             (

@@ -61,6 +61,21 @@ extension TableController {
         return members
     }
 
+    /// Refuses system properties of the wrong JSON type (the server sets them, but a client that sends
+    /// `"version": {}` has a bug worth hearing about): strings for id, version and the dates, a bool for deleted.
+    func checkSystemProperties(_ fields: [String: JSONValue]) throws {
+        for property in SystemProperty.allCases {
+            guard let value = fields[property.rawValue], value != .null else { continue }
+            let isString = value.stringValue != nil
+            let fits = property == .deleted ? value.boolValue != nil : isString
+            if !fits {
+                throw APIError.badRequest(
+                    "Invalid item: '\(property.rawValue)' must be \(property == .deleted ? "true or false" : "a string")"
+                )
+            }
+        }
+    }
+
     /// The `If-Match` precondition, if any; 400 when malformed.
     func ifMatch(_ request: Request) throws -> Precondition? {
         guard let header = request.headers[.ifMatch] else { return nil }

@@ -65,6 +65,7 @@ struct TableController: Sendable {
     func insert(_ request: Request, _ context: SyncRequestContext) async throws -> Response {
         let schema = try await schema(context)
         var fields = try await body(request)
+        try checkSystemProperties(fields)
         let id: ItemID
         switch fields[SystemProperty.id.rawValue] {
         case nil, .null?:
@@ -82,6 +83,7 @@ struct TableController: Sendable {
     func update(_ request: Request, _ context: SyncRequestContext) async throws -> Response {
         let (schema, id) = try await target(context)
         var fields = try await body(request)
+        try checkSystemProperties(fields)
         // Compared as bytes: two normalizations of one text are two ids (issue 14, point 9).
         if let bodyID = fields[SystemProperty.id.rawValue], bodyID != .null,
             bodyID.stringValue.map({ !$0.utf8.elementsEqual(id.rawValue.utf8) }) ?? true

@@ -95,7 +95,13 @@ extension TableSchema {
                 throw .invalidItem("field '\(field)' holds integers; \(double) is not one")
             }
             return .int(int)
-        case (.double, .int(let int)): return .double(Double(int))
+        case (.double, .int(let int)):
+            // A double holds every integer up to 2^53 exactly; past that it would round silently.
+            guard int.magnitude <= 1 << 53 else {
+                throw .invalidItem(
+                    "field '\(field)' holds doubles, which keep integers exactly only up to 2^53; \(int) is larger")
+            }
+            return .double(Double(int))
         case (.double, .double(let double)): return .double(double)
         case (.bool, .bool(let bool)): return .bool(bool)
         case (.json, .array), (.json, .object): return .text(value.serialized())

@@ -1,0 +1,40 @@
+import HTTPTypes
+import Hummingbird
+
+/// Answers 405 with an `Allow` header, instead of the router's 404, to a method a known path does not
+/// take (`PUT /tables/TodoItem`, `TRACE /metrics`), as the OpenAPI document says.
+struct MethodNotAllowedMiddleware: RouterMiddleware {
+    typealias Context = SyncRequestContext
+
+    func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws
+        -> Response
+    {
+        do {
+            return try await next(request, context)
+        } catch let error as HTTPError where error.status == .notFound {
+            guard let allowed = Self.methods(forPath: request.uri.path), !allowed.contains(request.method) else {
+                throw error
+            }
+            var response = try APIError(
+                .methodNotAllowed, "\(request.method) is not allowed here; use \(Self.list(allowed))"
+            ).response(from: request, context: context)
+            response.headers[.allow] = Self.list(allowed)
+            return response
+        }
+    }
+
+    /// The methods of the route `path` matches, or nil for a path no route has.
+    static func methods(forPath path: String) -> [HTTPRequest.Method]? {
+        let parts = path.split(separator: "/", omittingEmptySubsequences: false).dropFirst()
+        switch (parts.count, parts.first) {
+        case (1, "health"), (1, "metrics"), (1, "openapi.yaml"): return [.get]
+        case (2, "tables") where !parts.last!.isEmpty: return [.get, .post]
+        case (3, "tables") where !parts.dropFirst().contains(""): return [.get, .patch, .delete, .post]
+        default: return nil
+        }
+    }
+
+    static func list(_ methods: [HTTPRequest.Method]) -> String {
+        methods.map(\.rawValue).joined(separator: ", ")
+    }
+}
