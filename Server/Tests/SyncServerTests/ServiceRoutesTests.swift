@@ -62,6 +62,23 @@ import Yams
         }
     }
 
+    /// Issue 14: each refusal counts by its reason.
+    @Test func refusalsCountByReason() async throws {
+        let registry = PrometheusCollectorRegistry()
+        try await withMetricsFactory(PrometheusMetricsFactory(registry: registry)) {
+            try await Fixture.withServer(.sqlite, configure: { $0.metricsRegistry = registry }) { client in
+                _ = try await client.send(.put, "/tables/TodoItem", json: ["id": "a"])
+                _ = try await client.send(.get, "/tables/TodoItem?$orderby=id,id")
+                _ = try await client.send(.get, "/tables/TodoItem", versioned: false)
+                _ = try await client.send(.post, "/tables/TodoItem", body: "{}", headers: [.contentType: "text/plain"])
+                let metrics = try await client.send(.get, "/metrics", versioned: false).text
+                for reason in ["method_not_allowed", "query_cost", "api_version", "unsupported_media_type"] {
+                    #expect(metrics.contains(#"sync_refusals{sync_reason="\#(reason)"} 1"#), "\(reason)")
+                }
+            }
+        }
+    }
+
     /// Issue 14, point 10: a method a path does not take was a 404; the OpenAPI document says 405.
     @Test func aMethodAPathDoesNotTakeIs405WithAllow() async throws {
         try await Fixture.withServer(.sqlite) { client in

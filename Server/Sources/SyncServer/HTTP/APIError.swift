@@ -8,10 +8,15 @@ import SyncCore
 struct APIError: HTTPResponseError {
     let status: HTTPResponse.Status
     let body: JSONValue
+    /// Why, for the `sync_refusals{sync_reason}` metric; nil counts it by its status.
+    var reason: String?
+    /// More response headers (`Allow` for a 405).
+    var headers: HTTPFields = [:]
 
-    init(_ status: HTTPResponse.Status, _ message: String) {
+    init(_ status: HTTPResponse.Status, _ message: String, reason: String? = nil) {
         self.status = status
         body = ["error": .string(message)]
+        self.reason = reason
     }
 
     /// A conflict (409 or 412) whose body is the server's copy of the item.
@@ -20,10 +25,32 @@ struct APIError: HTTPResponseError {
         body = storedItem
     }
 
-    static func badRequest(_ message: String) -> APIError { APIError(.badRequest, message) }
+    static func badRequest(_ message: String, reason: String? = nil) -> APIError {
+        APIError(.badRequest, message, reason: reason)
+    }
+
+    /// The metric's reason: the one given, else one named after the status.
+    var refusalReason: String {
+        if let reason { return reason }
+        switch status {
+        case .badRequest: return "invalid_request"
+        case .notFound: return "not_found"
+        case .methodNotAllowed: return "method_not_allowed"
+        case .conflict: return "conflict"
+        case .preconditionFailed: return "precondition_failed"
+        case .contentTooLarge: return "body_too_large"
+        case .unsupportedMediaType: return "unsupported_media_type"
+        case .notImplemented: return "transfer_coding"
+        case .serviceUnavailable: return "unavailable"
+        default: return "status_\(status.code)"
+        }
+    }
 
     func response(from request: Request, context: some RequestContext) throws -> Response {
-        JSONResponse.make(status, body, eTag: status == .conflict || status == .preconditionFailed ? body.version : nil)
+        var response = JSONResponse.make(
+            status, body, eTag: status == .conflict || status == .preconditionFailed ? body.version : nil)
+        response.headers.append(contentsOf: headers)
+        return response
     }
 }
 

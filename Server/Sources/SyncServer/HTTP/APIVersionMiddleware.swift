@@ -16,24 +16,27 @@ struct APIVersionMiddleware: RouterMiddleware {
         let header = request.headers[Self.headerName]
         let version = header ?? Self.queryVersion(request.uri.query ?? "")
         if header == nil, version != nil, !acceptsQueryForChanges, request.method != .get, request.method != .head {
-            throw APIError.badRequest(
+            throw Self.refusal(
                 "Changes need the ZUMO-API-VERSION header: the query parameter is accepted for reads only, since any "
                     + "web page can make a browser send it")
         }
         guard let version else {
-            throw APIError.badRequest(
+            throw Self.refusal(
                 "The request could not be completed because it needs to specify a ZUMO-API-VERSION of 2.0.0 "
                     + "(header or query parameter)")
         }
         if version.hasPrefix("3.0.") {
-            throw APIError.badRequest(
+            throw Self.refusal(
                 "ZUMO-API-VERSION \(version) (the Datasync protocol) is not supported yet; use 2.0.0")
         }
         guard Self.isSupported(version) else {
-            throw APIError.badRequest("ZUMO-API-VERSION \(version) is not supported; use 2.0.0")
+            throw Self.refusal("ZUMO-API-VERSION \(version) is not supported; use 2.0.0")
         }
         return try await next(request, context)
     }
+
+    /// A 400 counted as an `api_version` refusal.
+    static func refusal(_ message: String) -> APIError { APIError.badRequest(message, reason: "api_version") }
 
     static func isSupported(_ version: String) -> Bool {
         let parts = version.split(separator: ".", omittingEmptySubsequences: false)

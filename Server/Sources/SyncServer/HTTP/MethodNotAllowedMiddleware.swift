@@ -15,11 +15,10 @@ struct MethodNotAllowedMiddleware: RouterMiddleware {
             guard let allowed = Self.methods(forPath: request.uri.path), !allowed.contains(request.method) else {
                 throw error
             }
-            var response = try APIError(
-                .methodNotAllowed, "\(request.method) is not allowed here; use \(Self.list(allowed))"
-            ).response(from: request, context: context)
-            response.headers[.allow] = Self.list(allowed)
-            return response
+            var refusal = APIError(
+                .methodNotAllowed, "\(request.method) is not allowed here; use \(Self.list(allowed))")
+            refusal.headers[.allow] = Self.list(allowed)
+            throw refusal
         }
     }
 

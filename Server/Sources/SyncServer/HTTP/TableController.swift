@@ -30,7 +30,7 @@ struct TableController: Sendable {
         do { query = try ODataQuery(parsing: request.uri.query ?? "") } catch {
             throw APIError.badRequest(error.description)
         }
-        if let refusal = queryLimits.refusal(query) { throw APIError.badRequest(refusal) }
+        if let refusal = queryLimits.refusal(query) { throw APIError.badRequest(refusal, reason: "query_cost") }
         let configuration = schema.configuration
         if let top = query.top, top > configuration.maxTop {
             throw APIError.badRequest("$top: you cannot request more than \(configuration.maxTop) records")

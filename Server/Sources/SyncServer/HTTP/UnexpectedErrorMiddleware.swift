@@ -1,8 +1,10 @@
 import Hummingbird
 import Logging
+import Metrics
 
-/// Turns any error that is not already an HTTP answer into a generic 500 with a JSON body, logged at
-/// `error` level with the request id (Hummingbird's logger carries it).
+/// Counts each refusal in `sync_refusals{sync_reason}`, and turns any error that is not already an HTTP
+/// answer into a generic 500 with a JSON body, logged at `error` level with the request id (Hummingbird's
+/// logger carries it).
 struct UnexpectedErrorMiddleware: RouterMiddleware {
     typealias Context = SyncRequestContext
 
@@ -11,6 +13,9 @@ struct UnexpectedErrorMiddleware: RouterMiddleware {
     {
         do {
             return try await next(request, context)
+        } catch let error as APIError {
+            Counter(label: MetricLabel.refusals, dimensions: [(MetricLabel.reason, error.refusalReason)]).increment()
+            throw error
         } catch let error as any HTTPResponseError {
             throw error
         } catch {
