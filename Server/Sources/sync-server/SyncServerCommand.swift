@@ -77,6 +77,9 @@ struct SyncServerCommand: AsyncParsableCommand {
     @Option(help: "The most string work one $filter may ask for (one per field read by each string function).")
     var maxFilterWork = 100
 
+    @Option(help: "The most bytes of rows in one page (a page ends after the row that passes it).")
+    var maxPageBytes = 8 << 20
+
     func run() async throws {
         guard let level = Logger.Level(rawValue: logLevel) else {
             throw ValidationError("--log-level must be one of trace, debug, info, notice, warning, error, critical")
@@ -110,10 +113,12 @@ struct SyncServerCommand: AsyncParsableCommand {
             configuration.connectionLimits.maxHeaderSize = maxHeaderSize
             configuration.queryLimits.maxOrderByKeys = maxOrderbyKeys
             configuration.queryLimits.maxFilterWork = maxFilterWork
+            configuration.queryLimits.maxPageBytes = maxPageBytes
             for (value, name) in [
                 (configuration.connectionLimits.maxConnections, "--max-connections"),
                 (maxRequestLine, "--max-request-line"), (maxHeaderSize, "--max-header-size"),
-                (maxBodySize, "--max-body-size"),
+                (maxBodySize, "--max-body-size"), (maxOrderbyKeys, "--max-orderby-keys"),
+                (maxFilterWork, "--max-filter-work"), (maxPageBytes, "--max-page-bytes"),
             ] where value < 1 {
                 throw ConfigurationError("\(name) must be at least 1")
             }

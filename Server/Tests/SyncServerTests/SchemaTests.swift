@@ -198,7 +198,7 @@ import Testing
 
         _ = try await writer.insert(["text": "milk", "done": false], id: ItemID("a"), into: table)
 
-        let page = try await reader.query(table, ODataQuery(), limit: 10)
+        let page = try await reader.query(table, ODataQuery(), limit: 10, maxBytes: .max)
         let rows = try JSONValue(parsing: Data(page.itemsJSON))
         #expect(rows.arrayValue?.first?["text"] == "milk")
         #expect(rows.arrayValue?.first?["done"] == false)  // typed by the stored schema: a Boolean, not 0

@@ -17,6 +17,10 @@ public struct QueryLimits: Sendable, Hashable {
     /// since each may copy a whole field per row. Default 100: a filter with 100 `contains(field, '…')`
     /// passes; `length(concat(concat(…)))` over 256 fields (1.6 GB on SQLite) does not.
     public var maxFilterWork = 100
+    /// The most bytes of JSON rows in one page: a page ends after the row that passes it, with a next
+    /// link, so that a page of large rows is not built whole in memory (50 rows of 1 MiB would be one 50 MiB
+    /// body). Default 8 MiB.
+    public var maxPageBytes = 8 << 20
 
     /// The defaults.
     public init() {}

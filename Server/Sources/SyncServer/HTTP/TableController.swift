@@ -36,7 +36,9 @@ struct TableController: Sendable {
             throw APIError.badRequest("$top: you cannot request more than \(configuration.maxTop) records")
         }
         let limit = min(query.top ?? configuration.pageSize, configuration.pageSize)
-        let page = try await perform { try await store.query(schema.name, query, limit: limit) }
+        let page = try await perform {
+            try await store.query(schema.name, query, limit: limit, maxBytes: queryLimits.maxPageBytes)
+        }
         Counter(label: MetricLabel.rowsReturned, dimensions: [(MetricLabel.table, schema.name.canonical)])
             .increment(by: page.itemCount)
         var body = page.itemsJSON

@@ -6,16 +6,19 @@ public import SyncOData
 import SyncSQL
 
 extension PostgresTableStore {
-    public func query(_ table: TableName, _ query: ODataQuery, limit: Int) async throws -> QueryPage {
-        let (page, sawNewColumn) = try await self.page(table, query, limit: limit, schema: try schemas.require(table))
+    public func query(_ table: TableName, _ query: ODataQuery, limit: Int, maxBytes: Int) async throws -> QueryPage {
+        let (page, sawNewColumn) = try await self.page(
+            table, query, limit: limit, maxBytes: maxBytes, schema: try schemas.require(table))
         guard sawNewColumn else { return page }
         // Another instance added a column since this one cached the schema: learn its type, then
         // write the page again so that its values show as that type (a date, not a number).
-        return try await self.page(table, query, limit: limit, schema: try await reloadSchema(of: table)).page
+        return try await self.page(
+            table, query, limit: limit, maxBytes: maxBytes, schema: try await reloadSchema(of: table)
+        ).page
     }
 
-    private func page(_ table: TableName, _ query: ODataQuery, limit: Int, schema: TableSchema) async throws
-        -> (page: QueryPage, sawNewColumn: Bool)
+    private func page(_ table: TableName, _ query: ODataQuery, limit: Int, maxBytes: Int, schema: TableSchema)
+        async throws -> (page: QueryPage, sawNewColumn: Bool)
     {
         var schema = schema
         let translated = { (schema: TableSchema) throws(TableStoreError) in
@@ -48,7 +51,7 @@ extension PostgresTableStore {
             let rows = try await connection.query(
                 PostgresQuery(unsafeSQL: rowsSQL, binds: try Self.bindings(arguments)), logger: logger)
             for try await row in rows {
-                if count == limit {
+                if count == limit || writer.byteCount > maxBytes {
                     hasMore = true
                     break
                 }
@@ -158,6 +161,8 @@ struct RowWriter {
     let select: Set<String>?
     private var json: [UInt8] = [UInt8(ascii: "[")]
     private var order: [(index: Int, key: [UInt8])]?
+    /// The bytes written so far.
+    var byteCount: Int { json.count }
     /// Whether a row had a column the cached schema lacks (the caller then reloads the schema).
     private(set) var sawUnknownColumn = false
 

@@ -5,19 +5,19 @@ import SyncSQL
 import SyncSQLite
 
 extension SQLiteTableStore {
-    public func query(_ table: TableName, _ query: ODataQuery, limit: Int) async throws -> QueryPage {
+    public func query(_ table: TableName, _ query: ODataQuery, limit: Int, maxBytes: Int) async throws -> QueryPage {
         let cached = try schemas.require(table)
         let (page, schema) = try await read { db in
             let schema = try Self.committedSchema(cached, in: db)
-            return (try Self.page(query, limit: limit, schema: schema, in: db), schema)
+            return (try Self.page(query, limit: limit, maxBytes: maxBytes, schema: schema, in: db), schema)
         }
         schemas.publish(schema)
         return page
     }
 
-    private static func page(_ query: ODataQuery, limit: Int, schema: TableSchema, in db: Database) throws
-        -> QueryPage
-    {
+    private static func page(
+        _ query: ODataQuery, limit: Int, maxBytes: Int, schema: TableSchema, in db: Database
+    ) throws -> QueryPage {
         let select = try StoreSQL.selection(query.select, schema: schema)
         let (whereClause, orderBy) = try StoreSQL.clauses(for: query, schema: schema, dialect: .sqlite)
         let (whereSQL, whereArguments) = whereClause.render(for: .sqlite)
@@ -32,7 +32,7 @@ extension SQLiteTableStore {
         var hasMore = false
         let rows = try Row.fetchCursor(db.cachedStatement(sql: rowsSQL), arguments: rowsArguments)
         while let row = try rows.next() {
-            if count == limit {
+            if count == limit || json.count > maxBytes {
                 hasMore = true
                 break
             }

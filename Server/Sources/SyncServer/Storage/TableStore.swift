@@ -26,9 +26,11 @@ public protocol TableStore: Sendable {
     ///   - table: The table.
     ///   - query: The filter, order, skip and selection (its `top` is ignored: use `limit`).
     ///   - limit: The most rows to return.
+    ///   - maxBytes: The most bytes of JSON for the rows: the page ends after the row that passes it (so
+    ///     one row always fits), and says more match.
     /// - Returns: The rows, whether more match, and the total count when the query asks for it.
     /// - Throws: ``TableStoreError``.
-    func query(_ table: TableName, _ query: ODataQuery, limit: Int) async throws -> QueryPage
+    func query(_ table: TableName, _ query: ODataQuery, limit: Int, maxBytes: Int) async throws -> QueryPage
 
     /// One item by id; nil when missing, or soft-deleted and `includeDeleted` is false.
     ///
