@@ -33,7 +33,8 @@ public func buildApplication(
     var postgres: PostgresTableStore?
     switch configuration.database {
     case .sqlite(let path):
-        let sqlite = try SQLiteTableStore(path: path, now: configuration.now, logger: configuration.logger)
+        let sqlite = try SQLiteTableStore(
+            path: path, now: configuration.now, logger: configuration.logger, queryTimeout: configuration.queryTimeout)
         try await sqlite.prepare(configuration.servedTables)
         store = sqlite
     case .postgres(let url):

@@ -32,7 +32,7 @@ struct SyncServerCommand: AsyncParsableCommand {
     @Option(help: "How many seconds to keep retrying an unreachable PostgreSQL server at startup.")
     var databaseWait = 30
 
-    @Option(help: "How many seconds one request's PostgreSQL work may take before it is cancelled (503).")
+    @Option(help: "How many seconds one request's database work may take before it is stopped (503).")
     var queryTimeout = 10.0
 
     @Option(name: .customLong("table"), help: "A table to serve, with a dynamic schema and soft delete (repeatable).")

@@ -272,6 +272,27 @@ extension QueryTests {
     #expect(SQLiteTableStore.unavailableReason(.SQLITE_INTERNAL) == "the database failed the request")
 }
 
+/// Issue 14: a read on SQLite is bounded by the query timeout like a statement on PostgreSQL. Eight reads that
+/// would never end (more than the pool's readers) are each interrupted and answered 503 in our words, and the
+/// store reads at once afterwards: the interrupted reads gave their connections back. Before the fix the first
+/// read ran forever.
+@Test(.timeLimit(.minutes(1))) func endlessSQLiteReadsAreInterruptedAtTheQueryTimeout() async throws {
+    let directory = try TemporaryDirectory()
+    let store = try SQLiteTableStore(path: directory.databasePath, queryTimeout: .milliseconds(300))
+    let endless = "WITH RECURSIVE n(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM n) SELECT count(*) FROM n"
+    try await withThrowingTaskGroup(of: Void.self) { group in
+        for _ in 0..<8 {
+            group.addTask {
+                await #expect(throws: TableStoreError.unavailable(queryTimeoutMessage)) {
+                    try await store.read { db in try Int.fetchOne(db, sql: endless) }
+                }
+            }
+        }
+        try await group.waitForAll()
+    }
+    #expect(try await store.read { db in try Int.fetchOne(db, sql: "SELECT 1") } == 1)
+}
+
 extension QueryTests {
     /// Issue 14, point 2: `$orderby` repeating one text field 900 times took the server to 2.75 GB, and a
     /// `length(concat(…))` over 256 fields cost 1.6 GB on SQLite — both under the node cap.

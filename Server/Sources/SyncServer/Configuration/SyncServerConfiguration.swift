@@ -25,8 +25,9 @@ public struct SyncServerConfiguration: Sendable {
     /// How long a request waits for a PostgreSQL connection before it is answered 503 (while the
     /// database is unreachable, the pool keeps reconnecting in the background). Default 5 s.
     public var databaseTimeout = Duration.seconds(5)
-    /// How long one request's database work may take on PostgreSQL before the database cancels it
-    /// and the request is answered 503 (the connections' `statement_timeout`). Default 10 s.
+    /// How long one request's database work may take before it is stopped and the request answered
+    /// 503: on PostgreSQL, every statement (the connections' `statement_timeout`); on SQLite, every
+    /// read (interrupted), while writes, one short transaction each, are not bounded. Default 10 s.
     public var queryTimeout = Duration.seconds(10)
     /// How PostgreSQL writes take their stamps; `sync-bench` alone changes it, to measure what the
     /// cursor guarantee costs.

@@ -231,7 +231,7 @@ public final class PostgresTableStore: TableStore, Service {
         case "22":  // data exception: overflow, a NUL character in text, …
             return isWrite ? TableStoreError.invalidItem(error.reason) : TableStoreError.invalidQuery(error.reason)
         case "57" where state == "57014":
-            return TableStoreError.unavailable("the request's database work took longer than the query timeout")
+            return TableStoreError.unavailable(queryTimeoutMessage)
         case "08", "57": return TableStoreError.unavailable("the connection to the database was lost")
         case "53": return TableStoreError.unavailable("the database is out of resources (connections, memory or disk)")
         case "40": return TableStoreError.unavailable("the write met another one at the same time; try again")

@@ -22,6 +22,8 @@ public final class SQLiteTableStore: TableStore {
     let pool: DatabasePool
     let now: @Sendable () -> Date
     let logger: Logger
+    /// How long one read may take before it is interrupted.
+    let queryTimeout: Duration
     let schemas = SchemaCache()
 
     /// Opens (or creates) the database file and brings its bookkeeping up to date.
@@ -30,10 +32,12 @@ public final class SQLiteTableStore: TableStore {
     ///   - path: The SQLite file.
     ///   - now: The clock that stamps `createdAt` and `updatedAt`.
     ///   - logger: Where the store logs the database's own words for a failure it answers 503 to.
+    ///   - queryTimeout: How long one read (a query, a lookup) may take before SQLite is interrupted
+    ///     and the request fails with ``TableStoreError/unavailable(_:)``. Default 10 s.
     /// - Throws: ``TableStoreError/unavailable(_:)`` when the file cannot be opened or migrated.
     public init(
         path: String, now: @escaping @Sendable () -> Date = { Date() },
-        logger: Logger = Logger(label: "sync-server.sqlite")
+        logger: Logger = Logger(label: "sync-server.sqlite"), queryTimeout: Duration = .seconds(10)
     ) throws {
         do {
             pool = try openDatabasePool(path: path)
@@ -43,6 +47,7 @@ public final class SQLiteTableStore: TableStore {
         }
         self.now = now
         self.logger = logger
+        self.queryTimeout = queryTimeout
     }
 
     static func reason(_ error: any Error) -> String {
@@ -87,10 +92,24 @@ public final class SQLiteTableStore: TableStore {
         }
     }
 
-    /// Runs a read, mapping database failures to ``TableStoreError``.
+    /// Runs a read, mapping database failures to ``TableStoreError``. A read still running after
+    /// ``queryTimeout`` is interrupted (SQLite stops the statement) and fails with
+    /// ``TableStoreError/unavailable(_:)``; cancelling the caller interrupts it too.
     func read<T: Sendable>(_ body: @escaping @Sendable (Database) throws -> T) async throws -> T {
         do {
-            return try await pool.read(body)
+            return try await withThrowingTaskGroup(of: ReadOutcome<T>.self) { group in
+                group.addTask { .read(try await self.pool.read(body)) }
+                group.addTask {
+                    try await Task.sleep(for: self.queryTimeout)
+                    return .timedOut
+                }
+                // Leaving cancels the other task: GRDB interrupts a cancelled read's statement.
+                defer { group.cancelAll() }
+                guard case .read(let value) = try await group.next()! else {
+                    throw TableStoreError.unavailable(queryTimeoutMessage)
+                }
+                return value
+            }
         } catch let error as TableStoreError {
             throw error
         } catch let error as DatabaseError where error.message == integerOverflowMessage {
@@ -118,4 +137,10 @@ public final class SQLiteTableStore: TableStore {
         default: "the database failed the request"
         }
     }
+}
+
+/// Which of a read and its deadline finished first.
+private enum ReadOutcome<T: Sendable>: Sendable {
+    case read(T)
+    case timedOut
 }

@@ -119,6 +119,9 @@ public struct QueryPage: Sendable {
 }
 
 /// Why a store refused an operation. The HTTP layer turns each case into a status and a body.
+/// Why a request whose database work ran past the query timeout is answered 503, on either store.
+let queryTimeoutMessage = "the request's database work took longer than the query timeout"
+
 public enum TableStoreError: Error, Sendable, Equatable, CustomStringConvertible {
     /// The table is not configured.
     case unknownTable(TableName)
