@@ -1,3 +1,5 @@
+import SyncSQLite
+
 #if canImport(FoundationNetworking)
     import Foundation
     public import FoundationNetworking
@@ -27,7 +29,7 @@ public struct URLSessionTransport: HTTPTransport {
         for (name, value) in request.headers { urlRequest.setValue(value, forHTTPHeaderField: name) }
         let host = request.url.host.map { host in request.url.port.map { "\(host):\($0)" } ?? host } ?? "server"
         do {
-            let (data, response) = try await session.data(for: urlRequest)
+            let (data, response) = try await data(for: urlRequest)
             guard let http = response as? HTTPURLResponse else { throw TransportError(.unreachable, host: host) }
             var headers: [String: String] = [:]
             for (name, value) in http.allHeaderFields {
@@ -45,6 +47,42 @@ public struct URLSessionTransport: HTTPTransport {
             }
         } catch is CancellationError {
             throw TransportError(.cancelled, host: host)
+        }
+    }
+
+    /// `URLSession.data(for:)`, with the session task cancelled away from the thread that cancels the
+    /// Swift task. FoundationNetworking's own version deadlocks when a task is cancelled just as its
+    /// reply completes (swift-corelibs-foundation #5412): the cancelling thread holds the Swift task's
+    /// lock while it waits for the session's queue, and that queue waits for the lock to resume the
+    /// task. Cancelling the Swift task cancels the request, which then throws `URLError(.cancelled)`.
+    private func data(for request: URLRequest) async throws -> (Data, URLResponse) {
+        // The session task once made, and whether cancellation came first.
+        let state = Locked<(task: URLSessionDataTask?, isCancelled: Bool)>((nil, false))
+        return try await withTaskCancellationHandler {
+            try await withCheckedThrowingContinuation { continuation in
+                let task = session.dataTask(with: request) { data, response, error in
+                    if let error {
+                        continuation.resume(throwing: error)
+                    } else if let response {
+                        continuation.resume(returning: (data ?? Data(), response))
+                    } else {
+                        continuation.resume(throwing: URLError(.badServerResponse))
+                    }
+                }
+                let isCancelled = state.withLock { state in
+                    state.task = task
+                    return state.isCancelled
+                }
+                task.resume()
+                if isCancelled { task.cancel() }
+            }
+        } onCancel: {
+            let task = state.withLock { state in
+                state.isCancelled = true
+                return state.task
+            }
+            // Not here: this handler runs under the Swift task's lock.
+            if let task { DispatchQueue.global().async { task.cancel() } }
         }
     }
 }
