@@ -194,17 +194,11 @@ final class LocalPostgres {
     func start() throws {
         let log = try FileHandle(forWritingTo: URL(fileURLWithPath: "\(directory)/server.log"))
         log.seekToEndOfFile()
-        let process = Process()
-        let arguments =
+        let process = Self.process(
             Self.runAs + [
                 "\(binaries)/postgres", "-D", "\(directory)/db", "-h", "127.0.0.1", "-p", "\(port)", "-k", directory,
                 "-c", "fsync=off",
-            ]
-        process.executableURL = URL(fileURLWithPath: arguments[0])
-        process.arguments = Array(arguments.dropFirst())
-        process.standardOutput = log
-        process.standardError = log
-        process.standardInput = FileHandle.nullDevice
+            ], output: log)
         try process.run()
         server = process
         let deadline = ContinuousClock.now + .seconds(30)
@@ -242,17 +236,23 @@ final class LocalPostgres {
         defer { try? FileManager.default.removeItem(at: log) }
         let output = try FileHandle(forWritingTo: log)
         defer { try? output.close() }
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: arguments[0])
-        process.arguments = Array(arguments.dropFirst())
-        process.standardOutput = output
-        process.standardError = output
-        process.standardInput = FileHandle.nullDevice
+        let process = Self.process(arguments, output: output)
         try process.run()
         process.waitUntilExit()
         guard process.terminationStatus == 0 else {
             let text = (try? String(contentsOf: log, encoding: .utf8)) ?? ""
             throw E2EError("\(arguments.joined(separator: " ")) exited \(process.terminationStatus): \(text)")
         }
+    }
+
+    /// A process for `arguments` (the executable first), its output and errors to `output`, no input.
+    static func process(_ arguments: [String], output: FileHandle) -> Process {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: arguments[0])
+        process.arguments = Array(arguments.dropFirst())
+        process.standardOutput = output
+        process.standardError = output
+        process.standardInput = FileHandle.nullDevice
+        return process
     }
 }

@@ -278,7 +278,7 @@ extension QueryTests {
 /// read ran forever.
 @Test(.timeLimit(.minutes(1))) func endlessSQLiteReadsAreInterruptedAtTheQueryTimeout() async throws {
     let directory = try TemporaryDirectory()
-    let store = try SQLiteTableStore(path: directory.databasePath, queryTimeout: .milliseconds(300))
+    let store = try SQLiteTableStore(path: directory.databasePath, queryTimeout: .seconds(2))
     let endless = "WITH RECURSIVE n(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM n) SELECT count(*) FROM n"
     try await withThrowingTaskGroup(of: Void.self) { group in
         for _ in 0..<8 {
