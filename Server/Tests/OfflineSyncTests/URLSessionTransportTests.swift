@@ -4,12 +4,13 @@ import Testing
 @testable import OfflineSync
 
 @Suite struct URLSessionTransportTests {
-    /// Cancelling requests just as their replies complete must not deadlock the process. FoundationNetworking's
-    /// `URLSession.data(for:)` does (swift-corelibs-foundation #5412): the cancelling thread holds the Swift task's
-    /// lock while it waits for the session's queue, and the session's queue waits for that lock to resume the task.
-    /// A CI run hung 14 minutes in four pull tests that way. Here, rounds of 100 requests to a port nothing listens
-    /// on (each fails at once) are cancelled 0.1 ms after they start; every request ends, cancelled or unreachable.
-    /// Before the fix the test process hung within a few rounds.
+    /// Cancelling requests just as their replies complete must neither deadlock nor crash the process. With
+    /// FoundationNetworking's `URLSession.data(for:)` it deadlocked (swift-corelibs-foundation #5412: the cancelling
+    /// thread holds the Swift task's lock while it waits for the session's queue, which waits for that lock to
+    /// resume the task) — a CI run hung 14 minutes in four pull tests, and this test hung in 2 runs of 3; with
+    /// `URLSessionTask.cancel()` sent from another queue, a CI run crashed in it ("a task that is not in the
+    /// registry"). Here, rounds of 100 requests to a port nothing listens on (each fails at once) are cancelled
+    /// 0.1 ms after they start; every request ends, cancelled or unreachable.
     @Test(.timeLimit(.minutes(1))) func cancellingRequestsAsTheyFailDoesNotDeadlock() async throws {
         let transport = URLSessionTransport()
         let url = try #require(URL(string: "http://127.0.0.1:1/tables/TodoItem"))

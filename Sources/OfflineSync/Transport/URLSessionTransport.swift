@@ -50,39 +50,46 @@ public struct URLSessionTransport: HTTPTransport {
         }
     }
 
-    /// `URLSession.data(for:)`, with the session task cancelled away from the thread that cancels the
-    /// Swift task. FoundationNetworking's own version deadlocks when a task is cancelled just as its
-    /// reply completes (swift-corelibs-foundation #5412): the cancelling thread holds the Swift task's
-    /// lock while it waits for the session's queue, and that queue waits for the lock to resume the
-    /// task. Cancelling the Swift task cancels the request, which then throws `URLError(.cancelled)`.
-    private func data(for request: URLRequest) async throws -> (Data, URLResponse) {
-        // The session task once made, and whether cancellation came first.
-        let state = Locked<(task: URLSessionDataTask?, isCancelled: Bool)>((nil, false))
-        return try await withTaskCancellationHandler {
-            try await withCheckedThrowingContinuation { continuation in
-                let task = session.dataTask(with: request) { data, response, error in
-                    if let error {
-                        continuation.resume(throwing: error)
-                    } else if let response {
-                        continuation.resume(returning: (data ?? Data(), response))
-                    } else {
-                        continuation.resume(throwing: URLError(.badServerResponse))
+    #if canImport(FoundationNetworking)
+        /// `URLSession.data(for:)`, without cancelling the session task: FoundationNetworking cannot
+        /// cancel one safely as its reply completes — its own `data(for:)` then deadlocks
+        /// (swift-corelibs-foundation #5412), and `URLSessionTask.cancel()` may crash the process
+        /// ("a task that is not in the registry"). Cancelling the Swift task throws
+        /// `URLError(.cancelled)` at once; the request is left to end by itself (within its timeout)
+        /// and its reply is ignored, as if it were lost.
+        private func data(for request: URLRequest) async throws -> (Data, URLResponse) {
+            // The caller while it waits, and whether it was cancelled before the request started.
+            let state = Locked<(waiter: CheckedContinuation<(Data, URLResponse), any Error>?, isCancelled: Bool)>(
+                (nil, false))
+            return try await withTaskCancellationHandler {
+                try await withCheckedThrowingContinuation { continuation in
+                    let isCancelled = state.withLock { state in
+                        if !state.isCancelled { state.waiter = continuation }
+                        return state.isCancelled
                     }
+                    guard !isCancelled else { return continuation.resume(throwing: URLError(.cancelled)) }
+                    session.dataTask(with: request) { data, response, error in
+                        guard let waiter = state.withLock({ $0.waiter.take() }) else { return }
+                        if let error {
+                            waiter.resume(throwing: error)
+                        } else if let response {
+                            waiter.resume(returning: (data ?? Data(), response))
+                        } else {
+                            waiter.resume(throwing: URLError(.badServerResponse))
+                        }
+                    }.resume()
                 }
-                let isCancelled = state.withLock { state in
-                    state.task = task
-                    return state.isCancelled
+            } onCancel: {
+                let waiter = state.withLock { state in
+                    state.isCancelled = true
+                    return state.waiter.take()
                 }
-                task.resume()
-                if isCancelled { task.cancel() }
+                waiter?.resume(throwing: URLError(.cancelled))
             }
-        } onCancel: {
-            let task = state.withLock { state in
-                state.isCancelled = true
-                return state.task
-            }
-            // Not here: this handler runs under the Swift task's lock.
-            if let task { DispatchQueue.global().async { task.cancel() } }
         }
-    }
+    #else
+        private func data(for request: URLRequest) async throws -> (Data, URLResponse) {
+            try await session.data(for: request)
+        }
+    #endif
 }
