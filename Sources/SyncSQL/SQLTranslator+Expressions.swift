@@ -23,14 +23,9 @@ extension SQLTranslator {
                 type: typed.type == .null ? .integer : typed.type, isNullable: typed.isNullable)
         case .binary(.or, let left, let right):
             if let keyset = try keysetComparison(left, right) { return keyset }
-            return condition(
-                SQLFragment("(") + (try predicate(left)) + SQLFragment(" OR ") + (try predicate(right))
-                    + SQLFragment(")"))
+            return try logicalList(.or, left, right)
         case .binary(let op, let left, let right) where op.isLogical:
-            let keyword = op == .and ? " AND " : " OR "
-            return condition(
-                SQLFragment("(") + (try predicate(left)) + SQLFragment(keyword) + (try predicate(right))
-                    + SQLFragment(")"))
+            return try logicalList(op, left, right)
         case .binary(let op, let left, let right) where op.isComparison:
             return try comparison(op, try value(left), try value(right))
         case .binary(let op, let left, let right):
@@ -38,6 +33,28 @@ extension SQLTranslator {
         case .function(let function, let arguments):
             return try call(function, try arguments.map { (argument) throws(ODataError) in try value(argument) })
         }
+    }
+
+    /// `left op right` for `and`/`or` as one flat list in one pair of parentheses: a left operand with
+    /// the same operator joins the list instead of nesting. (A filter of 100 `or`s was 100 nested
+    /// parentheses, past SQLite's parser stack: a 503 where PostgreSQL answered 200.)
+    private func logicalList(_ op: ODataBinaryOperator, _ left: ODataExpression, _ right: ODataExpression)
+        throws(ODataError) -> TypedSQL
+    {
+        var operands = [right]
+        var rest = left
+        while case .binary(op, let next, let last) = rest {
+            if op == .or, try keysetComparison(next, last) != nil { break }  // rendered as one comparison
+            operands.append(last)
+            rest = next
+        }
+        operands.append(rest)
+        var sql = SQLFragment("(")
+        for (index, operand) in operands.reversed().enumerated() {
+            if index > 0 { sql = sql + SQLFragment(op == .and ? " AND " : " OR ") }
+            sql = sql + (try predicate(operand))
+        }
+        return condition(sql + SQLFragment(")"))
     }
 
     /// A two-valued condition (never `NULL`).

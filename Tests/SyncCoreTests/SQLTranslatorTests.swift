@@ -206,7 +206,7 @@ import Testing
             try ODataExpression(parsing: "startswith(name,'50%_off\\') and id gt 'b' and count div 2 eq 1"))
         let (sql, arguments) = predicate.render(for: .postgres, firstParameterIndex: 3)
         #expect(
-            sql == #"((COALESCE(("name" LIKE $3 ESCAPE '\'), FALSE) AND ("id" COLLATE "C" > $4::text))"#
+            sql == #"(COALESCE(("name" LIKE $3 ESCAPE '\'), FALSE) AND ("id" COLLATE "C" > $4::text)"#
                 + #" AND (("count" / NULLIF($5::bigint, 0)) IS NOT DISTINCT FROM $6::bigint))"#)
         #expect(arguments == [.text("50\\%\\_off\\\\%"), .text("b"), .int(2), .int(1)])
         let orderBy = try translator.orderBy([ODataOrdering("name"), ODataOrdering("count", .descending)])

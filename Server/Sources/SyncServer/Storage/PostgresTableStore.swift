@@ -228,6 +228,8 @@ public final class PostgresTableStore: TableStore, Service {
         switch state.prefix(2) {
         case "22" where state == "22003" && !isWrite:  // bigint out of range, in a filter's arithmetic
             return TableStoreError.invalidQuery(integerOverflowMessage)
+        case "54" where state == "54001" && !isWrite:  // statement too complex (stack depth)
+            return TableStoreError.invalidQuery(tooDeepMessage)
         case "22":  // data exception: overflow, a NUL character in text, …
             return isWrite ? TableStoreError.invalidItem(error.reason) : TableStoreError.invalidQuery(error.reason)
         case "57" where state == "57014":

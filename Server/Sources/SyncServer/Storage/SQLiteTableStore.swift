@@ -114,9 +114,18 @@ public final class SQLiteTableStore: TableStore {
             throw error
         } catch let error as DatabaseError where error.message == integerOverflowMessage {
             throw TableStoreError.invalidQuery(integerOverflowMessage)
+        } catch let error as DatabaseError where Self.isTooDeep(error) {
+            throw TableStoreError.invalidQuery(tooDeepMessage)
         } catch let error as DatabaseError {
             throw unavailable(error)
         }
+    }
+
+    /// Whether SQLite refused a statement for its nesting (its parser's stack, or its expression depth).
+    static func isTooDeep(_ error: DatabaseError) -> Bool {
+        error.resultCode == .SQLITE_ERROR
+            && (error.message == "parser stack overflow"
+                || error.message?.hasPrefix("Expression tree is too large") == true)
     }
 
     /// A database failure as a 503 in our words; SQLite's own text goes to the log, not to clients.

@@ -122,6 +122,10 @@ public struct QueryPage: Sendable {
 /// Why a request whose database work ran past the query timeout is answered 503, on either store.
 let queryTimeoutMessage = "the request's database work took longer than the query timeout"
 
+/// Why a filter the database cannot parse for its nesting is refused (400).
+let tooDeepMessage =
+    "$filter nests too deeply for the database: use fewer parentheses, not or functions inside one another"
+
 public enum TableStoreError: Error, Sendable, Equatable, CustomStringConvertible {
     /// The table is not configured.
     case unknownTable(TableName)
