@@ -179,8 +179,9 @@ extension PostgresTableStore {
             includeDeleted: includeDeleted)
     }
 
-    /// Runs a write transaction that changes a dynamic table's schema. Its first statement takes the
-    /// stamp and locks the table's bookkeeping row, so instances adding the same column take turns;
+    /// Runs a write transaction that changes a dynamic table's schema. It locks the table against other
+    /// writes, then takes the stamp and locks the table's bookkeeping row, so instances adding the same
+    /// column take turns;
     /// `body` gets the stamp and the schema as stored (it may have grown on another instance).
     func lockedWrite<T: Sendable>(
         _ cached: TableSchema,
@@ -191,6 +192,13 @@ extension PostgresTableStore {
             #"UPDATE "__sync_tables" SET "lastStamp" = GREATEST($1, "lastStamp" + 1) WHERE "name" = $2 RETURNING "lastStamp", "columns""#
         let logger = self.logger
         return try await transaction { connection in
+            // The table first, then its bookkeeping row — the order of a one-statement write, whose INSERT
+            // or UPDATE holds the table while its stamp waits for the row. Row first deadlocked with it
+            // when another instance wrote as this one altered the table (PostgreSQL ended one: a 503).
+            try await connection.query(
+                PostgresQuery(
+                    unsafeSQL: "LOCK TABLE \(StoreSQL.quoted(cached.name.canonical)) IN SHARE ROW EXCLUSIVE MODE"),
+                logger: logger)
             let rows = try await connection.query(
                 PostgresQuery(unsafeSQL: sql, binds: try Self.bindings([.int(clock), .text(cached.name.canonical)])),
                 logger: logger)
