@@ -12,7 +12,8 @@ import SyncSQL
 // The bookkeeping row stays locked until the statement commits, so writes to one table commit one
 // after another in stamp order, on every instance (docs/postgres-cursor.md). A single statement
 // holds that lock for no network round trip at all. Writes that change a dynamic table's schema
-// take the longer path: a transaction that locks the row first, then alters the table.
+// take the longer path: a transaction that locks the table, then the row, then alters the table —
+// the table before the row, as a one-statement write takes them.
 
 extension PostgresTableStore {
     public func insert(_ fields: [String: JSONValue], id: ItemID, into table: TableName) async throws -> JSONValue {
