@@ -29,6 +29,7 @@ public func buildApplication(
     _ configuration: SyncServerConfiguration,
     onServerRunning: @escaping @Sendable (_ port: Int) async -> Void = { _ in }
 ) async throws -> some ApplicationProtocol {
+    try configuration.validate()
     let store: any TableStore
     var postgres: PostgresTableStore?
     switch configuration.database {
@@ -44,7 +45,8 @@ public func buildApplication(
             stamping: configuration.postgresStamping)
         store = postgres!
     }
-    let router = try buildRouter(configuration, store: store)
+    let router = try await buildRouter(configuration, store: store)
+    logAccess(configuration)
     let limits = configuration.connectionLimits
     var app = Application(
         router: router,
@@ -67,25 +69,58 @@ public func buildApplication(
     return app
 }
 
+/// Says in one line at startup who may use the tables: a warning when anyone on the network may.
+func logAccess(_ configuration: SyncServerConfiguration) {
+    let logger = configuration.logger
+    guard let auth = configuration.auth else {
+        let message: Logger.Message =
+            "No auth is configured: anyone who reaches \(configuration.host):\(configuration.port) may read and write every table"
+        if ["127.0.0.1", "::1", "localhost"].contains(configuration.host) {
+            logger.notice(message)
+        } else {
+            logger.warning("\(message) — set an auth section or \(AuthConfiguration.secretVariable)")
+        }
+        return
+    }
+    let keys = [auth.hs256Secret.map { _ in "HS256" }, auth.jwksFile.map { "RS256/ES256 keys of \($0)" }].compactMap {
+        $0
+    }
+    let perUser = configuration.servedTables.filter(\.perUser).map(\.name.rawValue)
+    logger.notice(
+        "Tables need tokens (\(keys.joined(separator: " and "))) unless configured otherwise; per-user tables: \(perUser.isEmpty ? "none" : perUser.joined(separator: ", "))"
+    )
+}
+
 /// The server's routes and middleware.
-func buildRouter(_ configuration: SyncServerConfiguration, store: any TableStore) throws -> Router<SyncRequestContext> {
+func buildRouter(_ configuration: SyncServerConfiguration, store: any TableStore) async throws
+    -> Router<SyncRequestContext>
+{
     let router = Router(context: SyncRequestContext.self)
     router.add(middleware: MetricsMiddleware())
     router.add(middleware: LogRequestsMiddleware(.debug))
+    if let cors = configuration.cors { router.add(middleware: CORSMiddleware(configuration: cors)) }
     router.add(middleware: UnexpectedErrorMiddleware())
     router.add(middleware: TransferCodingMiddleware())
     router.add(middleware: MethodNotAllowedMiddleware())
+    if let auth = configuration.auth {
+        router.add(
+            middleware: AuthenticationMiddleware(verifier: try await TokenVerifier(auth, now: configuration.now)))
+    }
     router.get("health") { _, _ in JSONResponse.make(.ok, ["status": "ok"]) }
     let registry = configuration.metricsRegistry
-    router.get("metrics") { _, _ in
+    let metricsAccess = configuration.auth?.metrics ?? .anonymous
+    let openAPIAccess = configuration.auth?.openAPI ?? .anonymous
+    router.get("metrics") { _, context in
+        try Authorization.check(metricsAccess, caller: context.caller, what: "Reading the metrics")
         guard let registry else { throw APIError(.notFound, "Metrics are not enabled on this server") }
         return Response(
             status: .ok, headers: [.contentType: "text/plain; version=0.0.4; charset=utf-8"],
             body: .init(byteBuffer: ByteBuffer(bytes: registry.emitToBuffer())))
     }
     let openAPI = try OpenAPIDocument.load()
-    router.get("openapi.yaml") { _, _ in
-        Response(
+    router.get("openapi.yaml") { _, context in
+        try Authorization.check(openAPIAccess, caller: context.caller, what: "Reading the OpenAPI document")
+        return Response(
             status: .ok, headers: [.contentType: "application/yaml; charset=utf-8"],
             body: .init(byteBuffer: ByteBuffer(string: openAPI)))
     }
@@ -96,7 +131,7 @@ func buildRouter(_ configuration: SyncServerConfiguration, store: any TableStore
     }
     TableController(
         store: store, maxBodySize: configuration.maxBodySize, queryLimits: configuration.queryLimits,
-        makeID: configuration.makeID
+        makeID: configuration.makeID, authenticates: configuration.auth != nil
     )
     .addRoutes(to: tables)
     return router

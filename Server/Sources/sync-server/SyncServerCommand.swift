@@ -12,8 +12,58 @@ struct SyncServerCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "sync-server",
         abstract: "Serve sync tables over HTTP (Azure Mobile Apps 2.0.0 protocol).",
-        discussion:
-            "With no --table and no --config, serves the tutorial's TodoItem table (dynamic schema, soft delete)."
+        subcommands: [Serve.self, Token.self],
+        defaultSubcommand: Serve.self
+    )
+}
+
+/// `sync-server token`: a development token, signed with the server's HS256 secret.
+struct Token: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Print an HS256 token for a user, signed with the server's secret (for development and tests).",
+        discussion: "The secret comes from --secret or $\(AuthConfiguration.secretVariable)."
+    )
+
+    @Option(help: "The user's id (the token's sub).")
+    var sub: String
+
+    @Option(help: "The server's hs256Secret (default: $\(AuthConfiguration.secretVariable)).")
+    var secret: String?
+
+    @Option(help: "How many seconds the token is valid.")
+    var ttl = 3600
+
+    @Option(help: "The iss claim, when the server checks one.")
+    var issuer: String?
+
+    @Option(help: "The aud claim, when the server checks one.")
+    var audience: String?
+
+    @Option(name: .customLong("role"), help: "A role for the roles claim (repeatable).")
+    var roles: [String] = []
+
+    func run() async throws {
+        guard let secret = secret ?? ProcessInfo.processInfo.environment[AuthConfiguration.secretVariable] else {
+            throw ValidationError("give the server's secret: --secret or $\(AuthConfiguration.secretVariable)")
+        }
+        guard ttl > 0 else { throw ValidationError("--ttl must be at least 1 second") }
+        guard secret.utf8.count >= 32 else { throw ValidationError("the secret must be at least 32 bytes") }
+        let token = try await makeHS256Token(
+            subject: sub, secret: secret, lifetime: .seconds(ttl), issuer: issuer, audience: audience,
+            roles: Set(roles))
+        print(token)
+    }
+}
+
+/// `sync-server serve` (the default): runs the server.
+struct Serve: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Serve sync tables over HTTP (the default command).",
+        discussion: """
+            With no --table and no --config, serves the tutorial's TodoItem table (dynamic schema, soft delete). \
+            Tokens are checked when the configuration file has an auth section or $\(AuthConfiguration.secretVariable) \
+            is set.
+            """
     )
 
     @Option(help: "The address to listen on.")
@@ -38,7 +88,10 @@ struct SyncServerCommand: AsyncParsableCommand {
     @Option(name: .customLong("table"), help: "A table to serve, with a dynamic schema and soft delete (repeatable).")
     var tables: [String] = []
 
-    @Option(help: "A JSON or YAML file describing the tables (softDelete, pageSize, maxTop, columns).")
+    @Option(
+        help:
+            "A JSON or YAML file describing the tables (softDelete, pageSize, maxTop, columns, perUser, access), auth and cors."
+    )
     var config: String?
 
     @Option(help: "trace, debug, info, notice, warning, error or critical.")
@@ -124,13 +177,25 @@ struct SyncServerCommand: AsyncParsableCommand {
             }
             configuration.tables = try tables.map { try TableConfiguration(name: $0) }
             if let config {
-                let fromFile = try TableConfiguration.load(from: URL(fileURLWithPath: config))
+                let file = try ConfigurationFile(contentsOf: URL(fileURLWithPath: config))
                 let named = Set(configuration.tables.map(\.name.canonical))
-                if let clash = fromFile.first(where: { named.contains($0.name.canonical) }) {
+                if let clash = file.tables.first(where: { named.contains($0.name.canonical) }) {
                     throw ConfigurationError("table '\(clash.name)' is given both by --table and in \(config)")
                 }
-                configuration.tables += fromFile
+                configuration.tables += file.tables
+                configuration.auth = file.auth
+                configuration.cors = file.cors
             }
+            if let secret = ProcessInfo.processInfo.environment[AuthConfiguration.secretVariable], !secret.isEmpty {
+                if configuration.auth?.hs256Secret != nil {
+                    throw ConfigurationError(
+                        "the HS256 secret is given both in \(config ?? "the configuration") and in $\(AuthConfiguration.secretVariable)"
+                    )
+                }
+                configuration.auth = configuration.auth ?? AuthConfiguration()
+                configuration.auth?.hs256Secret = secret
+            }
+            try configuration.validate()
         } catch let error as ConfigurationError {
             throw ValidationError(error.message)
         }

@@ -12,7 +12,7 @@ import Testing
                          "columns": {"text": "string", "complete": "bool"}},
                         {"name": "Logs", "softDelete": false}]}
             """
-        let tables = try TableConfiguration.tables(from: try TableConfiguration.parseDocument(json, isYAML: false))
+        let tables = try ConfigurationFile(document: try ConfigurationFile.parseDocument(json, isYAML: false)).tables
         #expect(tables.map(\.name.rawValue) == ["TodoItem", "Logs"])
         #expect(tables[0].columns == ["text": .string, "complete": .bool])
         #expect(tables[1].softDelete == false)
@@ -33,7 +33,7 @@ import Testing
               weight: double
               count: int
         """.write(to: url, atomically: true, encoding: .utf8)
-        let tables = try TableConfiguration.load(from: url)
+        let tables = try ConfigurationFile(contentsOf: url).tables
         #expect(tables.count == 1)
         #expect(tables[0].pageSize == 20)
         #expect(tables[0].columns == ["text": .string, "due": .date, "weight": .double, "count": .integer])
@@ -63,14 +63,14 @@ import Testing
     ])
     func refusesUnknownKeysAndBadValuesNamingThem(json: String, message: String) throws {
         let error = #expect(throws: ConfigurationError.self) {
-            try TableConfiguration.tables(from: try TableConfiguration.parseDocument(json, isYAML: false))
+            try ConfigurationFile(document: try ConfigurationFile.parseDocument(json, isYAML: false)).tables
         }
         #expect(error?.message == message)
     }
 
     @Test func namesTheFileWhenItCannotBeRead() throws {
         let error = #expect(throws: ConfigurationError.self) {
-            try TableConfiguration.load(from: URL(fileURLWithPath: "/nonexistent/tables.json"))
+            try ConfigurationFile(contentsOf: URL(fileURLWithPath: "/nonexistent/tables.json"))
         }
         #expect(error?.message == "/nonexistent/tables.json: cannot read the file")
     }
@@ -92,6 +92,62 @@ import Testing
         for bad in ["postgres://db.local/app", "postgres:///app", "postgres://u@db/app?sslmode=verify-full"] {
             #expect(throws: ConfigurationError.self, "\(bad)") { try DatabaseURL(parsing: bad) }
         }
+    }
+
+    @Test func readsAuthCORSAndAccessFromTheFile() throws {
+        let json = """
+            {"auth": {"hs256Secret": "0123456789abcdef0123456789abcdef", "audience": "app", "clockSkewSeconds": 30,
+                      "metrics": {"roles": ["ops"]}},
+             "cors": {"allowedOrigins": ["https://app.example.com"]},
+             "tables": [{"name": "TodoItem", "perUser": true, "access": {"delete": "disabled"}},
+                        {"name": "Board", "access": "anonymous"}]}
+            """
+        let file = try ConfigurationFile(document: try ConfigurationFile.parseDocument(json, isYAML: false))
+        #expect(file.auth?.audience == "app" && file.auth?.clockSkew == .seconds(30))
+        #expect(file.auth?.metrics == .restricted(subjects: [], roles: ["ops"]))
+        #expect(file.cors?.allowedOrigins == ["https://app.example.com"])
+        #expect(file.tables[0].perUser && file.tables[0].access == [.delete: .disabled])
+        #expect(file.tables[1].access.count == 4 && file.tables[1].access.values.allSatisfy { $0 == .anonymous })
+    }
+
+    @Test(arguments: [
+        (
+            #"{"tables": [{"name": "T", "perUser": true}]}"#,
+            "table 'T': perUser needs an auth section (or SYNC_AUTH_HS256_SECRET)"
+        ),
+        (
+            #"{"tables": [{"name": "T", "access": "authenticated"}]}"#,
+            "table 'T': read needs signed-in callers, but no auth is configured"
+        ),
+        (
+            #"{"auth": {"hs256Secret": "0123456789abcdef0123456789abcdef"}, "tables": [{"name": "T", "perUser": true, "access": {"read": "anonymous"}}]}"#,
+            "table 'T': a perUser table's rows belong to signed-in users; read cannot be anonymous"
+        ),
+        (#"{"auth": {"hs256Secret": "short"}}"#, "auth: hs256Secret must be at least 32 bytes (RFC 7518 §3.2)"),
+        (
+            #"{"auth": {"issuer": "x"}}"#,
+            "auth: set hs256Secret (or SYNC_AUTH_HS256_SECRET) or jwksFile, or tokens cannot be checked"
+        ),
+        (#"{"auth": {"hs256Secret": "0123456789abcdef0123456789abcdef", "secret": 1}}"#, "auth: unknown key 'secret'"),
+        (
+            #"{"cors": {"allowedOrigins": ["app.example.com"]}}"#,
+            "cors: 'app.example.com' is not an origin: write scheme://host[:port], as in https://app.example.com"
+        ),
+        (
+            #"{"tables": [{"name": "T", "access": "everyone"}]}"#,
+            #"table 'T' access: an access is anonymous, authenticated, disabled or {"subjects": [...], "roles": [...]}"#
+        ),
+    ])
+    func refusesSettingsThatDoNotFitTogether(json: String, message: String) throws {
+        let error = #expect(throws: ConfigurationError.self) {
+            let file = try ConfigurationFile(document: try ConfigurationFile.parseDocument(json, isYAML: false))
+            var configuration = SyncServerConfiguration()
+            configuration.tables = file.tables
+            configuration.auth = file.auth
+            configuration.cors = file.cors
+            try configuration.validate()
+        }
+        #expect(error?.message == message)
     }
 
     @Test func servesTodoItemWhenNoTableIsConfigured() {

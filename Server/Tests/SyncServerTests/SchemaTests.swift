@@ -171,12 +171,13 @@ import Testing
     }
 
     @Test func theLimitsAreSettingsOfTheConfigurationFile() throws {
-        let tables = try TableConfiguration.tables(
-            from: JSONValue(parsing: #"{"tables": [{"name": "T", "maxColumns": 40, "maxNewColumnsPerWrite": 4}]}"#))
+        let tables = try ConfigurationFile(
+            document: JSONValue(parsing: #"{"tables": [{"name": "T", "maxColumns": 40, "maxNewColumnsPerWrite": 4}]}"#)
+        ).tables
         #expect(tables.first?.maxColumns == 40)
         #expect(tables.first?.maxNewColumnsPerWrite == 4)
         #expect(throws: ConfigurationError.self) {
-            try TableConfiguration.tables(from: JSONValue(parsing: #"{"tables": [{"name": "T", "maxColumns": 5000}]}"#))
+            try ConfigurationFile(document: JSONValue(parsing: #"{"tables": [{"name": "T", "maxColumns": 5000}]}"#))
         }
     }
 }
@@ -196,17 +197,17 @@ import Testing
         try await writer.prepare([configuration])
         try await reader.prepare([configuration])  // caches the table before it has a "text" column
 
-        _ = try await writer.insert(["text": "milk", "done": false], id: ItemID("a"), into: table)
+        _ = try await writer.insert(["text": "milk", "done": false], id: ItemID("a"), into: table, owner: nil)
 
-        let page = try await reader.query(table, ODataQuery(), limit: 10, maxBytes: .max)
+        let page = try await reader.query(table, ODataQuery(), owner: nil, limit: 10, maxBytes: .max)
         let rows = try JSONValue(parsing: Data(page.itemsJSON))
         #expect(rows.arrayValue?.first?["text"] == "milk")
         #expect(rows.arrayValue?.first?["done"] == false)  // typed by the stored schema: a Boolean, not 0
-        #expect(try await reader.item(ItemID("a"), in: table, includeDeleted: false)?["text"] == "milk")
+        #expect(try await reader.item(ItemID("a"), in: table, owner: nil, includeDeleted: false)?["text"] == "milk")
         let updated = try await reader.update(
-            ItemID("a"), with: ["done": true], in: table, precondition: nil, includeDeleted: false)
+            ItemID("a"), with: ["done": true], in: table, owner: nil, precondition: nil, includeDeleted: false)
         #expect(updated["text"] == "milk")
-        let deleted = try await reader.delete(ItemID("a"), from: table, precondition: nil)
+        let deleted = try await reader.delete(ItemID("a"), from: table, owner: nil, precondition: nil)
         #expect(deleted["text"] == "milk")
     }
 }

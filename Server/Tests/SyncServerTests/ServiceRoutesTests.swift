@@ -14,7 +14,7 @@ import Yams
     @Test func everyRegisteredRouteIsInTheOpenAPIDocument() async throws {
         let directory = try TemporaryDirectory()
         let configuration = Fixture.configuration(.sqlite(path: directory.databasePath))
-        let router = try buildRouter(configuration, store: try SQLiteTableStore(path: directory.databasePath))
+        let router = try await buildRouter(configuration, store: try SQLiteTableStore(path: directory.databasePath))
         let document = try #require(try Yams.load(yaml: try OpenAPIDocument.load()) as? [String: Any])
         let paths = try #require(document["paths"] as? [String: Any])
         let registered = router.routes.map { route in

@@ -48,6 +48,10 @@ public struct SyncServerConfiguration: Sendable {
     public var queryLimits = QueryLimits()
     /// Where the server logs. Default: nowhere (the executable passes its own).
     public var logger = Logger(label: "sync-server", factory: { _ in SwiftLogNoOpLogHandler() })
+    /// How callers prove who they are; nil serves everyone (the server says so at startup). Default nil.
+    public var auth: AuthConfiguration?
+    /// Which web pages of other origins may call the server; nil allows none. Default nil.
+    public var cors: CORSConfiguration?
     /// The registry `GET /metrics` renders; nil answers 404. Default nil.
     public var metricsRegistry: PrometheusCollectorRegistry?
     /// The clock that stamps `createdAt` and `updatedAt`. Default: the system clock.
@@ -60,6 +64,37 @@ public struct SyncServerConfiguration: Sendable {
 
     /// The tables actually served: ``tables``, or `TodoItem` when none are configured.
     public var servedTables: [TableConfiguration] { tables.isEmpty ? [.todoItem] : tables }
+
+    /// Checks that the settings fit together: a table that needs signed-in callers needs ``auth``, and a
+    /// per-user table cannot be read or written anonymously.
+    ///
+    /// - Throws: ``ConfigurationError`` naming the table and the setting.
+    public func validate() throws {
+        try auth?.validate()
+        try cors?.validate()
+        for table in servedTables {
+            let label = "table '\(table.name)'"
+            if auth == nil {
+                if table.perUser {
+                    throw ConfigurationError(
+                        "\(label): perUser needs an auth section (or \(AuthConfiguration.secretVariable))")
+                }
+                if let operation = TableOperation.allCases.first(where: { table.access[$0]?.needsCaller == true }) {
+                    throw ConfigurationError(
+                        "\(label): \(operation.rawValue) needs signed-in callers, but no auth is configured")
+                }
+            }
+            if table.perUser,
+                let operation = TableOperation.allCases.first(where: {
+                    table.access($0, authenticates: true) == .anonymous
+                })
+            {
+                throw ConfigurationError(
+                    "\(label): a perUser table's rows belong to signed-in users; \(operation.rawValue) cannot be anonymous"
+                )
+            }
+        }
+    }
 }
 
 /// Where the server keeps its tables.

@@ -25,6 +25,13 @@ public struct TableConfiguration: Sendable, Hashable {
     public var maxColumns = 250
     /// The most new fields one write may add to a dynamic table; more is a 400. Default 20.
     public var maxNewColumnsPerWrite = 20
+    /// Whether each row belongs to the user who inserted it: the server stamps the caller's `sub` into a
+    /// read-only `userId` column and scopes every read and write to the caller's rows. Needs
+    /// ``SyncServerConfiguration/auth``. Default false.
+    public var perUser = false
+    /// Who may do each operation; an operation not listed takes the server's default (any signed-in user
+    /// when ``SyncServerConfiguration/auth`` is set, anyone otherwise). Default: none listed.
+    public var access: [TableOperation: Access] = [:]
 
     /// The tutorial's table: `TodoItem`, dynamic schema, soft delete.
     public static let todoItem = TableConfiguration(validName: TableName(rawValue: "TodoItem")!)
@@ -52,6 +59,19 @@ public struct TableConfiguration: Sendable, Hashable {
         try validate()
     }
 
+    /// The server-managed column of a per-user table that holds each row's owner (the `sub` of its inserter).
+    public static let ownerColumn = "userId"
+
+    /// The access of `operation`: the table's own, else the server's default.
+    ///
+    /// - Parameters:
+    ///   - operation: The operation.
+    ///   - authenticates: Whether the server checks tokens (then the default is ``Access/authenticated``).
+    /// - Returns: Who may do it.
+    func access(_ operation: TableOperation, authenticates: Bool) -> Access {
+        access[operation] ?? (authenticates ? .authenticated : .anonymous)
+    }
+
     private init(validName: TableName) {
         name = validName
         softDelete = true
@@ -73,6 +93,10 @@ public struct TableConfiguration: Sendable, Hashable {
         guard (1...1500).contains(maxColumns) else { throw ConfigurationError("\(label): maxColumns is 1 to 1500") }
         guard (1...maxColumns).contains(maxNewColumnsPerWrite) else {
             throw ConfigurationError("\(label): maxNewColumnsPerWrite is 1 to maxColumns")
+        }
+        if perUser, columns?[Self.ownerColumn] != nil {
+            throw ConfigurationError(
+                "\(label): a perUser table keeps its owner in '\(Self.ownerColumn)'; rename that column")
         }
         for (column, type) in columns ?? [:] {
             if let reason = FieldName.validate(column) {

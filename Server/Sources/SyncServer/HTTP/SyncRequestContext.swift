@@ -4,6 +4,8 @@ public import Hummingbird
 public struct SyncRequestContext: RequestContext {
     /// Hummingbird's storage for the context (logger, parameters, coders, request id).
     public var coreContext: CoreRequestContextStorage
+    /// Who called, when the request carried a valid token (see ``AuthConfiguration``); nil otherwise.
+    public var caller: Caller?
 
     /// Creates the context of a request.
     ///

@@ -29,6 +29,28 @@ extension TableController {
         do { return (schema, try ItemID(text)) } catch { throw APIError.badRequest("\(error)") }
     }
 
+    /// Checks that the caller may do `operation` on the table (401, 403 or 405 otherwise), and returns the
+    /// owner to scope a per-user table's rows to: the caller's subject (nil for other tables).
+    func authorize(_ operation: TableOperation, _ schema: TableSchema, _ context: SyncRequestContext) throws
+        -> String?
+    {
+        let configuration = schema.configuration
+        let isItem = context.parameters.get("id") != nil
+        let methods: [(HTTPRequest.Method, TableOperation)] =
+            isItem
+            ? [(.get, .read), (.patch, .update), (.delete, .delete), (.post, .update)]
+            : [(.get, .read), (.post, .insert)]
+        try Authorization.check(
+            configuration.access(operation, authenticates: authenticates), caller: context.caller,
+            what: "\(Self.verbs[operation]!) \(schema.name)",
+            allowed: methods.filter { configuration.access($0.1, authenticates: authenticates) != .disabled }.map(\.0))
+        return configuration.perUser ? context.caller?.subject : nil
+    }
+
+    private static let verbs: [TableOperation: String] = [
+        .read: "Reading", .insert: "Inserting into", .update: "Updating", .delete: "Deleting from",
+    ]
+
     /// The request body as a JSON object: 413 past the size limit, 400 when it is not an object.
     func body(_ request: Request) async throws -> [String: JSONValue] {
         // Only JSON: a web page can make a browser send a text/plain body anywhere, not an application/json one.
@@ -106,6 +128,9 @@ extension TableController {
             case .alreadyExists(let stored):
                 countConflict(table)
                 throw APIError(conflict: .conflict, storedItem: stored)
+            case .idTaken:
+                countConflict(table)
+                throw APIError(.conflict, error.description)
             case .preconditionFailed(let stored):
                 countConflict(table)
                 throw APIError(conflict: conflictStatus, storedItem: stored)

@@ -12,6 +12,8 @@ struct TableController: Sendable {
     let maxBodySize: Int
     let queryLimits: QueryLimits
     let makeID: @Sendable () -> String
+    /// Whether the server checks tokens (then tables need signed-in callers unless configured otherwise).
+    let authenticates: Bool
 
     func addRoutes(to group: RouterGroup<SyncRequestContext>) {
         group.get("{name}") { request, context in try await query(request, context) }
@@ -26,6 +28,7 @@ struct TableController: Sendable {
 
     func query(_ request: Request, _ context: SyncRequestContext) async throws -> Response {
         let schema = try await schema(context)
+        let owner = try authorize(.read, schema, context)
         let query: ODataQuery
         do { query = try ODataQuery(parsing: request.uri.query ?? "") } catch {
             throw APIError.badRequest(error.description)
@@ -37,7 +40,7 @@ struct TableController: Sendable {
         }
         let limit = min(query.top ?? configuration.pageSize, configuration.pageSize)
         let page = try await perform {
-            try await store.query(schema.name, query, limit: limit, maxBytes: queryLimits.maxPageBytes)
+            try await store.query(schema.name, query, owner: owner, limit: limit, maxBytes: queryLimits.maxPageBytes)
         }
         Counter(label: MetricLabel.rowsReturned, dimensions: [(MetricLabel.table, schema.name.canonical)])
             .increment(by: page.itemCount)
@@ -55,9 +58,12 @@ struct TableController: Sendable {
 
     func read(_ request: Request, _ context: SyncRequestContext) async throws -> Response {
         let (schema, id) = try await target(context)
+        let owner = try authorize(.read, schema, context)
         let includeDeleted = try includesDeleted(request)
         guard
-            let item = try await perform({ try await store.item(id, in: schema.name, includeDeleted: includeDeleted) })
+            let item = try await perform({
+                try await store.item(id, in: schema.name, owner: owner, includeDeleted: includeDeleted)
+            })
         else {
             throw APIError(.notFound, TableStoreError.notFound.description)
         }
@@ -66,6 +72,7 @@ struct TableController: Sendable {
 
     func insert(_ request: Request, _ context: SyncRequestContext) async throws -> Response {
         let schema = try await schema(context)
+        let owner = try authorize(.insert, schema, context)
         var fields = try await body(request)
         try checkSystemProperties(fields)
         let id: ItemID
@@ -78,12 +85,15 @@ struct TableController: Sendable {
             throw APIError.badRequest("Invalid item: 'id' must be a string")
         }
         fields[SystemProperty.id.rawValue] = nil
-        let item = try await perform(table: schema.name) { try await store.insert(fields, id: id, into: schema.name) }
+        let item = try await perform(table: schema.name) {
+            try await store.insert(fields, id: id, into: schema.name, owner: owner)
+        }
         return JSONResponse.item(.created, item, location: itemURL(request, id: id))
     }
 
     func update(_ request: Request, _ context: SyncRequestContext) async throws -> Response {
         let (schema, id) = try await target(context)
+        let owner = try authorize(.update, schema, context)
         var fields = try await body(request)
         try checkSystemProperties(fields)
         // Compared as bytes: two normalizations of one text are two ids (issue 14, point 9).
@@ -104,25 +114,28 @@ struct TableController: Sendable {
         let includeDeleted = try includesDeleted(request)
         let item = try await perform(table: schema.name, conflictStatus: fromHeader ? .preconditionFailed : .conflict) {
             try await store.update(
-                id, with: fields, in: schema.name, precondition: precondition, includeDeleted: includeDeleted)
+                id, with: fields, in: schema.name, owner: owner, precondition: precondition,
+                includeDeleted: includeDeleted)
         }
         return JSONResponse.item(.ok, item)
     }
 
     func delete(_ request: Request, _ context: SyncRequestContext) async throws -> Response {
         let (schema, id) = try await target(context)
+        let owner = try authorize(.delete, schema, context)
         let precondition = try ifMatch(request)
         let item = try await perform(table: schema.name) {
-            try await store.delete(id, from: schema.name, precondition: precondition)
+            try await store.delete(id, from: schema.name, owner: owner, precondition: precondition)
         }
         return JSONResponse.item(.ok, item)
     }
 
     func undelete(_ request: Request, _ context: SyncRequestContext) async throws -> Response {
         let (schema, id) = try await target(context)
+        let owner = try authorize(.update, schema, context)
         let precondition = try ifMatch(request)
         let item = try await perform(table: schema.name) {
-            try await store.undelete(id, in: schema.name, precondition: precondition)
+            try await store.undelete(id, in: schema.name, owner: owner, precondition: precondition)
         }
         return JSONResponse.item(.ok, item)
     }

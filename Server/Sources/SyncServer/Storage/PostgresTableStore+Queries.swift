@@ -6,25 +6,27 @@ public import SyncOData
 import SyncSQL
 
 extension PostgresTableStore {
-    public func query(_ table: TableName, _ query: ODataQuery, limit: Int, maxBytes: Int) async throws -> QueryPage {
+    public func query(_ table: TableName, _ query: ODataQuery, owner: String?, limit: Int, maxBytes: Int) async throws
+        -> QueryPage
+    {
         let (page, sawNewColumn) = try await self.page(
-            table, query, limit: limit, maxBytes: maxBytes, schema: try schemas.require(table))
+            table, query, owner: owner, limit: limit, maxBytes: maxBytes, schema: try schemas.require(table))
         guard sawNewColumn else { return page }
         // Another instance added a column since this one cached the schema: learn its type, then
         // write the page again so that its values show as that type (a date, not a number).
         return try await self.page(
-            table, query, limit: limit, maxBytes: maxBytes, schema: try await reloadSchema(of: table)
+            table, query, owner: owner, limit: limit, maxBytes: maxBytes, schema: try await reloadSchema(of: table)
         ).page
     }
 
-    private func page(_ table: TableName, _ query: ODataQuery, limit: Int, maxBytes: Int, schema: TableSchema)
-        async throws -> (page: QueryPage, sawNewColumn: Bool)
-    {
+    private func page(
+        _ table: TableName, _ query: ODataQuery, owner: String?, limit: Int, maxBytes: Int, schema: TableSchema
+    ) async throws -> (page: QueryPage, sawNewColumn: Bool) {
         var schema = schema
         let translated = { (schema: TableSchema) throws(TableStoreError) in
             (
                 select: try StoreSQL.selection(query.select, schema: schema),
-                clauses: try StoreSQL.clauses(for: query, schema: schema, dialect: .postgres)
+                clauses: try StoreSQL.clauses(for: query, schema: schema, owner: owner, dialect: .postgres)
             )
         }
         let select: Set<String>?
@@ -69,7 +71,9 @@ extension PostgresTableStore {
         }
     }
 
-    public func item(_ id: ItemID, in table: TableName, includeDeleted: Bool) async throws -> JSONValue? {
+    public func item(_ id: ItemID, in table: TableName, owner: String?, includeDeleted: Bool) async throws
+        -> JSONValue?
+    {
         var schema = try schemas.require(table)
         let logger = self.logger
         let read = { @Sendable (schema: TableSchema) in
@@ -82,7 +86,9 @@ extension PostgresTableStore {
             schema = try await reloadSchema(of: table)  // a column another instance added: learn its type
             item = try await read(schema)
         }
-        guard let item, !item.isDeleted || includeDeleted else { return nil }
+        guard let item, !item.isDeleted || includeDeleted, StoreSQL.isVisible(item, to: owner, schema: schema) else {
+            return nil
+        }
         return item
     }
 

@@ -23,7 +23,18 @@ extension PostgresTableStore {
                 "lastStamp" bigint NOT NULL DEFAULT 0
             )
             """
-        )
+        ),
+        (
+            2, "owner stamps",
+            """
+            CREATE TABLE "__sync_owner_stamps" (
+                "table" text COLLATE "C" NOT NULL,
+                "owner" text COLLATE "C" NOT NULL,
+                "lastStamp" bigint NOT NULL,
+                PRIMARY KEY ("table", "owner")
+            )
+            """
+        ),
     ]
 
     public func prepare(_ tables: [TableConfiguration]) async throws {
@@ -115,6 +126,25 @@ extension PostgresTableStore {
                 try await addColumn(column, type, to: name, on: connection, logger: logger)
             }
             schema.columns[column] = type
+        }
+        if configuration.perUser {
+            let owner = TableConfiguration.ownerColumn
+            switch schema.columns[owner] {
+            case nil:
+                try await addColumn(owner, .string, to: name, on: connection, logger: logger)
+                schema.columns[owner] = .string
+            case .string?: break
+            case let type?:
+                throw TableStoreError.unavailable(
+                    "table '\(configuration.name)' has a '\(owner)' column of type \(type.rawValue); a perUser table needs it as text"
+                )
+            }
+            // The owner-scoped pull: the owner's rows in cursor order (owners compared as bytes, as the stamps' rows).
+            try await connection.query(
+                PostgresQuery(
+                    unsafeSQL: "CREATE INDEX IF NOT EXISTS \(StoreSQL.quoted(name + "_owner")) ON \(table) "
+                        + "(\(StoreSQL.quoted(owner)), \"updatedAt\", \"id\")"),
+                logger: logger)
         }
         try await save(schema, on: connection, logger: logger)
         return schema

@@ -16,25 +16,37 @@ import SyncSQL
 // the table before the row, as a one-statement write takes them.
 
 extension PostgresTableStore {
-    public func insert(_ fields: [String: JSONValue], id: ItemID, into table: TableName) async throws -> JSONValue {
+    public func insert(_ fields: [String: JSONValue], id: ItemID, into table: TableName, owner: String?) async throws
+        -> JSONValue
+    {
         let cached = try schemas.require(table)
+        let owner = try StoreSQL.writeOwner(owner, schema: cached)
+        let fields = StoreSQL.withoutOwner(fields, schema: cached)
         if let plan = try? cached.plan(fields), !plan.changesSchema {
-            let columns = StoreSQL.systemColumns + plan.values.map(\.column)
+            let first = Self.stampParameterCount(cached) + 1
+            let columns =
+                StoreSQL.systemColumns + plan.values.map(\.column)
+                + (owner.map { _ in [TableConfiguration.ownerColumn] } ?? [])
             let values = [SQLValue.text(id.rawValue)] + plan.values.map(\.value)
             let selected =
-                ["$3", #""__stamp"."lastStamp""#, #""__stamp"."lastStamp""#, Self.versionSQL, "FALSE"]
-                + (0..<plan.values.count).map { "$\($0 + 4)" }
+                ["$\(first)", #""__stamp"."lastStamp""#, #""__stamp"."lastStamp""#, Self.versionSQL, "FALSE"]
+                + (0..<plan.values.count).map { "$\($0 + first + 1)" }
+                + (owner.map { _ in [Self.ownerParameter] } ?? [])
             let sql =
-                "\(stampCTE) INSERT INTO \(StoreSQL.quoted(cached.name.canonical)) "
+                "\(stampCTE(cached)) INSERT INTO \(StoreSQL.quoted(cached.name.canonical)) "
                 + "(\(columns.map(StoreSQL.quoted).joined(separator: ", "))) "
                 + "SELECT \(selected.joined(separator: ", ")) FROM \"__stamp\" ON CONFLICT (\"id\") DO NOTHING RETURNING *"
-            if let item = try await writeStatement(sql, values, table: cached) { return item }
-            throw TableStoreError.alreadyExists(try await item(id, in: table, includeDeleted: true) ?? .null)
+            if let item = try await writeStatement(sql, values, table: cached, owner: owner) { return item }
+            guard let existing = try await item(id, in: table, owner: nil, includeDeleted: true) else {
+                throw TableStoreError.alreadyExists(.null)
+            }
+            guard StoreSQL.isVisible(existing, to: owner, schema: cached) else { throw TableStoreError.idTaken }
+            throw TableStoreError.alreadyExists(existing)
         }
-        let (item, schema) = try await lockedWrite(cached) { connection, stamp, stored, logger in
+        let (item, schema) = try await lockedWrite(cached, owner: owner) { connection, stamp, stored, logger in
             let (plan, schema) = try await Self.applySchemaChanges(
                 for: fields, schema: stored, on: connection, logger: logger)
-            let (columns, values) = StoreSQL.insertion(id: id, stamp: stamp, plan: plan)
+            let (columns, values) = StoreSQL.insertion(id: id, stamp: stamp, plan: plan, owner: owner)
             let placeholders = (1...values.count).map { "$\($0)" }.joined(separator: ", ")
             let rows = try await connection.query(
                 PostgresQuery(
@@ -44,6 +56,7 @@ extension PostgresTableStore {
                     binds: try Self.bindings(values)), logger: logger)
             for try await row in rows { return (try Self.item(from: row, schema: schema), schema) }
             let existing = try await Self.item(id, schema: schema, on: connection, logger: logger)
+            if let existing, !StoreSQL.isVisible(existing, to: owner, schema: schema) { throw TableStoreError.idTaken }
             throw TableStoreError.alreadyExists(existing ?? .null)
         }
         schemas.publish(schema)
@@ -51,20 +64,23 @@ extension PostgresTableStore {
     }
 
     public func update(
-        _ id: ItemID, with fields: [String: JSONValue], in table: TableName, precondition: Precondition?,
-        includeDeleted: Bool
+        _ id: ItemID, with fields: [String: JSONValue], in table: TableName, owner: String?,
+        precondition: Precondition?, includeDeleted: Bool
     ) async throws -> JSONValue {
         let cached = try schemas.require(table)
+        let owner = try StoreSQL.writeOwner(owner, schema: cached)
+        let fields = StoreSQL.withoutOwner(fields, schema: cached)
         if let plan = try? cached.plan(fields), !plan.changesSchema {
-            let assignments = plan.values.enumerated().map { "\(StoreSQL.quoted($1.column)) = $\($0 + 3)" }
+            let first = Self.stampParameterCount(cached) + 1
+            let assignments = plan.values.enumerated().map { "\(StoreSQL.quoted($1.column)) = $\($0 + first)" }
             return try await conditionalUpdate(
-                id, in: cached, set: assignments, values: plan.values.map(\.value), precondition: precondition,
-                includeDeleted: includeDeleted)
+                id, in: cached, owner: owner, set: assignments, values: plan.values.map(\.value),
+                precondition: precondition, includeDeleted: includeDeleted)
         }
-        let (item, schema) = try await lockedWrite(cached) { connection, stamp, stored, logger in
+        let (item, schema) = try await lockedWrite(cached, owner: owner) { connection, stamp, stored, logger in
             _ = try StoreSQL.checked(
-                try await Self.item(id, schema: stored, on: connection, logger: logger), precondition: precondition,
-                includeDeleted: includeDeleted)
+                try await Self.item(id, schema: stored, on: connection, logger: logger), schema: stored, owner: owner,
+                precondition: precondition, includeDeleted: includeDeleted)
             let (plan, schema) = try await Self.applySchemaChanges(
                 for: fields, schema: stored, on: connection, logger: logger)
             var assignments = ["\"updatedAt\" = $1", "\"version\" = $2"]
@@ -87,84 +103,117 @@ extension PostgresTableStore {
         return item
     }
 
-    public func delete(_ id: ItemID, from table: TableName, precondition: Precondition?) async throws -> JSONValue {
+    public func delete(_ id: ItemID, from table: TableName, owner: String?, precondition: Precondition?) async throws
+        -> JSONValue
+    {
         let schema = try schemas.require(table)
+        let owner = try StoreSQL.writeOwner(owner, schema: schema)
         guard schema.configuration.softDelete else {
             var sql = "DELETE FROM \(StoreSQL.quoted(schema.name.canonical)) WHERE \"id\" = $1"
             var values: [SQLValue] = [.text(id.rawValue)]
             if case .version(let version) = precondition {
                 values.append(.text(version.rawValue))
-                sql += " AND \"version\" = $2"
+                sql += " AND \"version\" = $\(values.count)"
+            }
+            if let owner {
+                values.append(.text(owner))
+                sql += " AND \(StoreSQL.quoted(TableConfiguration.ownerColumn)) = $\(values.count)"
             }
             let logger = self.logger
             let deleted = try await withConnection(isWrite: true) { [sql, values] connection in
                 try await Self.returning(sql + " RETURNING *", values, schema: schema, on: connection, logger: logger)
             }
             if let deleted { return deleted }
-            return try await explainMiss(id, in: schema, precondition: precondition, includeDeleted: false)
+            return try await explainMiss(
+                id, in: schema, owner: owner, precondition: precondition, includeDeleted: false)
         }
         return try await conditionalUpdate(
-            id, in: schema, set: ["\"deleted\" = TRUE"], values: [], precondition: precondition, includeDeleted: false)
+            id, in: schema, owner: owner, set: ["\"deleted\" = TRUE"], values: [], precondition: precondition,
+            includeDeleted: false)
     }
 
-    public func undelete(_ id: ItemID, in table: TableName, precondition: Precondition?) async throws -> JSONValue {
+    public func undelete(_ id: ItemID, in table: TableName, owner: String?, precondition: Precondition?) async throws
+        -> JSONValue
+    {
         let schema = try schemas.require(table)
+        let owner = try StoreSQL.writeOwner(owner, schema: schema)
         return try await conditionalUpdate(
-            id, in: schema, set: ["\"deleted\" = FALSE"], values: [], precondition: precondition, includeDeleted: true,
-            extraCondition: "\"deleted\"", onMiss: { current in current.isDeleted ? nil : current })
+            id, in: schema, owner: owner, set: ["\"deleted\" = FALSE"], values: [], precondition: precondition,
+            includeDeleted: true, extraCondition: "\"deleted\"",
+            onMiss: { current in current.isDeleted ? nil : current })
     }
 
-    /// The `stamp` CTE: the table's next stamp as `$1`, `$2` (the clock, the table's name).
-    var stampCTE: String {
+    /// The `stamp` CTE of a write to `schema`: its next stamp, from `$1` (the clock), `$2` (the table's name)
+    /// and, for a per-user table, `$3` (the owner).
+    func stampCTE(_ schema: TableSchema) -> String {
         switch stamping {
-        case .serialized:
+        case .serialized where schema.configuration.perUser:
+            #"WITH "__stamp" AS (INSERT INTO "__sync_owner_stamps" AS "s" ("table", "owner", "lastStamp") VALUES ($2, $3, $1) "#
+                + #"ON CONFLICT ("table", "owner") DO UPDATE SET "lastStamp" = GREATEST($1, "s"."lastStamp" + 1) RETURNING "lastStamp")"#
+        case .serialized, .tableRow:
             #"WITH "__stamp" AS (UPDATE "__sync_tables" SET "lastStamp" = GREATEST($1, "lastStamp" + 1) WHERE "name" = $2 RETURNING "lastStamp")"#
         case .clockOnly:
             #"WITH "__stamp" AS (SELECT $1::bigint AS "lastStamp", $2::text AS "name")"#
         }
     }
 
+    /// How many parameters come before a stamped statement's own: the clock, the table's name, and the
+    /// owner of a per-user table's row (``ownerParameter``).
+    static func stampParameterCount(_ schema: TableSchema) -> Int {
+        schema.configuration.perUser ? 3 : 2
+    }
+
+    /// The parameter that holds the owner in a stamped write to a per-user table.
+    static let ownerParameter = "$3"
+
     /// SQL for the version of the row stamped `"__stamp"."lastStamp"`, as ``StoreSQL/version(_:)`` writes it.
     static let versionSQL = #"encode(int8send("__stamp"."lastStamp"), 'base64')"#
 
-    /// Runs one stamped write statement (`$1` the clock, `$2` the table, then `values`) and returns the
-    /// row it wrote, or nil when it matched none.
-    func writeStatement(_ sql: String, _ values: [SQLValue], table: TableSchema) async throws -> JSONValue? {
+    /// Runs one stamped write statement (`$1` the clock, `$2` the table, `$3` the owner of a per-user table's
+    /// row, then `values`) and returns the row it wrote, or nil when it matched none.
+    func writeStatement(_ sql: String, _ values: [SQLValue], table: TableSchema, owner: String?) async throws
+        -> JSONValue?
+    {
         let clock = WireDate(now()).millisecondsSince1970
         let logger = self.logger
-        return try await withConnection(isWrite: true) { connection in
-            try await Self.returning(
-                sql, [.int(clock), .text(table.name.canonical)] + values, schema: table, on: connection,
-                logger: logger)
+        var parameters: [SQLValue] = [.int(clock), .text(table.name.canonical)]
+        if table.configuration.perUser { parameters.append(owner.map(SQLValue.text) ?? .null) }
+        return try await withConnection(isWrite: true) { [parameters] connection in
+            try await Self.returning(sql, parameters + values, schema: table, on: connection, logger: logger)
         }
     }
 
-    /// Updates a row in one stamped statement when it exists, is visible, satisfies the precondition
-    /// and `extraCondition`; otherwise says why not: `onMiss` gets the stored item when none of the
-    /// standard reasons (404, 412) apply, and returns what to answer, or nil to try again.
+    /// Updates a row in one stamped statement when it exists, is visible to `owner`, satisfies the precondition
+    /// and `extraCondition`; otherwise says why not: `onMiss` gets the stored item when none of the standard
+    /// reasons (404, 412) apply, and returns what to answer, or nil to try again. `assignments` number their
+    /// values from ``stampParameterCount(_:)`` + 1.
     func conditionalUpdate(
-        _ id: ItemID, in schema: TableSchema, set assignments: [String], values: [SQLValue],
+        _ id: ItemID, in schema: TableSchema, owner: String?, set assignments: [String], values: [SQLValue],
         precondition: Precondition?, includeDeleted: Bool, extraCondition: String? = nil,
         onMiss: (JSONValue) -> JSONValue? = { _ in nil }
     ) async throws -> JSONValue {
+        let base = Self.stampParameterCount(schema)
         var values = values
-        var conditions = ["\"t\".\"id\" = $\(values.count + 3)"]
         values.append(.text(id.rawValue))
+        var conditions = ["\"t\".\"id\" = $\(values.count + base)"]
         if !includeDeleted { conditions.append("NOT \"t\".\"deleted\"") }
         if case .version(let version) = precondition {
             values.append(.text(version.rawValue))
-            conditions.append("\"t\".\"version\" = $\(values.count + 2)")
+            conditions.append("\"t\".\"version\" = $\(values.count + base)")
+        }
+        if owner != nil {
+            conditions.append("\"t\".\(StoreSQL.quoted(TableConfiguration.ownerColumn)) = \(Self.ownerParameter)")
         }
         if let extraCondition { conditions.append("\"t\".\(extraCondition)") }
         let sql =
-            "\(stampCTE) UPDATE \(StoreSQL.quoted(schema.name.canonical)) AS \"t\" SET "
+            "\(stampCTE(schema)) UPDATE \(StoreSQL.quoted(schema.name.canonical)) AS \"t\" SET "
             + (assignments + [#""updatedAt" = "__stamp"."lastStamp""#, "\"version\" = \(Self.versionSQL)"])
             .joined(separator: ", ")
             + " FROM \"__stamp\" WHERE \(conditions.joined(separator: " AND ")) RETURNING \"t\".*"
         for _ in 0..<3 {
-            if let item = try await writeStatement(sql, values, table: schema) { return item }
+            if let item = try await writeStatement(sql, values, table: schema, owner: owner) { return item }
             let current = try await explainMiss(
-                id, in: schema, precondition: precondition, includeDeleted: includeDeleted)
+                id, in: schema, owner: owner, precondition: precondition, includeDeleted: includeDeleted)
             if let answer = onMiss(current) { return answer }
         }
         throw TableStoreError.unavailable("the item kept changing during the write; try again")
@@ -172,26 +221,27 @@ extension PostgresTableStore {
 
     /// Why a conditional write matched no row: ``TableStoreError/notFound`` or
     /// ``TableStoreError/preconditionFailed(_:)``; otherwise the stored item (it changed meanwhile).
-    func explainMiss(_ id: ItemID, in schema: TableSchema, precondition: Precondition?, includeDeleted: Bool)
-        async throws -> JSONValue
-    {
+    func explainMiss(
+        _ id: ItemID, in schema: TableSchema, owner: String?, precondition: Precondition?, includeDeleted: Bool
+    ) async throws -> JSONValue {
         try StoreSQL.checked(
-            try await item(id, in: schema.name, includeDeleted: true), precondition: precondition,
-            includeDeleted: includeDeleted)
+            try await item(id, in: schema.name, owner: nil, includeDeleted: true), schema: schema, owner: owner,
+            precondition: precondition, includeDeleted: includeDeleted)
     }
 
     /// Runs a write transaction that changes a dynamic table's schema. It locks the table against other
-    /// writes, then takes the stamp and locks the table's bookkeeping row, so instances adding the same
-    /// column take turns;
+    /// writes, then locks the table's bookkeeping row, so instances adding the same column take turns, and
+    /// takes the stamp (from the owner's row of a per-user table);
     /// `body` gets the stamp and the schema as stored (it may have grown on another instance).
     func lockedWrite<T: Sendable>(
-        _ cached: TableSchema,
+        _ cached: TableSchema, owner: String?,
         _ body: @escaping @Sendable (PostgresConnection, Int64, TableSchema, Logger) async throws -> T
     ) async throws -> T {
         let clock = WireDate(now()).millisecondsSince1970
         let sql =
             #"UPDATE "__sync_tables" SET "lastStamp" = GREATEST($1, "lastStamp" + 1) WHERE "name" = $2 RETURNING "lastStamp", "columns""#
         let logger = self.logger
+        let ownerStamp = stamping == .serialized && cached.configuration.perUser ? owner : nil
         return try await transaction { connection in
             // The table first, then its bookkeeping row — the order of a one-statement write, whose INSERT
             // or UPDATE holds the table while its stamp waits for the row. Row first deadlocked with it
@@ -203,9 +253,20 @@ extension PostgresTableStore {
             let rows = try await connection.query(
                 PostgresQuery(unsafeSQL: sql, binds: try Self.bindings([.int(clock), .text(cached.name.canonical)])),
                 logger: logger)
-            for try await (stamp, columns) in rows.decode((Int64, String).self) {
+            for try await (tableStamp, columns) in rows.decode((Int64, String).self) {
                 var stored = cached
                 stored.columns = try Self.columns(from: columns)
+                var stamp = tableStamp
+                if let ownerStamp {
+                    let owned = try await connection.query(
+                        PostgresQuery(
+                            unsafeSQL:
+                                #"INSERT INTO "__sync_owner_stamps" AS "s" ("table", "owner", "lastStamp") VALUES ($2, $3, $1) "#
+                                + #"ON CONFLICT ("table", "owner") DO UPDATE SET "lastStamp" = GREATEST($1, "s"."lastStamp" + 1) RETURNING "lastStamp""#,
+                            binds: try Self.bindings([.int(clock), .text(cached.name.canonical), .text(ownerStamp)])),
+                        logger: logger)
+                    for try await value in owned.decode(Int64.self) { stamp = value }
+                }
                 return try await body(connection, stamp, stored, logger)
             }
             throw TableStoreError.unknownTable(cached.name)

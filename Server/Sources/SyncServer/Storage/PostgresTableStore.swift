@@ -42,8 +42,13 @@ public final class PostgresTableStore: TableStore, Service {
 
     /// How writes take their `updatedAt`.
     package enum Stamping: Sendable, Hashable {
-        /// Under the table's bookkeeping row lock, strictly increasing in commit order (the default).
+        /// Under the table's bookkeeping row lock — for a per-user table, under the owner's row of
+        /// `__sync_owner_stamps`, so that users do not wait for each other — strictly increasing in commit
+        /// order (the default).
         case serialized
+        /// Under the table's bookkeeping row lock even for per-user tables: `sync-bench` alone uses it, to
+        /// show what the per-user lock saves.
+        case tableRow
         /// The clock alone, with no lock: what the original servers did. It breaks the cursor
         /// guarantee and exists only so that `sync-bench` can measure what the guarantee costs.
         case clockOnly

@@ -5,21 +5,24 @@ import SyncSQL
 import SyncSQLite
 
 extension SQLiteTableStore {
-    public func query(_ table: TableName, _ query: ODataQuery, limit: Int, maxBytes: Int) async throws -> QueryPage {
+    public func query(_ table: TableName, _ query: ODataQuery, owner: String?, limit: Int, maxBytes: Int) async throws
+        -> QueryPage
+    {
         let cached = try schemas.require(table)
         let (page, schema) = try await read { db in
             let schema = try Self.committedSchema(cached, in: db)
-            return (try Self.page(query, limit: limit, maxBytes: maxBytes, schema: schema, in: db), schema)
+            let page = try Self.page(query, owner: owner, limit: limit, maxBytes: maxBytes, schema: schema, in: db)
+            return (page, schema)
         }
         schemas.publish(schema)
         return page
     }
 
     private static func page(
-        _ query: ODataQuery, limit: Int, maxBytes: Int, schema: TableSchema, in db: Database
+        _ query: ODataQuery, owner: String?, limit: Int, maxBytes: Int, schema: TableSchema, in db: Database
     ) throws -> QueryPage {
         let select = try StoreSQL.selection(query.select, schema: schema)
-        let (whereClause, orderBy) = try StoreSQL.clauses(for: query, schema: schema, dialect: .sqlite)
+        let (whereClause, orderBy) = try StoreSQL.clauses(for: query, schema: schema, owner: owner, dialect: .sqlite)
         let (whereSQL, whereArguments) = whereClause.render(for: .sqlite)
         let name = StoreSQL.quoted(schema.name.canonical)
         let rowsSQL =
@@ -51,12 +54,15 @@ extension SQLiteTableStore {
         return QueryPage(itemsJSON: json, itemCount: count, hasMore: hasMore, totalCount: total)
     }
 
-    public func item(_ id: ItemID, in table: TableName, includeDeleted: Bool) async throws -> JSONValue? {
+    public func item(_ id: ItemID, in table: TableName, owner: String?, includeDeleted: Bool) async throws
+        -> JSONValue?
+    {
         let cached = try schemas.require(table)
         return try await read { db in
             let schema = try Self.committedSchema(cached, in: db)
             guard let row = try Self.row(id, schema: schema, in: db) else { return nil }
             let item = Self.item(from: row, schema: schema)
+            guard StoreSQL.isVisible(item, to: owner, schema: schema) else { return nil }
             return item.isDeleted && !includeDeleted ? nil : item
         }
     }

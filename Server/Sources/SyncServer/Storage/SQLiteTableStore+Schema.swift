@@ -31,6 +31,23 @@ extension SQLiteTableStore {
             }
             schema.columns[name] = type
         }
+        if configuration.perUser {
+            let owner = TableConfiguration.ownerColumn
+            switch schema.columns[owner] {
+            case nil:
+                try db.execute(sql: "ALTER TABLE \(table) ADD COLUMN \(StoreSQL.quoted(owner)) TEXT")
+                schema.columns[owner] = .string
+            case .string?: break
+            case let type?:
+                throw TableStoreError.unavailable(
+                    "table '\(configuration.name)' has a '\(owner)' column of type \(type.rawValue); a perUser table needs it as text"
+                )
+            }
+            // The owner-scoped pull: the owner's rows in cursor order.
+            try db.execute(
+                sql: "CREATE INDEX IF NOT EXISTS \(StoreSQL.quoted(configuration.name.canonical + "_owner")) "
+                    + "ON \(table) (\(StoreSQL.quoted(owner)), \"updatedAt\", \"id\")")
+        }
         try save(schema, in: db)
         return schema
     }

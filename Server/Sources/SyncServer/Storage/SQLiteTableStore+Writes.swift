@@ -5,18 +5,24 @@ import SyncSQL
 import SyncSQLite
 
 extension SQLiteTableStore {
-    public func insert(_ fields: [String: JSONValue], id: ItemID, into table: TableName) async throws -> JSONValue {
+    public func insert(_ fields: [String: JSONValue], id: ItemID, into table: TableName, owner: String?) async throws
+        -> JSONValue
+    {
         let known = try schemas.require(table)
+        let owner = try StoreSQL.writeOwner(owner, schema: known)
+        let fields = StoreSQL.withoutOwner(fields, schema: known)
         let now = self.now
         let (item, schema) = try await write { db in
             var schema = try Self.committedSchema(known, in: db)
             let plan = try schema.plan(fields)
             if let existing = try Self.row(id, schema: schema, in: db) {
-                throw TableStoreError.alreadyExists(Self.item(from: existing, schema: schema))
+                let item = Self.item(from: existing, schema: schema)
+                guard StoreSQL.isVisible(item, to: owner, schema: schema) else { throw TableStoreError.idTaken }
+                throw TableStoreError.alreadyExists(item)
             }
             if plan.changesSchema { schema = try Self.applySchemaChanges(plan, to: schema, in: db) }
             let stamp = try Self.nextStamp(for: schema, now: now, in: db)
-            let (columns, values) = StoreSQL.insertion(id: id, stamp: stamp, plan: plan)
+            let (columns, values) = StoreSQL.insertion(id: id, stamp: stamp, plan: plan, owner: owner)
             try db.execute(
                 sql:
                     "INSERT INTO \(StoreSQL.quoted(schema.name.canonical)) (\(columns.map(StoreSQL.quoted).joined(separator: ", "))) "
@@ -29,15 +35,18 @@ extension SQLiteTableStore {
     }
 
     public func update(
-        _ id: ItemID, with fields: [String: JSONValue], in table: TableName, precondition: Precondition?,
-        includeDeleted: Bool
+        _ id: ItemID, with fields: [String: JSONValue], in table: TableName, owner: String?,
+        precondition: Precondition?, includeDeleted: Bool
     ) async throws -> JSONValue {
         let known = try schemas.require(table)
+        let owner = try StoreSQL.writeOwner(owner, schema: known)
+        let fields = StoreSQL.withoutOwner(fields, schema: known)
         let now = self.now
         let (item, schema) = try await write { db in
             var schema = try Self.committedSchema(known, in: db)
             let plan = try schema.plan(fields)
-            _ = try Self.checked(id, schema: schema, precondition: precondition, includeDeleted: includeDeleted, in: db)
+            _ = try Self.checked(
+                id, schema: schema, owner: owner, precondition: precondition, includeDeleted: includeDeleted, in: db)
             if plan.changesSchema { schema = try Self.applySchemaChanges(plan, to: schema, in: db) }
             let stamp = try Self.nextStamp(for: schema, now: now, in: db)
             var assignments = ["\"updatedAt\" = ?", "\"version\" = ?"]
@@ -56,13 +65,16 @@ extension SQLiteTableStore {
         return item
     }
 
-    public func delete(_ id: ItemID, from table: TableName, precondition: Precondition?) async throws -> JSONValue {
+    public func delete(_ id: ItemID, from table: TableName, owner: String?, precondition: Precondition?) async throws
+        -> JSONValue
+    {
         let cached = try schemas.require(table)
+        let owner = try StoreSQL.writeOwner(owner, schema: cached)
         let now = self.now
         return try await write { db in
             let schema = try Self.committedSchema(cached, in: db)
             let current = try Self.checked(
-                id, schema: schema, precondition: precondition, includeDeleted: false, in: db)
+                id, schema: schema, owner: owner, precondition: precondition, includeDeleted: false, in: db)
             let name = StoreSQL.quoted(schema.name.canonical)
             guard schema.configuration.softDelete else {
                 try db.execute(sql: "DELETE FROM \(name) WHERE \"id\" = ?", arguments: [id.rawValue])
@@ -76,12 +88,16 @@ extension SQLiteTableStore {
         }
     }
 
-    public func undelete(_ id: ItemID, in table: TableName, precondition: Precondition?) async throws -> JSONValue {
+    public func undelete(_ id: ItemID, in table: TableName, owner: String?, precondition: Precondition?) async throws
+        -> JSONValue
+    {
         let cached = try schemas.require(table)
+        let owner = try StoreSQL.writeOwner(owner, schema: cached)
         let now = self.now
         return try await write { db in
             let schema = try Self.committedSchema(cached, in: db)
-            let current = try Self.checked(id, schema: schema, precondition: precondition, includeDeleted: true, in: db)
+            let current = try Self.checked(
+                id, schema: schema, owner: owner, precondition: precondition, includeDeleted: true, in: db)
             guard current.isDeleted else { return current }
             let stamp = try Self.nextStamp(for: schema, now: now, in: db)
             try db.execute(
@@ -92,13 +108,15 @@ extension SQLiteTableStore {
         }
     }
 
-    /// The stored item, after checking that it exists (a tombstone only with `includeDeleted`) and
-    /// satisfies the precondition.
+    /// The stored item, after checking that it exists (a tombstone only with `includeDeleted`), is `owner`'s,
+    /// and satisfies the precondition.
     static func checked(
-        _ id: ItemID, schema: TableSchema, precondition: Precondition?, includeDeleted: Bool, in db: Database
+        _ id: ItemID, schema: TableSchema, owner: String?, precondition: Precondition?, includeDeleted: Bool,
+        in db: Database
     ) throws -> JSONValue {
         let stored = try row(id, schema: schema, in: db).map { item(from: $0, schema: schema) }
-        return try StoreSQL.checked(stored, precondition: precondition, includeDeleted: includeDeleted)
+        return try StoreSQL.checked(
+            stored, schema: schema, owner: owner, precondition: precondition, includeDeleted: includeDeleted)
     }
 
     static func storedItem(_ id: ItemID, schema: TableSchema, in db: Database) throws -> JSONValue {

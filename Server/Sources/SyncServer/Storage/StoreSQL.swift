@@ -16,10 +16,39 @@ enum StoreSQL {
     static let systemColumns = ["id", "createdAt", "updatedAt", "version", "deleted"]
 
     /// The columns and values that insert a new item stamped `stamp`: the system properties, then the
-    /// plan's user columns.
-    static func insertion(id: ItemID, stamp: Int64, plan: WritePlan) -> (columns: [String], values: [SQLValue]) {
+    /// plan's user columns, then the owner of a per-user table's row.
+    static func insertion(id: ItemID, stamp: Int64, plan: WritePlan, owner: String?) -> (
+        columns: [String], values: [SQLValue]
+    ) {
         let values: [SQLValue] = [.text(id.rawValue), .int(stamp), .int(stamp), .text(version(stamp)), .bool(false)]
-        return (systemColumns + plan.values.map(\.column), values + plan.values.map(\.value))
+        let ownerColumn = owner.map { _ in [TableConfiguration.ownerColumn] } ?? []
+        return (
+            systemColumns + plan.values.map(\.column) + ownerColumn,
+            values + plan.values.map(\.value) + (owner.map { [.text($0)] } ?? [])
+        )
+    }
+
+    /// The owner a write to a per-user table stamps or is scoped to (nil for other tables).
+    ///
+    /// - Throws: ``TableStoreError/invalidItem(_:)`` for a per-user table and no owner.
+    static func writeOwner(_ owner: String?, schema: TableSchema) throws(TableStoreError) -> String? {
+        guard schema.configuration.perUser else { return nil }
+        guard let owner else { throw .invalidItem("a per-user table's rows are written by their owner") }
+        return owner
+    }
+
+    /// Whether `owner` may see a stored item: always outside per-user tables and for no owner (every row).
+    static func isVisible(_ item: JSONValue, to owner: String?, schema: TableSchema) -> Bool {
+        guard schema.configuration.perUser, let owner else { return true }
+        return item[TableConfiguration.ownerColumn]?.stringValue == owner
+    }
+
+    /// Drops a write's value for the owner column of a per-user table: the server sets it.
+    static func withoutOwner(_ fields: [String: JSONValue], schema: TableSchema) -> [String: JSONValue] {
+        guard schema.configuration.perUser else { return fields }
+        var fields = fields
+        fields[TableConfiguration.ownerColumn] = nil
+        return fields
     }
 
     /// The columns to read, named one by one: a cached `SELECT *` statement would keep the column
@@ -43,13 +72,18 @@ enum StoreSQL {
         return selected
     }
 
-    /// The `WHERE` condition (tombstones excluded unless asked for) and the `ORDER BY` terms (with
-    /// `id` appended so that the order is total) of a query.
-    static func clauses(for query: ODataQuery, schema: TableSchema, dialect: SQLDialect) throws(TableStoreError)
-        -> (where: SQLFragment, orderBy: SQLFragment)
+    /// The `WHERE` condition (the owner's rows of a per-user table, tombstones excluded unless asked for)
+    /// and the `ORDER BY` terms (with `id` appended so that the order is total) of a query.
+    static func clauses(for query: ODataQuery, schema: TableSchema, owner: String?, dialect: SQLDialect)
+        throws(TableStoreError) -> (where: SQLFragment, orderBy: SQLFragment)
     {
         let translator = SQLTranslator(dialect: dialect) { schema.column(for: $0) }
         var conditions: [SQLFragment] = []
+        if schema.configuration.perUser, let owner {
+            conditions.append(
+                SQLFragment("(\(quoted(TableConfiguration.ownerColumn)) = ") + SQLFragment(parameter: .text(owner))
+                    + SQLFragment(")"))
+        }
         if schema.configuration.softDelete, !query.includeDeleted {
             conditions.append(SQLFragment("(NOT \"deleted\")"))
         }
@@ -70,12 +104,15 @@ enum StoreSQL {
         return (whereClause, orderBy)
     }
 
-    /// The stored item, when it exists (a tombstone only with `includeDeleted`) and satisfies the
-    /// precondition; else ``TableStoreError/notFound`` or ``TableStoreError/preconditionFailed(_:)``.
-    static func checked(_ item: JSONValue?, precondition: Precondition?, includeDeleted: Bool) throws(TableStoreError)
-        -> JSONValue
-    {
-        guard let item, !item.isDeleted || includeDeleted else { throw .notFound }
+    /// The stored item, when it exists (a tombstone only with `includeDeleted`), is `owner`'s in a per-user
+    /// table, and satisfies the precondition; else ``TableStoreError/notFound`` or
+    /// ``TableStoreError/preconditionFailed(_:)``.
+    static func checked(
+        _ item: JSONValue?, schema: TableSchema, owner: String?, precondition: Precondition?, includeDeleted: Bool
+    ) throws(TableStoreError) -> JSONValue {
+        guard let item, !item.isDeleted || includeDeleted, isVisible(item, to: owner, schema: schema) else {
+            throw .notFound
+        }
         if let precondition, !precondition.isSatisfied(by: item.version ?? Version("")) {
             throw .preconditionFailed(item)
         }

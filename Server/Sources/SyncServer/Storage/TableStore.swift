@@ -7,6 +7,12 @@ public import SyncOData
 /// Implementations must keep the cursor guarantee of §5: within a table, every write that commits
 /// after a query returned rows up to `(updatedAt, id) = (T, I)` gets a greater cursor.
 /// `SQLiteTableStore` is the embedded one.
+///
+/// Rows of a per-user table (``TableConfiguration/perUser``) belong to an owner, kept in its
+/// ``TableConfiguration/ownerColumn``. Every call takes an `owner`: for a per-user table, the caller's
+/// subject — the call then sees and writes that owner's rows only, and another owner's row is as missing
+/// (an insert of its id fails with ``TableStoreError/idTaken``); nil reads every owner's rows and cannot
+/// write. For other tables `owner` is ignored. For each owner, the cursor guarantee holds.
 public protocol TableStore: Sendable {
     /// Creates the configured tables that do not exist yet, and adds declared columns they lack.
     ///
@@ -25,22 +31,25 @@ public protocol TableStore: Sendable {
     /// - Parameters:
     ///   - table: The table.
     ///   - query: The filter, order, skip and selection (its `top` is ignored: use `limit`).
+    ///   - owner: Whose rows, in a per-user table.
     ///   - limit: The most rows to return.
     ///   - maxBytes: The most bytes of JSON for the rows: the page ends after the row that passes it (so
     ///     one row always fits), and says more match.
     /// - Returns: The rows, whether more match, and the total count when the query asks for it.
     /// - Throws: ``TableStoreError``.
-    func query(_ table: TableName, _ query: ODataQuery, limit: Int, maxBytes: Int) async throws -> QueryPage
+    func query(_ table: TableName, _ query: ODataQuery, owner: String?, limit: Int, maxBytes: Int) async throws
+        -> QueryPage
 
     /// One item by id; nil when missing, or soft-deleted and `includeDeleted` is false.
     ///
     /// - Parameters:
     ///   - id: The item's id.
     ///   - table: The table.
+    ///   - owner: Whose rows, in a per-user table.
     ///   - includeDeleted: Whether a tombstone counts.
     /// - Returns: The item, or nil.
     /// - Throws: ``TableStoreError``.
-    func item(_ id: ItemID, in table: TableName, includeDeleted: Bool) async throws -> JSONValue?
+    func item(_ id: ItemID, in table: TableName, owner: String?, includeDeleted: Bool) async throws -> JSONValue?
 
     /// Inserts an item, stamping its system properties.
     ///
@@ -48,10 +57,12 @@ public protocol TableStore: Sendable {
     ///   - fields: The item's fields (system properties other than `id` are ignored).
     ///   - id: The id to store it under.
     ///   - table: The table.
+    ///   - owner: The new row's owner, in a per-user table (required there).
     /// - Returns: The stored item.
-    /// - Throws: ``TableStoreError/alreadyExists(_:)`` with the stored item (even a tombstone), or
-    ///   ``TableStoreError/invalidItem(_:)``.
-    func insert(_ fields: [String: JSONValue], id: ItemID, into table: TableName) async throws -> JSONValue
+    /// - Throws: ``TableStoreError/alreadyExists(_:)`` with the stored item (even a tombstone),
+    ///   ``TableStoreError/idTaken`` when another owner holds the id, or ``TableStoreError/invalidItem(_:)``.
+    func insert(_ fields: [String: JSONValue], id: ItemID, into table: TableName, owner: String?) async throws
+        -> JSONValue
 
     /// Changes the given fields of an item; absent fields stay as they are.
     ///
@@ -59,14 +70,15 @@ public protocol TableStore: Sendable {
     ///   - id: The item's id.
     ///   - fields: The fields to change.
     ///   - table: The table.
+    ///   - owner: Whose rows, in a per-user table (required there).
     ///   - precondition: The version the stored item must have, if any.
     ///   - includeDeleted: Whether a tombstone may be updated.
     /// - Returns: The stored item.
     /// - Throws: ``TableStoreError/notFound``, ``TableStoreError/preconditionFailed(_:)`` with the
     ///   stored item, or ``TableStoreError/invalidItem(_:)``.
     func update(
-        _ id: ItemID, with fields: [String: JSONValue], in table: TableName, precondition: Precondition?,
-        includeDeleted: Bool
+        _ id: ItemID, with fields: [String: JSONValue], in table: TableName, owner: String?,
+        precondition: Precondition?, includeDeleted: Bool
     ) async throws -> JSONValue
 
     /// Deletes an item: a tombstone in a soft-delete table, gone otherwise.
@@ -74,21 +86,25 @@ public protocol TableStore: Sendable {
     /// - Parameters:
     ///   - id: The item's id.
     ///   - table: The table.
+    ///   - owner: Whose rows, in a per-user table (required there).
     ///   - precondition: The version the stored item must have, if any.
     /// - Returns: The item as deleted (a tombstone, or the last stored copy).
     /// - Throws: ``TableStoreError/notFound`` (also for an item already deleted) or
     ///   ``TableStoreError/preconditionFailed(_:)``.
-    func delete(_ id: ItemID, from table: TableName, precondition: Precondition?) async throws -> JSONValue
+    func delete(_ id: ItemID, from table: TableName, owner: String?, precondition: Precondition?) async throws
+        -> JSONValue
 
     /// Brings a soft-deleted item back; a live item is returned unchanged.
     ///
     /// - Parameters:
     ///   - id: The item's id.
     ///   - table: The table.
+    ///   - owner: Whose rows, in a per-user table (required there).
     ///   - precondition: The version the stored item must have, if any.
     /// - Returns: The live item.
     /// - Throws: ``TableStoreError/notFound`` or ``TableStoreError/preconditionFailed(_:)``.
-    func undelete(_ id: ItemID, in table: TableName, precondition: Precondition?) async throws -> JSONValue
+    func undelete(_ id: ItemID, in table: TableName, owner: String?, precondition: Precondition?) async throws
+        -> JSONValue
 }
 
 /// One page of query results, already written as the JSON array the response carries (stores
@@ -118,7 +134,6 @@ public struct QueryPage: Sendable {
     }
 }
 
-/// Why a store refused an operation. The HTTP layer turns each case into a status and a body.
 /// Why a request whose database work ran past the query timeout is answered 503, on either store.
 let queryTimeoutMessage = "the request's database work took longer than the query timeout"
 
@@ -126,6 +141,7 @@ let queryTimeoutMessage = "the request's database work took longer than the quer
 let tooDeepMessage =
     "$filter nests too deeply for the database: use fewer parentheses, not or functions inside one another"
 
+/// Why a store refused an operation. The HTTP layer turns each case into a status and a body.
 public enum TableStoreError: Error, Sendable, Equatable, CustomStringConvertible {
     /// The table is not configured.
     case unknownTable(TableName)
@@ -133,6 +149,8 @@ public enum TableStoreError: Error, Sendable, Equatable, CustomStringConvertible
     case notFound
     /// An insert's id is taken; the payload is the stored item.
     case alreadyExists(JSONValue)
+    /// An insert's id is taken by another owner's row in a per-user table (which the caller must not see).
+    case idTaken
     /// The stored item's version does not satisfy the precondition; the payload is the stored item.
     case preconditionFailed(JSONValue)
     /// The item does not fit the table; the message names the field.
@@ -147,7 +165,7 @@ public enum TableStoreError: Error, Sendable, Equatable, CustomStringConvertible
         switch self {
         case .unknownTable(let name): "Table '\(name)' does not exist"
         case .notFound: "The item does not exist"
-        case .alreadyExists: "An item with this id already exists"
+        case .alreadyExists, .idTaken: "An item with this id already exists"
         case .preconditionFailed: "The item has changed: its version does not match"
         case .invalidItem(let message): "Invalid item: \(message)"
         case .invalidQuery(let message): "Invalid query: \(message)"

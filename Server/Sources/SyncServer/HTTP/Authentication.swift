@@ -1,0 +1,86 @@
+import Foundation
+import HTTPTypes
+import Hummingbird
+
+/// Reads the caller's token from `Authorization: Bearer <jwt>` or `X-ZUMO-AUTH: <jwt>` (the original SDKs'
+/// header) and puts the caller it proves in the context. A request without a token goes on anonymous, and
+/// the routes decide (``Access``); a token that does not verify is a 401 wherever it is sent, so that a
+/// client learns at once that it must sign in again. `/health` is left alone.
+struct AuthenticationMiddleware: RouterMiddleware {
+    typealias Context = SyncRequestContext
+    let verifier: TokenVerifier
+
+    static let zumoAuth = HTTPField.Name("X-ZUMO-AUTH")!
+
+    func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws
+        -> Response
+    {
+        guard request.uri.path != "/health" else { return try await next(request, context) }
+        var context = context
+        do {
+            if let token = try Self.token(request.headers) { context.caller = try await verifier.verify(token) }
+        } catch let refusal as TokenRefusal {
+            throw APIError.unauthorized(refusal)
+        }
+        return try await next(request, context)
+    }
+
+    /// The token a request carries, nil for none.
+    ///
+    /// - Throws: ``TokenRefusal`` for an `Authorization` header of another scheme, or two different tokens.
+    static func token(_ headers: HTTPFields) throws(TokenRefusal) -> String? {
+        var bearer: String?
+        if let authorization = headers[.authorization] {
+            let parts = authorization.split(separator: " ", maxSplits: 1, omittingEmptySubsequences: true)
+            guard parts.count == 2, parts[0].lowercased() == "bearer" else {
+                throw .malformed("send it as Authorization: Bearer <token>")
+            }
+            bearer = parts[1].trimmingCharacters(in: .whitespaces)
+        }
+        let zumo = headers[zumoAuth]?.trimmingCharacters(in: .whitespaces)
+        if let bearer, let zumo, bearer != zumo {
+            throw .malformed("Authorization and X-ZUMO-AUTH carry different tokens")
+        }
+        return bearer ?? zumo
+    }
+}
+
+/// Checks an ``Access`` against the caller: 401 when a caller is needed and missing, 403 when this caller is
+/// not one of those allowed, 405 when the operation is disabled.
+enum Authorization {
+    /// - Parameters:
+    ///   - access: Who may.
+    ///   - caller: Who asks.
+    ///   - what: The operation, for messages ("reading TodoItem").
+    ///   - allowed: The methods the path still takes, for the 405's `Allow` header.
+    /// - Throws: ``APIError``.
+    static func check(_ access: Access, caller: Caller?, what: String, allowed: [HTTPRequest.Method] = [])
+        throws(APIError)
+    {
+        switch access {
+        case .anonymous:
+            return
+        case .disabled:
+            var refusal = APIError(.methodNotAllowed, "\(what) is disabled on this server", reason: "access_disabled")
+            refusal.headers[.allow] = MethodNotAllowedMiddleware.list(allowed)
+            throw refusal
+        case .authenticated, .restricted:
+            guard let caller else { throw APIError.unauthorized(.missing) }
+            guard caller.isAllowed(access) else {
+                throw APIError(.forbidden, "\(what) is not allowed to this user", reason: "auth_forbidden")
+            }
+        }
+    }
+}
+
+extension APIError {
+    /// A 401 with a `WWW-Authenticate: Bearer` challenge (RFC 6750 §3) and the refusal's one-line reason.
+    static func unauthorized(_ refusal: TokenRefusal) -> APIError {
+        var error = APIError(.unauthorized, "Unauthorized: \(refusal.message)", reason: refusal.reason)
+        error.headers[.wwwAuthenticate] =
+            refusal == .missing
+            ? #"Bearer realm="sync-server""#
+            : #"Bearer realm="sync-server", error="invalid_token", error_description="\#(refusal.message)""#
+        return error
+    }
+}
