@@ -12,7 +12,7 @@ extension TodoApp {
             switch error {
             case .operationsFailed(let result): return result.pushedCount
             case .serverUnavailable(let reason, _): throw try await unavailable(reason)
-            case .unauthorized: throw TodoError("The server refused the credentials")
+            case .unauthorized: throw try await unauthorized()
             case .cancelled: throw TodoError("Cancelled")
             }
         }
@@ -31,7 +31,7 @@ extension TodoApp {
         } catch let error as PullError {
             switch error {
             case .serverUnavailable(let reason): throw try await unavailable(reason)
-            case .unauthorized: throw TodoError("The server refused the credentials")
+            case .unauthorized: throw try await unauthorized()
             default: throw TodoError("\(error)")
             }
         }

@@ -19,6 +19,12 @@ struct GlobalOptions: ParsableArguments {
     @Option(help: "The server (default: $TODO_URL, else http://127.0.0.1:8080).")
     var url: String?
 
+    @Option(help: "The user's token for a server that checks them (default: $TODO_TOKEN).")
+    var token: String?
+
+    @Option(help: "A file holding the user's token, read again when the server refuses it (default: $TODO_TOKEN_FILE).")
+    var tokenFile: String?
+
     var storePath: String {
         let path = store ?? ProcessInfo.processInfo.environment["TODO_STORE"] ?? "~/.todo/todo.sqlite"
         return (path as NSString).expandingTildeInPath
@@ -40,9 +46,28 @@ struct GlobalOptions: ParsableArguments {
         var configuration = SyncClient.Configuration()
         configuration.requestTimeout = .seconds(10)
         configuration.retryLimit = 2
+        let environment = ProcessInfo.processInfo.environment
+        let tokenFile = (tokenFile ?? environment["TODO_TOKEN_FILE"]).map { ($0 as NSString).expandingTildeInPath }
+        let token = token ?? environment["TODO_TOKEN"]
+        if let tokenFile {
+            // Read on every request, so that a token refreshed by a sign-in elsewhere is used at once.
+            configuration.tokenProvider = { _ in try Self.readToken(tokenFile) }
+        } else if let token {
+            configuration.tokenProvider = { _ in token }
+        }
         let client = SyncClient(
             url: server, store: try SQLiteLocalStore(path: storePath), configuration: configuration)
-        return TodoApp(client: client, storePath: storePath, serverURL: serverURL)
+        return TodoApp(
+            client: client, storePath: storePath, serverURL: serverURL,
+            signIn: tokenFile.map { "put a new token in \($0)" } ?? "pass a new token with --token or $TODO_TOKEN")
+    }
+
+    /// The token in a file, without surrounding white space.
+    static func readToken(_ path: String) throws -> String {
+        guard let data = FileManager.default.contents(atPath: path) else {
+            throw TodoError("Cannot read the token file \(path)")
+        }
+        return String(decoding: data, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
     }
 }
 
@@ -51,6 +76,8 @@ struct TodoApp {
     let client: SyncClient
     let storePath: String
     let serverURL: String
+    /// How the user gives a new token, for the "sign in again" message.
+    let signIn: String
     static let queryID: QueryID = "allTodoItems"
 
     var items: SyncTable<TodoItem> {
@@ -78,6 +105,14 @@ struct TodoApp {
     }
 
     /// The one-line message for a server that cannot be reached or cannot work now; nothing is lost.
+    /// The server refused the token, even after asking for it again: nothing is lost, the user signs in again.
+    func unauthorized() async throws -> TodoError {
+        let pending = try await client.pendingOperations().count
+        return TodoError(
+            "Sign in again: the server refused your token (expired or not valid) — \(signIn); your \(pending) "
+                + "change\(pending == 1 ? " is" : "s are") kept and will be sent on the next sync", exitCode: 3)
+    }
+
     func unavailable(_ error: ServerUnavailableError) async throws -> TodoError {
         let pending = try await client.pendingOperations().count
         let what: String

@@ -115,4 +115,76 @@ import Testing
         #expect(try b.items() == truth)
         #expect(try JSONValue(parsing: try b.run("status", "--json").output)["pending"] == 0)
     }
+
+    /// Issue 15's story: a server with `auth` and a per-user `TodoItem`; tokens from `sync-server token`. Alice on
+    /// two devices sees one list, Bob never sees hers nor she his; an expired token is a "sign in again" error
+    /// that keeps the change, which arrives once a new token is in the token file.
+    @Test(.timeLimit(.minutes(2)))
+    func usersSeeOnlyTheirOwnItemsAndAnExpiredTokenLosesNothing() async throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("todo-auth-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let secret = "tutorial-secret-0123456789abcdef-0123"
+        let config = directory.appendingPathComponent("server.json")
+        try
+            #"{"auth": {"hs256Secret": "\#(secret)", "clockSkewSeconds": 0}, "tables": [{"name": "TodoItem", "perUser": true}]}"#
+            .write(to: config, atomically: true, encoding: .utf8)
+        func token(_ subject: String, ttl: Int = 600) throws -> String {
+            let result = try runProduct(
+                "sync-server", ["token", "--sub", subject, "--secret", secret, "--ttl", String(ttl)], environment: [:])
+            guard result.status == 0 else { throw E2EError("sync-server token failed: \(result.error)") }
+            return result.output.trimmingCharacters(in: .whitespacesAndNewlines)
+        }
+        let port = try freePort()
+        let server = try ServerProcess(
+            port: port, database: "sqlite:" + directory.appendingPathComponent("server.sqlite").path,
+            options: ["--config", config.path])
+        defer { server.stop() }
+        let url = "http://127.0.0.1:\(port)"
+        func device(_ name: String, _ credentials: [String: String]) -> Device {
+            Device(
+                environment: [
+                    "TODO_STORE": directory.appendingPathComponent("\(name)/todo.sqlite").path, "TODO_URL": url,
+                ]
+                .merging(credentials) { $1 })
+        }
+        let tokenFile = directory.appendingPathComponent("alice.token")
+        try token("alice").write(to: tokenFile, atomically: true, encoding: .utf8)
+        let phone = device("alice-phone", ["TODO_TOKEN_FILE": tokenFile.path])
+        let laptop = device("alice-laptop", ["TODO_TOKEN": try token("alice")])
+        let bob = device("bob", ["TODO_TOKEN": try token("bob")])
+        let stranger = device("stranger", [:])
+
+        for text in ["Buy milk", "Call mom"] { #expect(try phone.run("add", text).status == 0) }
+        #expect(try bob.run("add", "Fix the bike").status == 0)
+        #expect(try phone.run("sync").status == 0)
+        #expect(try bob.run("sync").status == 0)
+        #expect(try laptop.run("sync").status == 0)
+        #expect(try laptop.items() == (try phone.items()))
+        #expect(Set(try laptop.items().values) == ["Buy milk|false", "Call mom|false"])
+        #expect(try bob.run("sync").status == 0)
+        #expect(Array(try bob.items().values) == ["Fix the bike|false"])
+        let refused = try stranger.run("sync")
+        #expect(refused.status == 3)
+        #expect(refused.error.contains("Sign in again"))
+
+        // The phone's token expires (a one-second token, no clock skew); a change made meanwhile is kept.
+        try token("alice", ttl: 1).write(to: tokenFile, atomically: true, encoding: .utf8)
+        try await Task.sleep(for: .seconds(2))
+        #expect(try phone.run("add", "Water the plants").status == 0)
+        let expired = try phone.run("sync")
+        #expect(expired.status == 3)
+        #expect(
+            expired.error.contains(
+                "Sign in again: the server refused your token (expired or not valid) — put a new token in \(tokenFile.path); your 1 change is kept"
+            ))
+        #expect(try JSONValue(parsing: try phone.run("status", "--json").output)["pending"] == 1)
+
+        try token("alice").write(to: tokenFile, atomically: true, encoding: .utf8)
+        #expect(try phone.run("sync").status == 0)
+        #expect(try laptop.run("sync").status == 0)
+        #expect(try laptop.items().count == 3)
+        #expect(try bob.run("sync").status == 0)
+        #expect(try bob.items().count == 1)
+    }
 }

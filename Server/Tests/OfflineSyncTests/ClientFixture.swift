@@ -31,13 +31,14 @@ final class Workspace: @unchecked Sendable {  // @unchecked: immutable after ini
 /// A real sync-server on 127.0.0.1 (any port) with a real SQLite file.
 enum LiveServer {
     static func run<T: Sendable>(
-        in workspace: Workspace, tables: [TableConfiguration] = [],
+        in workspace: Workspace, tables: [TableConfiguration] = [], auth: AuthConfiguration? = nil,
         _ body: @Sendable (_ url: URL) async throws -> T
     ) async throws -> T {
         var configuration = SyncServerConfiguration()
         configuration.port = 0
         configuration.database = .sqlite(path: workspace.path("server.sqlite"))
         configuration.tables = tables
+        configuration.auth = auth
         return try await buildApplication(configuration).test(.live) { client in
             try await body(URL(string: "http://127.0.0.1:\(client.port ?? 0)")!)
         }

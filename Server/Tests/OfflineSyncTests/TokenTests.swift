@@ -1,0 +1,96 @@
+import Foundation
+import OfflineSync
+import SyncServer
+import Testing
+
+/// The SDK's `tokenProvider` against a real server that checks tokens (issue 15): a 401 asks the provider
+/// once for a fresh token and goes on; a provider that has none left stops the sync with `unauthorized`, and
+/// every change waits in the queue for the next sign-in.
+@Suite struct TokenTests {
+    static let secret = "client-test-secret-0123456789abcdef"
+
+    /// What the provider was asked, and what it answers: an expired token first, then `fresh` on a refresh.
+    final class Provider: @unchecked Sendable {  // @unchecked: state behind `lock`.
+        private let lock = NSLock()
+        private var asked: [Bool] = []
+        private var fresh: String?
+        let expired: String
+
+        init(expired: String, fresh: String?) {
+            self.expired = expired
+            self.fresh = fresh
+        }
+
+        func token(_ refresh: Bool) -> String? {
+            lock.withLock {
+                asked.append(refresh)
+                return refresh ? fresh ?? expired : expired
+            }
+        }
+
+        var calls: [Bool] { lock.withLock { asked } }
+        func signIn(_ token: String) { lock.withLock { fresh = token } }
+    }
+
+    static func perUserTodo() throws -> [TableConfiguration] {
+        var table = try TableConfiguration(name: "TodoItem")
+        table.perUser = true
+        return [table]
+    }
+
+    @Test func anExpiredTokenIsRefreshedOnceThenSyncGoesOn() async throws {
+        let workspace = try Workspace()
+        let expired = try await makeHS256Token(
+            subject: "alice", secret: Self.secret, now: Date().addingTimeInterval(-7200))
+        let provider = Provider(
+            expired: expired, fresh: try await makeHS256Token(subject: "alice", secret: Self.secret))
+        try await LiveServer.run(
+            in: workspace, tables: try Self.perUserTodo(), auth: AuthConfiguration(hs256Secret: Self.secret)
+        ) {
+            url in
+            let client = try await SyncClient.make(url, workspace: workspace) {
+                $0.tokenProvider = { provider.token($0) }
+            }
+            let table = try await client.syncTable("TodoItem", of: TodoItem.self)
+            try await table.insert(TodoItem(id: "a", text: "milk", complete: false))
+            #expect(try await client.push().pushedCount == 1)
+            // One 401, one refresh; the fresh token is then used for the retried request.
+            #expect(provider.calls == [false, true])
+        }
+    }
+
+    @Test func withoutAFreshTokenTheSyncStopsUnauthorizedAndKeepsEveryChange() async throws {
+        let workspace = try Workspace()
+        let expired = try await makeHS256Token(
+            subject: "alice", secret: Self.secret, now: Date().addingTimeInterval(-7200))
+        let provider = Provider(expired: expired, fresh: nil)
+        try await LiveServer.run(
+            in: workspace, tables: try Self.perUserTodo(), auth: AuthConfiguration(hs256Secret: Self.secret)
+        ) {
+            url in
+            let client = try await SyncClient.make(url, workspace: workspace) {
+                $0.tokenProvider = { provider.token($0) }
+            }
+            let table = try await client.syncTable("TodoItem", of: TodoItem.self)
+            try await table.insert(TodoItem(id: "a", text: "milk", complete: false))
+            try await table.insert(TodoItem(id: "b", text: "eggs", complete: false))
+            let error = await #expect(throws: PushError.self) { try await client.push() }
+            guard case .unauthorized(let result)? = error else {
+                Issue.record("expected unauthorized, got \(String(describing: error))")
+                return
+            }
+            #expect(result.pushedCount == 0)
+            #expect(provider.calls == [false, true], "asked again once, not in a loop")
+            let pull = await #expect(throws: PullError.self) { try await table.pull() }
+            guard case .unauthorized? = pull else {
+                Issue.record("expected unauthorized, got \(String(describing: pull))")
+                return
+            }
+            #expect(try await client.pendingOperations().count == 2)
+
+            provider.signIn(try await makeHS256Token(subject: "alice", secret: Self.secret))
+            #expect(try await client.push().pushedCount == 2)
+            #expect(try await client.pendingOperations().isEmpty)
+        }
+    }
+}
