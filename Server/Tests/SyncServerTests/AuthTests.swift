@@ -42,11 +42,12 @@ import Testing
     }
 
     static func withServer<T: Sendable>(
-        _ backend: Backend, configure: (inout SyncServerConfiguration) -> Void = { _ in },
+        _ backend: Backend, setup: TestingSetup = .router,
+        configure: (inout SyncServerConfiguration) -> Void = { _ in },
         _ body: @Sendable (any TestClientProtocol) async throws -> T
     ) async throws -> T {
         try await Fixture.withServer(
-            backend, tables: tables,
+            backend, tables: tables, setup: setup,
             configure: {
                 var auth = AuthConfiguration(hs256Secret: secret)
                 auth.audience = audience
