@@ -41,16 +41,23 @@ struct BenchServer {
         try await run(.sqlite(path: path), body)
     }
 
-    /// Runs `body` while the server serves `database`, its PostgreSQL writes stamped as `stamping` says.
+    /// The HS256 secret of a server run with `perUser`.
+    static let secret = "sync-bench-secret-0123456789abcdef"
+
+    /// Runs `body` while the server serves `database`, its PostgreSQL writes stamped as `stamping` says;
+    /// with `perUser`, `TodoItem` is a per-user table and requests need tokens signed with ``secret``.
     static func run<T: Sendable>(
-        _ database: DatabaseLocation, stamping: PostgresTableStore.Stamping = .serialized,
+        _ database: DatabaseLocation, stamping: PostgresTableStore.Stamping = .serialized, perUser: Bool = false,
         _ body: @Sendable (BenchServer) async throws -> T
     ) async throws -> T {
         var configuration = SyncServerConfiguration()
         configuration.port = 0
         configuration.database = database
         configuration.postgresStamping = stamping
-        configuration.tables = [try todoItem()]
+        var table = try todoItem()
+        table.perUser = perUser
+        configuration.tables = [table]
+        if perUser { configuration.auth = AuthConfiguration(hs256Secret: secret) }
         let (ports, continuation) = AsyncStream.makeStream(of: Int.self)
         let app = try await buildApplication(configuration) { port in continuation.yield(port) }
         return try await withThrowingTaskGroup(of: T?.self) { group in

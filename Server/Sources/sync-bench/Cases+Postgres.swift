@@ -9,7 +9,7 @@ import SyncServer
 /// The cases against PostgreSQL, on the database `--database` names: its `TodoItem` table is dropped
 /// and created again for each case.
 extension Cases {
-    /// `server.page.pg`, `pull.initial.pg` and `server.write.pg`, as `wanted` selects.
+    /// `server.page.pg`, `pull.initial.pg`, `server.write.pg` and `server.write.peruser.pg`, as `wanted` selects.
     func postgres(url: String, rows: Int, wanted: (String) -> Bool) async throws -> [BenchResult] {
         let database = DatabaseLocation.postgres(url: url)
         var results: [BenchResult] = []
@@ -23,6 +23,7 @@ extension Cases {
             results.append(try await pullInitialPostgres(url, rows: rows))
         }
         if wanted("server.write.pg") { results.append(try await serverWritePostgres(url)) }
+        if wanted("server.write.peruser.pg") { results.append(try await serverWritePerUserPostgres(url)) }
         return results
     }
 
@@ -75,11 +76,45 @@ extension Cases {
             unit: "writes/s", higherIsBetter: true, n: writes)
     }
 
-    /// POSTs `writes` new items from `connections` concurrent workers; returns writes per second.
-    static func insertLoad(_ url: URL, writes: Int, connections: Int, prefix: String) async throws -> Double {
+    /// `server.write.peruser.pg`: 16 users insert into a per-user table at once, each on a connection of
+    /// their own; their stamps come from per-user rows (users never wait for each other), against the same
+    /// load stamped under the one table row. The ratio is what the per-user lock buys.
+    func serverWritePerUserPostgres(_ url: String) async throws -> BenchResult {
+        let writes = quick ? 2000 : 8000
+        var tokens: [String] = []
+        for user in 0..<16 {
+            tokens.append(try await makeHS256Token(subject: "user-\(user)", secret: BenchServer.secret))
+        }
+        var figures: [PostgresTableStore.Stamping: Double] = [:]
+        for stamping in [PostgresTableStore.Stamping.serialized, .tableRow] {
+            var runs: [Double] = []
+            for run in 0..<repetitions {
+                try await Self.resetPostgres(url)
+                runs.append(
+                    try await BenchServer.run(.postgres(url: url), stamping: stamping, perUser: true) {
+                        [tokens] server in
+                        try await Self.insertLoad(
+                            server.url, writes: writes, connections: 16, prefix: "u\(run)", tokens: tokens)
+                    })
+            }
+            figures[stamping] = Measure.median(runs)
+        }
+        return BenchResult(
+            name: "server.write.peruser.pg", ours: figures[.serialized] ?? 0, reference: figures[.tableRow],
+            unit: "writes/s", higherIsBetter: true, n: writes)
+    }
+
+    /// POSTs `writes` new items from `connections` concurrent workers (worker `i` with `tokens[i]`, when given);
+    /// returns writes per second.
+    static func insertLoad(_ url: URL, writes: Int, connections: Int, prefix: String, tokens: [String] = [])
+        async throws -> Double
+    {
         try await load(requests: writes, connections: connections, expecting: 201) { worker, index in
             var request = URLRequest(url: url.appendingPathComponent("tables/TodoItem"))
             request.httpMethod = "POST"
+            if worker < tokens.count {
+                request.setValue("Bearer \(tokens[worker])", forHTTPHeaderField: "Authorization")
+            }
             request.setValue("2.0.0", forHTTPHeaderField: "ZUMO-API-VERSION")
             request.setValue("application/json", forHTTPHeaderField: "Content-Type")
             request.httpBody = Data(
@@ -92,7 +127,8 @@ extension Cases {
     static func resetPostgres(_ url: String) async throws {
         try await DatabaseURL(parsing: url).execute(
             #"DROP TABLE IF EXISTS "todoitem""#,
-            #"DO $$ BEGIN DELETE FROM "__sync_tables" WHERE "name" = 'todoitem'; EXCEPTION WHEN undefined_table THEN NULL; END $$"#
+            #"DO $$ BEGIN DELETE FROM "__sync_tables" WHERE "name" = 'todoitem'; EXCEPTION WHEN undefined_table THEN NULL; END $$"#,
+            #"DO $$ BEGIN DELETE FROM "__sync_owner_stamps" WHERE "table" = 'todoitem'; EXCEPTION WHEN undefined_table THEN NULL; END $$"#
         )
     }
 

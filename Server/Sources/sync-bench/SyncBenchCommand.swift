@@ -17,13 +17,13 @@ struct SyncBenchCommand: AsyncParsableCommand {
 
     @Option(
         help:
-            "Run only this case (local.insert, local.query, pull.initial, pull.incremental, pull.noop, push.sequential, server.page, memory.pull; with --database: server.page.pg, pull.initial.pg, server.write.pg)."
+            "Run only this case (local.insert, local.query, pull.initial, pull.incremental, pull.noop, push.sequential, server.page, memory.pull; with --database: server.page.pg, pull.initial.pg, server.write.pg, server.write.peruser.pg)."
     )
     var only: String?
 
     @Option(
         help: """
-            Also run server.page.pg, pull.initial.pg and server.write.pg on this PostgreSQL database \
+            Also run server.page.pg, pull.initial.pg, server.write.pg and server.write.peruser.pg on this PostgreSQL database \
             (postgres://USER:PASS@HOST:PORT/DB; its TodoItem table is dropped and re-created).
             """)
     var database: String?
@@ -80,14 +80,15 @@ struct SyncBenchCommand: AsyncParsableCommand {
             guard let value else { return "—" }
             return value >= 100 ? String(Int(value.rounded())) : String(format: "%.3f", value)
         }
+        let width = max(16, results.map(\.name.count).max() ?? 0)
         var lines = [
-            "name".padding(toLength: 16, withPad: " ", startingAt: 0) + "ours".leftPadded(14)
+            "name".padding(toLength: width, withPad: " ", startingAt: 0) + "ours".leftPadded(14)
                 + "reference".leftPadded(14)
                 + "ratio".leftPadded(8) + "  unit (n)"
         ]
         for result in results {
             lines.append(
-                result.name.padding(toLength: 16, withPad: " ", startingAt: 0) + format(result.ours).leftPadded(14)
+                result.name.padding(toLength: width, withPad: " ", startingAt: 0) + format(result.ours).leftPadded(14)
                     + format(result.reference).leftPadded(14)
                     + (result.ratio.map { String(format: "%.2f", $0) } ?? "—").leftPadded(8)
                     + "  \(result.unit) (n=\(result.n))")
