@@ -28,12 +28,13 @@ import Testing
             session = URLSession(configuration: configuration)
         }
 
-        func send(_ method: String, _ path: String, json: JSONValue? = nil) async throws -> (
+        func send(_ method: String, _ path: String, json: JSONValue? = nil, token: String? = nil) async throws -> (
             status: Int, body: JSONValue?
         ) {
             var request = URLRequest(url: URL(string: base.absoluteString + path)!)
             request.httpMethod = method
             request.setValue("2.0.0", forHTTPHeaderField: "ZUMO-API-VERSION")
+            if let token { request.setValue("Bearer \(token)", forHTTPHeaderField: "Authorization") }
             if let json {
                 request.httpBody = json.serializedData()
                 request.setValue("application/json", forHTTPHeaderField: "Content-Type")
@@ -84,19 +85,27 @@ import Testing
     }
 
     /// 8 writers × 500 writes on one table while a reader follows the §5 cursor: the reader ends with
-    /// every row's final version, and never sees a row at or behind its cursor.
-    @Test(.timeLimit(.minutes(2)), arguments: Backend.all)
-    func aCursorReaderMissesNothingWhileEightWritersWrite(_ backend: Backend) async throws {
-        try await TestDatabase.with(backend) { database in try await cursorRace(database) }
+    /// every row's final version, and never sees a row at or behind its cursor. In a per-user table the
+    /// writers are 4 users of 2 writers each (on PostgreSQL each user's stamps come from a row of their own),
+    /// and the reader follows one user's rows.
+    @Test(.timeLimit(.minutes(2)), arguments: Backend.all, [false, true])
+    func aCursorReaderMissesNothingWhileEightWritersWrite(_ backend: Backend, perUser: Bool) async throws {
+        try await TestDatabase.with(backend) { database in try await cursorRace(database, perUser: perUser) }
     }
 
-    func cursorRace(_ database: DatabaseLocation) async throws {
-        let configuration = Fixture.configuration(
-            database, tables: [Fixture.table("Race", pageSize: 200, maxTop: 200)])
-        try await buildApplication(configuration).test(.live) { client in
+    func cursorRace(_ database: DatabaseLocation, perUser: Bool) async throws {
+        var table = Fixture.table("Race", pageSize: 200, maxTop: 200)
+        table.perUser = perUser
+        var configuration = Fixture.configuration(database, tables: [table])
+        var tokens: [String?] = Array(repeating: nil, count: 4)
+        if perUser {
+            configuration.auth = AuthConfiguration(hs256Secret: AuthTests.secret)
+            for user in 0..<4 { tokens[user] = try await AuthTests.token("user-\(user)", audience: nil) }
+        }
+        try await buildApplication(configuration).test(.live) { [tokens] client in
             let http = HTTP(port: try #require(client.port))
             let (writers, writesPerWriter) = (8, 500)
-            let reader = CursorReader()
+            let reader = CursorReader(token: tokens[0])
             let writing = Locked(true)
             async let polls: Int = {
                 var polls = 0
@@ -108,17 +117,19 @@ import Testing
             }()
             try await withThrowingTaskGroup(of: Void.self) { group in
                 for writer in 0..<writers {
+                    let token = tokens[writer % 4]
                     group.addTask {
                         var mine: [String] = []
                         for step in 0..<writesPerWriter {
                             if step % 3 == 2, let id = mine.randomElement() {
                                 let (status, _) = try await http.send(
-                                    "PATCH", "/tables/Race/\(id)", json: ["step": .int(Int64(step))])
+                                    "PATCH", "/tables/Race/\(id)", json: ["step": .int(Int64(step))], token: token)
                                 #expect(status == 200)
                             } else {
                                 let id = "w\(writer)-\(step)"
                                 let (status, _) = try await http.send(
-                                    "POST", "/tables/Race", json: ["id": .string(id), "step": .int(Int64(step))])
+                                    "POST", "/tables/Race", json: ["id": .string(id), "step": .int(Int64(step))],
+                                    token: token)
                                 #expect(status == 201)
                                 mine.append(id)
                             }
@@ -132,9 +143,9 @@ import Testing
             // After the writers stop, the reader catches up incrementally, from its cursor.
             while try await reader.pullPage(http) > 0 {}
             // A fresh full read is the truth to compare with.
-            let truth = CursorReader()
+            let truth = CursorReader(token: tokens[0])
             while try await truth.pullPage(http) > 0 {}
-            let expectedRows = writers * (writesPerWriter - writesPerWriter / 3)
+            let expectedRows = (perUser ? writers / 4 : writers) * (writesPerWriter - writesPerWriter / 3)
             #expect(await truth.versions.count == expectedRows)
             #expect(await reader.versions == truth.versions)
             #expect(await reader.outOfOrder == 0)
@@ -143,10 +154,14 @@ import Testing
 
     /// A reader that pulls `(updatedAt, id) > (T, I)` pages and keeps the last version of each row.
     actor CursorReader {
+        /// The token of the user whose rows are read, for a per-user table.
+        let token: String?
         private var cursor: (updatedAt: String, id: String)?
         private(set) var versions: [String: String] = [:]
         /// Rows that came back at or behind the cursor (a skipped or re-read row).
         private(set) var outOfOrder = 0
+
+        init(token: String? = nil) { self.token = token }
 
         /// Pulls one page after the cursor and applies it; returns how many rows it had.
         func pullPage(_ http: HTTP) async throws -> Int {
@@ -156,7 +171,7 @@ import Testing
                     "(updatedAt gt datetimeoffset'\(t)') or ((updatedAt eq datetimeoffset'\(t)') and (id gt '\(i)'))"
                 path += "&$filter=" + ODataQuery.percentEncode(filter)
             }
-            let (status, body) = try await http.send("GET", path)
+            let (status, body) = try await http.send("GET", path, token: token)
             guard status == 200, let items = body?.arrayValue else { throw HTTPError(.badGateway) }
             for item in items {
                 guard let id = item["id"]?.stringValue, let updatedAt = item["updatedAt"]?.stringValue else { continue }
