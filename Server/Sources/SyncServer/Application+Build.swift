@@ -74,7 +74,7 @@ func logAccess(_ configuration: SyncServerConfiguration) {
     let logger = configuration.logger
     guard let auth = configuration.auth else {
         let message: Logger.Message =
-            "No auth is configured: anyone who reaches \(configuration.host):\(configuration.port) may read and write every table"
+            "No auth is configured: anyone who reaches \(configuration.host) may read and write every table"
         if ["127.0.0.1", "::1", "localhost"].contains(configuration.host) {
             logger.notice(message)
         } else {

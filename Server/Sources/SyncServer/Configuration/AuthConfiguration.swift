@@ -74,58 +74,17 @@ public enum Access: Sendable, Hashable {
     }
 }
 
-/// The access of each table operation. Reads are `GET` (one item, queries, page counts); an undelete
-/// (`POST /tables/{name}/{id}`) is an update.
-public struct TableAccess: Sendable, Hashable {
-    /// Who may read.
-    public var read: Access
-    /// Who may insert.
-    public var insert: Access
-    /// Who may update and undelete.
-    public var update: Access
-    /// Who may delete.
-    public var delete: Access
-
-    /// The same access for every operation.
-    ///
-    /// - Parameter access: The access of all four.
-    public init(_ access: Access) {
-        self.init(read: access, insert: access, update: access, delete: access)
-    }
-
-    /// Access per operation.
-    ///
-    /// - Parameters:
-    ///   - read: Who may read.
-    ///   - insert: Who may insert.
-    ///   - update: Who may update and undelete.
-    ///   - delete: Who may delete.
-    public init(read: Access, insert: Access, update: Access, delete: Access) {
-        self.read = read
-        self.insert = insert
-        self.update = update
-        self.delete = delete
-    }
-
-    /// The four operations with their access, for checks and messages.
-    var all: [(TableOperation, Access)] {
-        [(.read, read), (.insert, insert), (.update, update), (.delete, delete)]
-    }
-
-    /// The access of one operation.
-    subscript(operation: TableOperation) -> Access {
-        switch operation {
-        case .read: read
-        case .insert: insert
-        case .update: update
-        case .delete: delete
-        }
-    }
-}
-
-/// The operations a table's access is given for.
+/// The operations a table's access is given for: `read` covers reads, queries and page counts; `update` covers
+/// undeletes (`POST /tables/{name}/{id}`) too.
 public enum TableOperation: String, Sendable, Hashable, CaseIterable {
-    case read, insert, update, delete
+    /// `GET` of an item or a query.
+    case read
+    /// `POST` of a new item.
+    case insert
+    /// `PATCH` of an item, and undelete.
+    case update
+    /// `DELETE` of an item.
+    case delete
 }
 
 /// Cross-origin requests from web pages (CORS). Off unless configured.

@@ -14,6 +14,10 @@ import SyncSQL
 // holds that lock for no network round trip at all. Writes that change a dynamic table's schema
 // take the longer path: a transaction that locks the table, then the row, then alters the table —
 // the table before the row, as a one-statement write takes them.
+//
+// A per-user table takes its stamps from the owner's row in `__sync_owner_stamps` instead (`$3` is the
+// owner): each user's writes commit in stamp order, which is all a reader — who sees only their own
+// rows — needs, and users never wait for each other.
 
 extension PostgresTableStore {
     public func insert(_ fields: [String: JSONValue], id: ItemID, into table: TableName, owner: String?) async throws
@@ -148,14 +152,18 @@ extension PostgresTableStore {
     func stampCTE(_ schema: TableSchema) -> String {
         switch stamping {
         case .serialized where schema.configuration.perUser:
-            #"WITH "__stamp" AS (INSERT INTO "__sync_owner_stamps" AS "s" ("table", "owner", "lastStamp") VALUES ($2, $3, $1) "#
-                + #"ON CONFLICT ("table", "owner") DO UPDATE SET "lastStamp" = GREATEST($1, "s"."lastStamp" + 1) RETURNING "lastStamp")"#
+            #"WITH "__stamp" AS (\#(Self.ownerStampSQL))"#
         case .serialized, .tableRow:
             #"WITH "__stamp" AS (UPDATE "__sync_tables" SET "lastStamp" = GREATEST($1, "lastStamp" + 1) WHERE "name" = $2 RETURNING "lastStamp")"#
         case .clockOnly:
             #"WITH "__stamp" AS (SELECT $1::bigint AS "lastStamp", $2::text AS "name")"#
         }
     }
+
+    /// Takes the next stamp of owner `$3` in table `$2` at clock `$1`, locking the owner's row until commit.
+    static let ownerStampSQL =
+        #"INSERT INTO "__sync_owner_stamps" AS "s" ("table", "owner", "lastStamp") VALUES ($2, $3, $1) "#
+        + #"ON CONFLICT ("table", "owner") DO UPDATE SET "lastStamp" = GREATEST($1, "s"."lastStamp" + 1) RETURNING "lastStamp""#
 
     /// How many parameters come before a stamped statement's own: the clock, the table's name, and the
     /// owner of a per-user table's row (``ownerParameter``).
@@ -260,9 +268,7 @@ extension PostgresTableStore {
                 if let ownerStamp {
                     let owned = try await connection.query(
                         PostgresQuery(
-                            unsafeSQL:
-                                #"INSERT INTO "__sync_owner_stamps" AS "s" ("table", "owner", "lastStamp") VALUES ($2, $3, $1) "#
-                                + #"ON CONFLICT ("table", "owner") DO UPDATE SET "lastStamp" = GREATEST($1, "s"."lastStamp" + 1) RETURNING "lastStamp""#,
+                            unsafeSQL: Self.ownerStampSQL,
                             binds: try Self.bindings([.int(clock), .text(cached.name.canonical), .text(ownerStamp)])),
                         logger: logger)
                     for try await value in owned.decode(Int64.self) { stamp = value }
