@@ -20,6 +20,8 @@ struct ChaosCommand: ParsableCommand {
     @Option(help: "Steps per device.") var steps = 30
     @Option(help: "Chance that a request through the proxy meets a fault.") var faultRate = 0.2
     @Option(help: "Seconds a seed may take in all (the chaos phase stops at 70% of it).") var timeLimit: Double = 240
+    @Flag(help: "Serve TodoItem as a per-user table behind tokens (the devices are one user; another sees nothing).")
+    var perUser = false
     @Option(help: "Where runs keep their files (default: a temporary folder, removed afterwards).")
     var directory: String?
 
@@ -40,7 +42,7 @@ struct ChaosCommand: ParsableCommand {
         let settings = ChaosRun.Settings(
             devices: devices, steps: steps, faultRate: faultRate, timeLimit: timeLimit,
             todo: binaries.appendingPathComponent("todo").path,
-            server: binaries.appendingPathComponent("sync-server").path, directory: folder)
+            server: binaries.appendingPathComponent("sync-server").path, directory: folder, perUser: perUser)
         var failed = 0
         for seed in seed {
             let report = try ChaosRun(seed: seed, settings: settings).run()

@@ -22,6 +22,9 @@ struct ChaosRun {
         var todo: String
         var server: String
         var directory: URL
+        /// Whether `TodoItem` is a per-user table behind tokens: the devices are one user's, and a second
+        /// user must see none of the rows.
+        var perUser = false
     }
 
     struct Report {
@@ -39,9 +42,22 @@ struct ChaosRun {
         let directory = settings.directory.appendingPathComponent("seed-\(seed)")
         try? FileManager.default.removeItem(at: directory)
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        var options: [String] = []
+        var token: String?
+        var stranger: String?
+        if settings.perUser {
+            let secret = "sync-chaos-secret-0123456789abcdef-\(seed)"
+            let config = directory.appendingPathComponent("server.json")
+            try #"{"auth": {"hs256Secret": "\#(secret)"}, "tables": [{"name": "TodoItem", "perUser": true}]}"#
+                .write(to: config, atomically: true, encoding: .utf8)
+            options = ["--config", config.path]
+            token = try Self.token(settings.server, subject: "chaos-user", secret: secret)
+            stranger = try Self.token(settings.server, subject: "stranger", secret: secret)
+        }
         let server = ServerProcess(
             executable: settings.server, port: try Socket.freePort(),
-            database: "sqlite:" + directory.appendingPathComponent("server.sqlite").path)
+            database: "sqlite:" + directory.appendingPathComponent("server.sqlite").path, options: options,
+            token: token)
         try server.start()
         defer { server.stop() }
         let proxy = try FaultProxy(upstreamPort: server.port, seed: seed, faultRate: settings.faultRate)
@@ -50,7 +66,7 @@ struct ChaosRun {
             Device(
                 index: index, todo: settings.todo,
                 store: directory.appendingPathComponent("device-\(index).sqlite").path,
-                url: "http://127.0.0.1:\(proxy.port)", seed: seed &* 1_000_003 &+ UInt64(index))
+                url: "http://127.0.0.1:\(proxy.port)", seed: seed &* 1_000_003 &+ UInt64(index), token: token)
         }
         let deadline = started.addingTimeInterval(settings.timeLimit * 0.7)
 
@@ -96,11 +112,14 @@ struct ChaosRun {
         if !settled { report.failures.append("devices did not settle in \(rounds) rounds") }
         let rows = try server.rows()
         report.failures += try Self.check(rows: rows, devices: devices)
+        if let stranger, case let seen = try server.rows(token: stranger), !seen.isEmpty {
+            report.failures.append("another user sees \(seen.count) of this user's rows")
+        }
 
         let (faults, passed) = proxy.tally
         let faultText = FaultProxy.Fault.allCases.map { "\(faults[$0, default: 0]) \($0.rawValue)" }
         report.lines = [
-            "seed \(seed): \(settings.devices) devices × \(settings.steps) steps, "
+            "seed \(seed): \(settings.devices) devices × \(settings.steps) steps\(settings.perUser ? " (one user, per-user table)" : ""), "
                 + "\(devices.map(\.commands).reduce(0, +)) todo commands, \(devices.map(\.syncs).reduce(0, +)) syncs",
             "  requests through the proxy: \(passed + faults.values.reduce(0, +)); faults: "
                 + faultText.joined(separator: ", "),
@@ -244,6 +263,16 @@ final class ChaosThread: @unchecked Sendable {  // @unchecked: counters read aft
         stopped.withLock { $0 = true }
         done.wait()
         proxy.setPartitioned(false)
+    }
+}
+
+extension ChaosRun {
+    /// A development token from `sync-server token`.
+    static func token(_ server: String, subject: String, secret: String) throws -> String {
+        let result = try runCommand(
+            server, ["token", "--sub", subject, "--secret", secret, "--ttl", "86400"], environment: [:])
+        guard result.status == 0 else { throw ChaosError("sync-server token failed: \(result.error)") }
+        return result.output.trimmingCharacters(in: .whitespacesAndNewlines)
     }
 }
 

@@ -104,19 +104,25 @@ final class ServerProcess {
     let executable: String
     let port: Int
     let database: String
+    /// More command-line options (`--config`).
+    let options: [String]
+    /// The token ``rows(table:token:)`` sends by default, for a server that checks tokens.
+    let token: String?
     private var process: Process?
 
-    init(executable: String, port: Int, database: String) {
+    init(executable: String, port: Int, database: String, options: [String] = [], token: String? = nil) {
         self.executable = executable
         self.port = port
         self.database = database
+        self.options = options
+        self.token = token
     }
 
     /// Starts it and waits (up to 20 s) for its `listening on` line.
     func start() throws {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: executable)
-        process.arguments = ["--port", String(port), "--database", database, "--log-level", "error"]
+        process.arguments = ["--port", String(port), "--database", database, "--log-level", "error"] + options
         let output = Pipe()
         process.standardOutput = output
         process.standardError = FileHandle.nullDevice
@@ -155,14 +161,15 @@ final class ServerProcess {
     }
 
     /// Every row of the table (tombstones too), straight from the server, following `Link`.
-    func rows(table: String = "TodoItem") throws -> [JSONValue] {
+    func rows(table: String = "TodoItem", token: String? = nil) throws -> [JSONValue] {
+        let authorization = (token ?? self.token).map { "Authorization: Bearer \($0)\r\n" } ?? ""
         var path: String? = "/tables/\(table)?__includeDeleted=true&$top=1000"
         var rows: [JSONValue] = []
         while let next = path {
             guard let socket = Socket.connection(port: port) else { throw ChaosError("server not reachable") }
             defer { close(socket) }
             let request =
-                "GET \(next) HTTP/1.1\r\nHost: 127.0.0.1\r\nZUMO-API-VERSION: 2.0.0\r\nConnection: close\r\n\r\n"
+                "GET \(next) HTTP/1.1\r\nHost: 127.0.0.1\r\nZUMO-API-VERSION: 2.0.0\r\n\(authorization)Connection: close\r\n\r\n"
             guard Socket.write(socket, Array(request.utf8)), let response = Socket.readMessage(socket),
                 response.startLine.contains(" 200 ")
             else { throw ChaosError("server rows: no 200 for \(next)") }

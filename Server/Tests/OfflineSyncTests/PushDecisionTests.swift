@@ -47,10 +47,17 @@ import Testing
     }
 
     @Test func aConflictWhoseServerRowAlreadyHoldsTheChangeIsASuccess() {
-        // insert: same user fields; update: every field sent; delete: already deleted.
+        // insert and update: every field sent; delete: already deleted.
         #expect(
             PushDecision.decide(.insert, status: 409, replyItem: nil, server: .row(Self.live), sent: Self.sent)
                 == .succeeded(serverItem: Self.live))
+        // A field the server adds itself (a per-user table's owner) does not make a retried insert a conflict:
+        // sync-chaos --per-user found it (a lost reply to an insert, then "a conflict no other device wrote").
+        var owned = Self.live
+        owned["userId"] = "alice"
+        #expect(
+            PushDecision.decide(.insert, status: 409, replyItem: nil, server: .row(owned), sent: Self.sent)
+                == .succeeded(serverItem: owned))
         #expect(
             PushDecision.decide(.update, status: 412, replyItem: nil, server: .row(Self.live), sent: Self.sent)
                 == .succeeded(serverItem: Self.live))

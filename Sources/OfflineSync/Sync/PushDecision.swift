@@ -74,7 +74,9 @@ enum PushDecision: Sendable, Equatable {
         guard let row else { return .conflict(serverItem: nil) }
         let converged: Bool
         switch kind {
-        case .insert: converged = !row.isDeleted && sameUserFields(row, sent)
+        // An insert's row may come back with fields the server adds itself (the owner of a per-user
+        // table): holding every field sent is the same row.
+        case .insert: converged = !row.isDeleted && holdsEveryField(row, of: sent)
         case .update: converged = status != 404 && !row.isDeleted && holdsEveryField(row, of: sent)
         case .delete: converged = row.isDeleted
         }
@@ -95,13 +97,6 @@ enum PushDecision: Sendable, Equatable {
             body["version"] != nil || body["updatedAt"] != nil
         else { return .unknown }
         return .row(replyItem)
-    }
-
-    /// Whether both have the same non-null user fields.
-    static func sameUserFields(_ server: JSONValue, _ sent: JSONValue?) -> Bool {
-        guard let sent else { return false }
-        return server.userFields.objectValue?.filter { $0.value != .null }
-            == sent.userFields.objectValue?.filter { $0.value != .null }
     }
 
     /// Whether the server's row holds every user field sent, with the same value (null as absent).
