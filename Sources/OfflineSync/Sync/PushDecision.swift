@@ -10,7 +10,7 @@ import SyncCore
 /// | insert, update | 2xx with the item | succeeded |
 /// | insert, update | 2xx without a readable item | retry (the reply was cut short or is unreadable) |
 /// | delete | 2xx, or 404 | succeeded (404: already gone) |
-/// | insert | 409 | the server's row (fetched by id when the body lacks `version`/`updatedAt`): live with the same user fields as sent → succeeded (a lost reply's retry); else conflict |
+/// | insert | 409 | the server's row (fetched by id when the body lacks `version`/`updatedAt`): live and holding every field sent (the server may add its own, as a per-user table's `userId`) → succeeded (a lost reply's retry); else conflict |
 /// | update | 409, 412 | the server's row as above: live and holding every field sent → succeeded; else conflict |
 /// | update | 404 | conflict with the server's tombstone, fetched by id (or none) |
 /// | delete | 409, 412 | the server's row as above: deleted → succeeded; else conflict |
