@@ -293,8 +293,8 @@ extension QueryTests {
 
 /// Issue 14: a read on SQLite is bounded by the query timeout like a statement on PostgreSQL. Eight reads that
 /// would never end (more than the pool's readers) are each interrupted and answered 503 in our words, and the
-/// store reads at once afterwards: the interrupted reads gave their connections back. Before the fix the first
-/// read ran forever.
+/// store reads afterwards: the interrupted reads gave their connections back. Before the fix the first read ran
+/// forever.
 @Test(.timeLimit(.minutes(1))) func endlessSQLiteReadsAreInterruptedAtTheQueryTimeout() async throws {
     let directory = try TemporaryDirectory()
     let store = try SQLiteTableStore(path: directory.databasePath, queryTimeout: .seconds(2))
@@ -309,7 +309,13 @@ extension QueryTests {
         }
         try await group.waitForAll()
     }
-    #expect(try await store.read { db in try Int.fetchOne(db, sql: "SELECT 1") } == 1)
+    // The store reads again: the interrupted reads gave their connections back. (A loaded machine may take more
+    // than one 2-second deadline to hand one over; connections that never came back would fail every try.)
+    var answer: Int?
+    for _ in 0..<5 where answer == nil {
+        answer = try? await store.read { db in try Int.fetchOne(db, sql: "SELECT 1") }
+    }
+    #expect(answer == 1)
 }
 
 extension QueryTests {
