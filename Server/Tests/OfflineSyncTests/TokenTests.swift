@@ -32,26 +32,31 @@ import Testing
         func signIn(_ token: String) { lock.withLock { fresh = token } }
     }
 
-    static func perUserTodo() throws -> [TableConfiguration] {
-        var table = try TableConfiguration(name: "TodoItem")
-        table.perUser = true
-        return [table]
+    static func expiredToken() async throws -> String {
+        try await makeHS256Token(subject: "alice", secret: secret, now: Date().addingTimeInterval(-7200))
     }
 
-    @Test func anExpiredTokenIsRefreshedOnceThenSyncGoesOn() async throws {
+    /// A client whose tokens come from `provider`, and its `TodoItem`, against a live server with auth and a
+    /// per-user `TodoItem`.
+    static func withClient(
+        _ provider: Provider, _ body: @Sendable (SyncClient, SyncTable<TodoItem>) async throws -> Void
+    ) async throws {
         let workspace = try Workspace()
-        let expired = try await makeHS256Token(
-            subject: "alice", secret: Self.secret, now: Date().addingTimeInterval(-7200))
-        let provider = Provider(
-            expired: expired, fresh: try await makeHS256Token(subject: "alice", secret: Self.secret))
-        try await LiveServer.run(
-            in: workspace, tables: try Self.perUserTodo(), auth: AuthConfiguration(hs256Secret: Self.secret)
-        ) {
-            url in
+        var table = try TableConfiguration(name: "TodoItem")
+        table.perUser = true
+        try await LiveServer.run(in: workspace, tables: [table], auth: AuthConfiguration(hs256Secret: secret)) { url in
             let client = try await SyncClient.make(url, workspace: workspace) {
                 $0.tokenProvider = { provider.token($0) }
             }
-            let table = try await client.syncTable("TodoItem", of: TodoItem.self)
+            try await body(client, try await client.syncTable("TodoItem", of: TodoItem.self))
+        }
+    }
+
+    @Test func anExpiredTokenIsRefreshedOnceThenSyncGoesOn() async throws {
+        let provider = Provider(
+            expired: try await Self.expiredToken(),
+            fresh: try await makeHS256Token(subject: "alice", secret: Self.secret))
+        try await Self.withClient(provider) { client, table in
             try await table.insert(TodoItem(id: "a", text: "milk", complete: false))
             #expect(try await client.push().pushedCount == 1)
             // One 401, one refresh; the fresh token is then used for the retried request.
@@ -60,18 +65,8 @@ import Testing
     }
 
     @Test func withoutAFreshTokenTheSyncStopsUnauthorizedAndKeepsEveryChange() async throws {
-        let workspace = try Workspace()
-        let expired = try await makeHS256Token(
-            subject: "alice", secret: Self.secret, now: Date().addingTimeInterval(-7200))
-        let provider = Provider(expired: expired, fresh: nil)
-        try await LiveServer.run(
-            in: workspace, tables: try Self.perUserTodo(), auth: AuthConfiguration(hs256Secret: Self.secret)
-        ) {
-            url in
-            let client = try await SyncClient.make(url, workspace: workspace) {
-                $0.tokenProvider = { provider.token($0) }
-            }
-            let table = try await client.syncTable("TodoItem", of: TodoItem.self)
+        let provider = Provider(expired: try await Self.expiredToken(), fresh: nil)
+        try await Self.withClient(provider) { client, table in
             try await table.insert(TodoItem(id: "a", text: "milk", complete: false))
             try await table.insert(TodoItem(id: "b", text: "eggs", complete: false))
             let error = await #expect(throws: PushError.self) { try await client.push() }
