@@ -212,6 +212,7 @@ struct ForwardingWriter: LocalStoreWriter {
     func setting(_ key: String) throws -> String? { try reader.setting(key) }
     func itemsToRefetch(in table: TableName) throws -> [ItemID] { try reader.itemsToRefetch(in: table) }
     func upsert(_ item: JSONValue, in table: TableName) throws { try w.upsert(item, in: table) }
+    func prepareTable(_ table: TableName) throws { try w.prepareTable(table) }
     func deleteItem(_ id: ItemID, in table: TableName) throws { try w.deleteItem(id, in: table) }
     func deleteItems(in table: TableName, matching filter: ODataExpression?) throws {
         try w.deleteItems(in: table, matching: filter)

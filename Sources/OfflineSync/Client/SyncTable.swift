@@ -118,6 +118,68 @@ public struct SyncTable<Item: Codable & Sendable>: Sendable {
         return try await client.store.read { try $0.count(in: name, matching: filter) }
     }
 
+    /// Watches the local items a query matches: yields them at once, then again each time a committed change
+    /// makes them differ — a local write, a pull's page, a purge, a conflict's resolution, in this client or in
+    /// another one (or process) on the same store. Changes to other tables, or to items the query does not
+    /// match, yield nothing; quick changes may be yielded together, the last value always current.
+    ///
+    /// For example, to keep a list on screen:
+    /// ```swift
+    /// for try await open in todos.observe(TableQuery().filter { $0.complete == false }.orderBy(\.text)) {
+    ///     render(open)
+    /// }
+    /// ```
+    /// - Parameter query: The query; all items by default.
+    /// - Returns: The matching items, as ``items(matching:)`` reads them. The sequence ends when the task
+    ///   iterating it is cancelled (or stops iterating); it throws `ValueError` for a key path that names no
+    ///   field, `ODataError` for a query the store cannot run, and ``LocalStoreError`` when the store fails.
+    public func observe(_ query: TableQuery<Item> = TableQuery()) -> AsyncThrowingStream<[Item], any Error> {
+        let name = self.name
+        return observed { store in
+            let query = try query.checked()
+            return store.observe([name]) { reader in try reader.items(in: name, matching: query) }
+        } transform: { rows in
+            try rows.map { try ItemCoder.item($0, as: Item.self) }
+        }
+    }
+
+    /// Watches how many local items meet a query's filter, as ``observe(_:)`` watches its items.
+    ///
+    /// - Parameter query: The query; every item by default (its order, skip and top play no part).
+    /// - Returns: The count, at once and after every change to it. The sequence ends when the task iterating it
+    ///   is cancelled; it throws as ``observe(_:)`` does.
+    public func observeCount(_ query: TableQuery<Item> = TableQuery()) -> AsyncThrowingStream<Int, any Error> {
+        let name = self.name
+        return observed { store in
+            let filter = try query.checked().filter
+            return store.observe([name]) { reader in try reader.count(in: name, matching: filter) }
+        } transform: {
+            $0
+        }
+    }
+
+    /// Relays a store observation, each value transformed, until the consumer stops.
+    private func observed<Source: Sendable & Equatable, Value: Sendable>(
+        _ start: @escaping @Sendable (any LocalStore) throws -> AsyncThrowingStream<Source, any Error>?,
+        transform: @escaping @Sendable (Source) throws -> Value
+    ) -> AsyncThrowingStream<Value, any Error> {
+        let store = client.store
+        let (stream, continuation) = AsyncThrowingStream.makeStream(of: Value.self)
+        let task = Task {
+            do {
+                guard let source = try start(store) else {
+                    throw LocalStoreError(operation: "observe", underlying: ObservationUnavailable())
+                }
+                for try await value in source { continuation.yield(try transform(value)) }
+                continuation.finish()
+            } catch {
+                continuation.finish(throwing: error)
+            }
+        }
+        continuation.onTermination = { _ in task.cancel() }
+        return stream
+    }
+
     /// Pulls the server's rows into the local store. With a `queryID` the pull is incremental: only
     /// rows changed since that query's last pull are fetched. Pending operations of the table are
     /// pushed first.
@@ -200,3 +262,6 @@ public struct SyncTable<Item: Codable & Sendable>: Sendable {
         try await client.pendingOperations().filter { $0.table.canonical == name.canonical }
     }
 }
+
+/// The store behind the client cannot observe (a test double).
+struct ObservationUnavailable: Error {}

@@ -32,9 +32,31 @@ protocol LocalStore: Sendable {
     /// - Throws: What `body` throws, ``LocalStoreError`` when the lock cannot be taken, or
     ///   `CancellationError` when the task is cancelled while waiting (the lock was not taken).
     func withPushLock<T: Sendable>(_ body: @Sendable () async throws -> T) async throws -> T
+
+    /// Observes what `fetch` reads from `tables`: emits its value at once, then again after each committed
+    /// change to those tables whose result differs from the last one emitted (changes to other tables, or ones
+    /// that leave the result as it was, emit nothing). Quick commits may be merged into one value; the last
+    /// value always reflects the last commit.
+    ///
+    /// The default returns nil: a custom store says that it cannot observe.
+    /// - Parameters:
+    ///   - tables: The sync tables `fetch` reads (made ready to be observed even before their first row).
+    ///   - fetch: Reads the value, on a consistent snapshot.
+    /// - Returns: The values, until the consumer stops iterating (or its task is cancelled); the stream
+    ///   finishes with ``LocalStoreError`` when the store fails, or with what `fetch` throws.
+    func observe<T: Sendable & Equatable>(
+        _ tables: [TableName], _ fetch: @escaping @Sendable (any LocalStoreReader) throws -> T
+    ) -> AsyncThrowingStream<T, any Error>?
 }
 
 extension LocalStore {
+    /// Cannot observe (see the requirement).
+    func observe<T: Sendable & Equatable>(
+        _ tables: [TableName], _ fetch: @escaping @Sendable (any LocalStoreReader) throws -> T
+    ) -> AsyncThrowingStream<T, any Error>? {
+        nil
+    }
+
     /// Runs `body` with no lock (see the requirement).
     func withPushLock<T: Sendable>(_ body: @Sendable () async throws -> T) async throws -> T {
         try await body()
@@ -97,6 +119,8 @@ protocol LocalStoreWriter: LocalStoreReader {
     /// Inserts or replaces an item whose JSON text is already at hand (as a pull received it). `item`
     /// may hold only some of the fields (`id`, `updatedAt`, `deleted`); `text` is the whole row.
     func upsert(_ item: JSONValue, text: String, in table: TableName) throws
+    /// Creates the table's rows table if it has none yet (so that an observation of the table sees its first row).
+    func prepareTable(_ table: TableName) throws
     /// Removes an item; nothing happens when it is absent.
     func deleteItem(_ id: ItemID, in table: TableName) throws
     /// Removes the items matching `filter` (all items when nil).

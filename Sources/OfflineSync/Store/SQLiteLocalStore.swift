@@ -154,6 +154,32 @@ public final class SQLiteLocalStore: LocalStore {
         }
     }
 
+    /// Observes with GRDB's `ValueObservation`, which tracks exactly the rows tables `fetch` reads, in this
+    /// process and in others that write the same file.
+    func observe<T: Sendable & Equatable>(
+        _ tables: [TableName], _ fetch: @escaping @Sendable (any LocalStoreReader) throws -> T
+    ) -> AsyncThrowingStream<T, any Error>? {
+        let (stream, continuation) = AsyncThrowingStream.makeStream(of: T.self)
+        let task = Task {
+            do {
+                // A table with no rows table yet would be read as empty without being tracked.
+                try await write { writer in for table in tables { try writer.prepareTable(table) } }
+                let observation = ValueObservation.tracking { db in
+                    try fetch(SQLiteLocalStoreAccess(db: db, store: self))
+                }
+                .removeDuplicates()
+                for try await value in observation.values(in: pool) { continuation.yield(value) }
+                continuation.finish()
+            } catch let error as DatabaseError {
+                continuation.finish(throwing: LocalStoreError(operation: "observe", underlying: error))
+            } catch {
+                continuation.finish(throwing: error)
+            }
+        }
+        continuation.onTermination = { _ in task.cancel() }
+        return stream
+    }
+
     func withPushLock<T: Sendable>(_ body: @Sendable () async throws -> T) async throws -> T {
         let descriptor = open(lockPath, O_RDWR | O_CREAT | O_CLOEXEC, 0o644)
         guard descriptor >= 0 else {

@@ -33,6 +33,10 @@ struct SQLiteLocalStoreAccess: LocalStoreWriter {
         }
     }
 
+    func prepareTable(_ table: TableName) throws {
+        try ensureRowTable(table)
+    }
+
     private func ensureRowTable(_ table: TableName) throws {
         guard try !hasRowTable(table) else { return }
         let name = SQLiteLocalStore.rowTable(table)
