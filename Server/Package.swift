@@ -133,6 +133,7 @@ let package = Package(
                 "OfflineSyncAsyncHTTPClient",
                 .product(name: "OfflineSyncTesting", package: client),
                 .product(name: "SyncOData", package: client),
+                .product(name: "SyncSQLite", package: client),
                 "SyncServer",
                 .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "HummingbirdTesting", package: "hummingbird"),

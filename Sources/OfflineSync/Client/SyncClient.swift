@@ -59,6 +59,8 @@ public final class SyncClient: Sendable {
     let context: SyncContext
     let endpoint: TableEndpoint
     let configuration: Configuration
+    /// What runs now and how the last sync ended, for ``status()``.
+    let activity: SyncActivity
 
     /// Creates a client on a store; nothing is read or sent until it is used, so a view model can
     /// create it at once. Operations sent by a previous run whose reply never came stay frozen and are
@@ -81,6 +83,7 @@ public final class SyncClient: Sendable {
         self.url = url
         self.store = store
         self.configuration = configuration
+        activity = SyncActivity(now: configuration.now)
         endpoint = TableEndpoint(
             baseURL: url, transport: configuration.transport, installationID: InstallationID(store: store),
             tokenProvider: configuration.tokenProvider, timeout: configuration.requestTimeout,
@@ -143,7 +146,7 @@ public final class SyncClient: Sendable {
     ///   operation not pushed stays queued.
     @discardableResult
     public func push() async throws -> PushResult {
-        try await context.push()
+        try await activity.push { try await context.push() }
     }
 
     /// The queued local changes, in push order.

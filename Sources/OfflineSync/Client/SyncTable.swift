@@ -195,9 +195,15 @@ public struct SyncTable<Item: Codable & Sendable>: Sendable {
         _ query: TableQuery<Item> = TableQuery(), queryID: QueryID? = nil,
         progress: (@Sendable (PullProgress) -> Void)? = nil
     ) async throws -> PullSummary {
-        try await client.context.pull(
-            name, filter: query.checked().filter, queryID: queryID, pageSize: client.configuration.pullPageSize,
-            progress: progress)
+        let filter = try query.checked().filter
+        return try await client.activity.pull(name) { report in
+            try await client.context.pull(
+                name, filter: filter, queryID: queryID, pageSize: client.configuration.pullPageSize,
+                progress: { page in
+                    report(page)
+                    progress?(page)
+                })
+        }
     }
 
     /// Pulls as ``pull(_:queryID:progress:)`` does, reporting progress as a stream: one element per
