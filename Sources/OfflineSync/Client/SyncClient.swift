@@ -1,6 +1,7 @@
 public import Foundation
 public import Logging
 import SyncCore
+import SyncSQLite
 
 /// The entry point of the SDK: a backend URL, a local store, and the sync tables on them.
 ///
@@ -61,6 +62,8 @@ public final class SyncClient: Sendable {
     let configuration: Configuration
     /// What runs now and how the last sync ended, for ``status()``.
     let activity: SyncActivity
+    /// The automatic sync, while it runs (``startSyncing(pulling:options:)``).
+    let autoSyncer = Locked<AutoSyncer?>(nil)
 
     /// Creates a client on a store; nothing is read or sent until it is used, so a view model can
     /// create it at once. Operations sent by a previous run whose reply never came stay frozen and are

@@ -1,0 +1,127 @@
+import Foundation
+import OfflineSync
+import SyncSQLite
+import SyncServer
+import Testing
+
+/// Automatic sync (issue 16, point 3) against a real server, with the real clock and short intervals: two
+/// devices converge with no sync call; an outage is retried with backoff until it ends; a 401 stops the tries
+/// until `resumeSyncing()`.
+@Suite struct AutoSyncTests {
+    static var options: AutoSyncOptions {
+        var options = AutoSyncOptions()
+        options.pushDelay = .milliseconds(50)
+        options.pullInterval = .milliseconds(200)
+        options.initialBackoff = .milliseconds(100)
+        options.maximumBackoff = .milliseconds(400)
+        return options
+    }
+
+    /// The real transport; counts requests, and fails them while `isDown` is set.
+    struct Counting: HTTPTransport {
+        let isDown = Locked(false)
+        let requests = Locked(0)
+        let inner = URLSessionTransport()
+
+        func send(_ request: HTTPRequestData) async throws -> HTTPResponseData {
+            requests.withLock { $0 += 1 }
+            if isDown.withLock({ $0 }) { throw TransportError(.unreachable, host: request.url.host ?? "") }
+            return try await inner.send(request)
+        }
+    }
+
+    static func device(
+        _ url: URL, _ workspace: Workspace, _ store: String,
+        configure: (inout SyncClient.Configuration) -> Void = { _ in }
+    ) async throws -> (SyncClient, SyncTable<TodoItem>) {
+        let client = try await SyncClient.make(url, workspace: workspace, store: store) {
+            $0.clock = ContinuousClock()
+            $0.retryLimit = 0
+            configure(&$0)
+        }
+        let todos = try await client.syncTable("TodoItem", of: TodoItem.self)
+        await client.startSyncing(pulling: [todos.autoPull()], options: options)
+        return (client, todos)
+    }
+
+    @Test(.timeLimit(.minutes(1)))
+    func twoDevicesConvergeWithNoSyncCall() async throws {
+        let workspace = try Workspace()
+        try await LiveServer.run(in: workspace) { url in
+            let (a, aTodos) = try await Self.device(url, workspace, "a.sqlite")
+            let (b, bTodos) = try await Self.device(url, workspace, "b.sqlite")
+            let seenByB = ObservationTests.Collected(bTodos.observe(TableQuery().orderBy(\.text)))
+            let seenByA = ObservationTests.Collected(aTodos.observe(TableQuery().orderBy(\.text)))
+
+            try await aTodos.insert(TodoItem(id: "a", text: "milk", complete: false))
+            try await seenByB.last { ObservationTests.texts($0) == ["milk"] }
+            try await bTodos.insert(TodoItem(id: "b", text: "bread", complete: false))
+            try await bTodos.update(TodoItem(id: "a", text: "oat milk", complete: false))
+            try await seenByA.last { ObservationTests.texts($0) == ["bread", "oat milk"] }
+            try await seenByB.last { _ in true }
+            #expect(try await a.pendingOperations().isEmpty)
+
+            await a.stopSyncing()
+            await b.stopSyncing()
+            await seenByA.cancel()
+            await seenByB.cancel()
+        }
+    }
+
+    @Test(.timeLimit(.minutes(1)))
+    func anOutageIsRetriedWithBackoffUntilItEnds() async throws {
+        let workspace = try Workspace()
+        let transport = Counting()
+        transport.isDown.withLock { $0 = true }
+        try await LiveServer.run(in: workspace) { url in
+            let (client, todos) = try await Self.device(url, workspace, "a.sqlite") { $0.transport = transport }
+            let statuses = ObservationTests.Collected(client.status())
+            try await todos.insert(TodoItem(id: "a", text: "milk", complete: false))
+            let down = try await statuses.last { $0.lastError != nil }
+            guard case .unavailable? = down.lastError else {
+                Issue.record("expected unavailable, got \(String(describing: down.lastError))")
+                return
+            }
+            // Backoff: a few tries in 0.6 s (100, 200, 400 ms waits), not one per scheduled pull tick.
+            let before = transport.requests.withLock { $0 }
+            try await Task.sleep(for: .milliseconds(600))
+            let tries = transport.requests.withLock { $0 } - before
+            #expect(tries >= 1 && tries <= 4, "tries during the outage: \(tries)")
+
+            transport.isDown.withLock { $0 = false }
+            let recovered = try await statuses.last { $0.lastError == nil && $0.pendingCount == 0 }
+            #expect(recovered.lastSyncedAt != nil)
+            await client.stopSyncing()
+            await statuses.cancel()
+        }
+    }
+
+    @Test(.timeLimit(.minutes(1)))
+    func a401StopsTheTriesUntilResumed() async throws {
+        let workspace = try Workspace()
+        let secret = TokenTests.secret
+        let token = Locked(try await TokenTests.expiredToken())
+        let transport = Counting()
+        var table = try TableConfiguration(name: "TodoItem")
+        table.perUser = true
+        try await LiveServer.run(in: workspace, tables: [table], auth: AuthConfiguration(hs256Secret: secret)) { url in
+            let (client, todos) = try await Self.device(url, workspace, "a.sqlite") {
+                $0.transport = transport
+                $0.tokenProvider = { _ in token.withLock { $0 } }
+            }
+            let statuses = ObservationTests.Collected(client.status())
+            try await todos.insert(TodoItem(id: "a", text: "milk", complete: false))
+            try await statuses.last { $0.lastError == .unauthorized && !$0.isSyncing }
+            let stopped = transport.requests.withLock { $0 }
+            try await Task.sleep(for: .milliseconds(600))  // three scheduled pull ticks
+            #expect(transport.requests.withLock { $0 } == stopped, "no request while signed out")
+
+            let fresh = try await makeHS256Token(subject: "alice", secret: secret)
+            token.withLock { $0 = fresh }
+            client.resumeSyncing()
+            try await statuses.last { $0.lastError == nil && $0.pendingCount == 0 }
+            await client.stopSyncing()
+            await statuses.cancel()
+        }
+    }
+}

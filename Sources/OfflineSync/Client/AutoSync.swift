@@ -1,0 +1,214 @@
+import Foundation
+import Logging
+import SyncCore
+import SyncSQLite
+
+/// How ``SyncClient/startSyncing(pulling:options:)`` syncs by itself.
+public struct AutoSyncOptions: Sendable {
+    /// How long after a local write the push waits for more writes, so that a burst is pushed once.
+    /// Default 0.5 s.
+    public var pushDelay = Duration.milliseconds(500)
+    /// How often the tables are pulled when nothing else asks for it. Default 60 s.
+    public var pullInterval = Duration.seconds(60)
+    /// The first wait after the server was unavailable; it doubles up to ``maximumBackoff``. Default 1 s.
+    public var initialBackoff = Duration.seconds(1)
+    /// The longest wait between tries while the server is unavailable. Default 5 minutes.
+    public var maximumBackoff = Duration.seconds(300)
+
+    /// The defaults.
+    public init() {}
+}
+
+/// One pull the automatic sync runs: a table with its query, pulled incrementally under its query id.
+public struct AutoSyncPull: Sendable {
+    /// The table pulled.
+    public let table: TableName
+    let run: @Sendable () async throws -> Void
+}
+
+extension SyncTable {
+    /// This table as the automatic sync pulls it (see ``SyncClient/startSyncing(pulling:options:)``).
+    ///
+    /// - Parameters:
+    ///   - query: The rows to pull; all by default.
+    ///   - queryID: The incremental pull's id; by default `auto-` and the table's name.
+    /// - Returns: The pull.
+    public func autoPull(_ query: TableQuery<Item> = TableQuery(), queryID: QueryID? = nil) -> AutoSyncPull {
+        let id = queryID ?? QueryID(rawValue: "auto-\(name.canonical)")
+        return AutoSyncPull(table: name) { _ = try await self.pull(query, queryID: id) }
+    }
+}
+
+/// The automatic sync of one client: a single loop, so two syncs never run at once. It pushes soon after local
+/// writes, pulls on a schedule and when asked, waits with backoff while the server is unavailable, and stops
+/// trying after a 401 until ``SyncClient/resumeSyncing()``.
+final class AutoSyncer: Sendable {
+    private enum Trigger: Sendable {
+        case localChange, schedule, now, resume
+    }
+
+    private let task: Task<Void, Never>
+    private let triggers: AsyncStream<Trigger>.Continuation
+
+    init(client: SyncClient, pulls: [AutoSyncPull], options: AutoSyncOptions) {
+        let (stream, triggers) = AsyncStream.makeStream(of: Trigger.self, bufferingPolicy: .bufferingNewest(8))
+        self.triggers = triggers
+        let logger = client.configuration.logger
+        let clock = client.configuration.clock
+        task = Task {
+            await withTaskGroup(of: Void.self) { group in
+                // Local writes: the pending count going up.
+                group.addTask {
+                    var last = 0
+                    // A store that cannot observe: the schedule alone pushes.
+                    guard let counts = client.store.observe([], { try $0.operationCount(in: nil) }) else { return }
+                    do {
+                        for try await count in counts {
+                            if count > last { triggers.yield(.localChange) }
+                            last = count
+                        }
+                    } catch {}
+                }
+                group.addTask {
+                    while !Task.isCancelled {
+                        triggers.yield(.schedule)
+                        do { try await clock.sleep(for: options.pullInterval) } catch { return }
+                    }
+                }
+                group.addTask {
+                    await Self.loop(client, pulls, options, stream, logger: logger)
+                }
+                await group.next()  // the loop ends only when cancelled
+                group.cancelAll()
+            }
+        }
+    }
+
+    /// Asks for a sync (push, then every pull) as soon as the loop is free.
+    func syncNow() { triggers.yield(.now) }
+
+    /// Lets the loop try again after a 401 (a new token is available).
+    func resume() { triggers.yield(.resume) }
+
+    /// Stops the loop; a sync running now is cancelled (what it applied is kept).
+    func stop() async {
+        triggers.finish()
+        task.cancel()
+        await task.value
+    }
+
+    private static func loop(
+        _ client: SyncClient, _ pulls: [AutoSyncPull], _ options: AutoSyncOptions, _ stream: AsyncStream<Trigger>,
+        logger: Logger
+    ) async {
+        let clock = client.configuration.clock
+        var signedOut = false
+        var backoff: Duration?
+        for await trigger in stream {
+            if Task.isCancelled { return }
+            switch trigger {
+            case .resume: signedOut = false
+            case .localChange:
+                // Let a burst of writes settle, then push them together.
+                try? await clock.sleep(for: options.pushDelay)
+            case .schedule, .now: break
+            }
+            if signedOut { continue }
+            var pullsToo = trigger != .localChange
+            while !Task.isCancelled {
+                switch await sync(client, pulls: pullsToo ? pulls : [], logger: logger) {
+                case .done:
+                    backoff = nil
+                case .unauthorized:
+                    logger.notice("Automatic sync stopped: the server refused the credentials (401)")
+                    signedOut = true
+                case .unavailable:
+                    let wait = backoff.map { min($0 * 2, options.maximumBackoff) } ?? options.initialBackoff
+                    backoff = wait
+                    logger.info("Automatic sync: the server is unavailable; trying again in \(wait)")
+                    do { try await clock.sleep(for: wait) } catch { return }
+                    pullsToo = true
+                    continue
+                }
+                break
+            }
+        }
+    }
+
+    private enum Outcome { case done, unavailable, unauthorized }
+
+    /// One sync: a push when changes wait, then each pull (which pushes its table's changes first).
+    private static func sync(_ client: SyncClient, pulls: [AutoSyncPull], logger: Logger) async -> Outcome {
+        do {
+            if try await client.store.read({ try $0.operationCount(in: nil) }) > 0 { try await client.push() }
+            for pull in pulls { try await pull.run() }
+            return .done
+        } catch PushError.operationsFailed {
+            // Refused changes wait for the user; the rest went through.
+            for pull in pulls { if let outcome = await pullAfterRefusals(pull) { return outcome } }
+            return .done
+        } catch PushError.unauthorized, PullError.unauthorized {
+            return .unauthorized
+        } catch PushError.serverUnavailable, PullError.serverUnavailable {
+            return .unavailable
+        } catch {
+            logger.warning("Automatic sync failed", metadata: ["sync.error": "\(error)"])
+            return .done
+        }
+    }
+
+    private static func pullAfterRefusals(_ pull: AutoSyncPull) async -> Outcome? {
+        do {
+            try await pull.run()
+            return nil
+        } catch PullError.unauthorized {
+            return .unauthorized
+        } catch PullError.serverUnavailable {
+            return .unavailable
+        } catch {
+            return nil
+        }
+    }
+}
+
+extension SyncClient {
+    /// Syncs by itself until ``stopSyncing()``: pushes soon after local writes (waiting
+    /// ``AutoSyncOptions/pushDelay`` for more), pulls `pulling` at once and every
+    /// ``AutoSyncOptions/pullInterval``, retries with backoff while the server is unavailable, and after a 401
+    /// stops trying until ``resumeSyncing()``. One sync runs at a time. ``status()`` shows what it does.
+    /// Starting again replaces the previous automatic sync.
+    ///
+    /// For example:
+    /// ```swift
+    /// await client.startSyncing(pulling: [todos.autoPull()])
+    /// ```
+    /// - Parameters:
+    ///   - pulls: The tables to keep pulled.
+    ///   - options: Delays and intervals.
+    public func startSyncing(pulling pulls: [AutoSyncPull], options: AutoSyncOptions = AutoSyncOptions()) async {
+        let previous = autoSyncer.withLock { current in
+            defer { current = AutoSyncer(client: self, pulls: pulls, options: options) }
+            return current
+        }
+        await previous?.stop()
+    }
+
+    /// Stops the automatic sync; a sync running now is cancelled (what it applied is kept, and unsent changes
+    /// stay queued). Does nothing when it is not running.
+    public func stopSyncing() async {
+        await autoSyncer.withLock { current in
+            defer { current = nil }; return current
+        }?.stop()
+    }
+
+    /// Asks the automatic sync to push and pull now (for example when the network comes back, or on a
+    /// pull-to-refresh). Does nothing when it is not running.
+    public func syncNow() {
+        autoSyncer.withLock { $0 }?.syncNow()
+    }
+
+    /// Lets the automatic sync try again after it stopped on a 401: call it once a new token is available.
+    public func resumeSyncing() {
+        autoSyncer.withLock { $0 }?.resume()
+    }
+}
