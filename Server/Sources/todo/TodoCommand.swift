@@ -14,7 +14,7 @@ struct TodoCommand: AsyncParsableCommand {
             """,
         subcommands: [
             Add.self, List.self, Complete.self, Reopen.self, Edit.self, Delete.self, Sync.self, Push.self, Pull.self,
-            Pending.self, Conflicts.self, Resolve.self, Purge.self, Status.self,
+            Pending.self, Conflicts.self, Resolve.self, Purge.self, Status.self, Watch.self,
         ])
 
     @OptionGroup var options: GlobalOptions

@@ -1,5 +1,6 @@
 import Foundation
 import SyncCore
+import SyncSQLite
 import Testing
 
 #if canImport(FoundationNetworking)
@@ -186,5 +187,58 @@ import Testing
         #expect(try laptop.items().count == 3)
         #expect(try bob.run("sync").status == 0)
         #expect(try bob.items().count == 1)
+    }
+
+    /// Issue 16, point 5: `todo watch` on device A shows an item device B adds, with no key pressed and no sync
+    /// command on A (its automatic sync pulls every 0.3 s), and its status line says it synced.
+    @Test(.timeLimit(.minutes(1)))
+    func todoWatchShowsAnotherDevicesItemWithoutAKeypress() async throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("todo-watch-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let port = try freePort()
+        let server = try ServerProcess(
+            port: port, database: "sqlite:" + directory.appendingPathComponent("server.sqlite").path)
+        defer { server.stop() }
+        let url = "http://127.0.0.1:\(port)"
+        let b = Device(environment: [
+            "TODO_STORE": directory.appendingPathComponent("b/todo.sqlite").path, "TODO_URL": url,
+        ])
+
+        let watch = Process()
+        watch.executableURL = URL(fileURLWithPath: Products.path("todo"))
+        watch.arguments = ["watch", "--interval", "0.3"]
+        watch.environment = ["TODO_STORE": directory.appendingPathComponent("a/todo.sqlite").path, "TODO_URL": url]
+        let output = Pipe()
+        watch.standardOutput = output
+        watch.standardError = FileHandle.nullDevice
+        try watch.run()
+        defer {
+            if watch.isRunning { watch.terminate() }
+            watch.waitUntilExit()
+        }
+        let seen = Locked("")
+        let reader = Task.detached {
+            while true {
+                let data = output.fileHandleForReading.availableData
+                if data.isEmpty { return }
+                seen.withLock { $0 += String(decoding: data, as: UTF8.self) }
+            }
+        }
+        func waitFor(_ text: String) async throws {
+            let deadline = Date().addingTimeInterval(15)
+            while !seen.withLock({ $0.contains(text) }), Date() < deadline {
+                try await Task.sleep(for: .milliseconds(50))
+            }
+            #expect(seen.withLock { $0.contains(text) }, "todo watch never showed '\(text)': \(seen.withLock { $0 })")
+        }
+        try await waitFor("No open items.")
+        #expect(try b.run("add", "Buy bread").status == 0)
+        #expect(try b.run("sync").status == 0)
+        try await waitFor("Buy bread")
+        try await waitFor("synced ")
+        watch.terminate()
+        watch.waitUntilExit()
+        _ = await reader.value
     }
 }
