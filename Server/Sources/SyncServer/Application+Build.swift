@@ -129,11 +129,12 @@ func buildRouter(_ configuration: SyncServerConfiguration, store: any TableStore
         tables.add(
             middleware: APIVersionMiddleware(acceptsQueryForChanges: configuration.acceptsVersionQueryForChanges))
     }
-    TableController(
+    let controller = TableController(
         store: store, maxBodySize: configuration.maxBodySize, queryLimits: configuration.queryLimits,
-        makeID: configuration.makeID, authenticates: configuration.auth != nil
+        makeID: configuration.makeID, authenticates: configuration.auth != nil, changes: ChangeHub()
     )
-    .addRoutes(to: tables)
+    controller.addRoutes(to: tables)
+    router.get("changes") { request, context in try await controller.changes(request, context) }
     return router
 }
 

@@ -26,7 +26,7 @@ struct MethodNotAllowedMiddleware: RouterMiddleware {
     static func methods(forPath path: String) -> [HTTPRequest.Method]? {
         let parts = path.split(separator: "/", omittingEmptySubsequences: false).dropFirst()
         switch (parts.count, parts.first) {
-        case (1, "health"), (1, "metrics"), (1, "openapi.yaml"): return [.get]
+        case (1, "health"), (1, "metrics"), (1, "openapi.yaml"), (1, "changes"): return [.get]
         case (2, "tables") where !parts.last!.isEmpty: return [.get, .post]
         case (3, "tables") where !parts.dropFirst().contains(""): return [.get, .patch, .delete, .post]
         default: return nil

@@ -14,6 +14,8 @@ struct TableController: Sendable {
     let makeID: @Sendable () -> String
     /// Whether the server checks tokens (then tables need signed-in callers unless configured otherwise).
     let authenticates: Bool
+    /// Wakes the `GET /changes` requests that follow a table when a write to it commits.
+    let changes: ChangeHub
 
     func addRoutes(to group: RouterGroup<SyncRequestContext>) {
         group.get("{name}") { request, context in try await query(request, context) }
@@ -88,6 +90,7 @@ struct TableController: Sendable {
         let item = try await perform(table: schema.name) {
             try await store.insert(fields, id: id, into: schema.name, owner: owner)
         }
+        changes.publish(Self.changeKey(schema, owner: owner))
         return JSONResponse.item(.created, item, location: itemURL(request, id: id))
     }
 
@@ -117,6 +120,7 @@ struct TableController: Sendable {
                 id, with: fields, in: schema.name, owner: owner, precondition: precondition,
                 includeDeleted: includeDeleted)
         }
+        changes.publish(Self.changeKey(schema, owner: owner))
         return JSONResponse.item(.ok, item)
     }
 
@@ -127,6 +131,7 @@ struct TableController: Sendable {
         let item = try await perform(table: schema.name) {
             try await store.delete(id, from: schema.name, owner: owner, precondition: precondition)
         }
+        changes.publish(Self.changeKey(schema, owner: owner))
         return JSONResponse.item(.ok, item)
     }
 
@@ -137,6 +142,7 @@ struct TableController: Sendable {
         let item = try await perform(table: schema.name) {
             try await store.undelete(id, in: schema.name, owner: owner, precondition: precondition)
         }
+        changes.publish(Self.changeKey(schema, owner: owner))
         return JSONResponse.item(.ok, item)
     }
 }

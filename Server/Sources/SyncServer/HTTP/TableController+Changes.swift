@@ -1,0 +1,50 @@
+import Foundation
+import Hummingbird
+import SyncCore
+
+extension TableController {
+    /// The key a write publishes and a follower waits on: the table, or the table and owner of a per-user row
+    /// (so that one user's writes do not wake another's followers).
+    static func changeKey(_ schema: TableSchema, owner: String?) -> String {
+        owner.map { "\(schema.name.canonical)/\($0)" } ?? schema.name.canonical
+    }
+
+    /// `GET /changes?tables=A,B&since=TOKEN&wait=SECONDS` (docs/changes.md): answers once one of the tables
+    /// changed after the token, or after `wait` seconds (default 25, at most 60), with
+    /// `{"token": next, "changed": [tables]}`. It carries no row data: the client pulls, and the pull enforces
+    /// access. Every table must be readable by the caller (401/403/404 otherwise).
+    func changes(_ request: Request, _ context: SyncRequestContext) async throws -> Response {
+        var tables: [String] = []
+        var since: String?
+        var wait = Duration.seconds(25)
+        for pair in (request.uri.query ?? "").split(separator: "&") {
+            let parts = pair.split(separator: "=", maxSplits: 1).map(String.init)
+            let value = parts.count == 2 ? (parts[1].removingPercentEncoding ?? parts[1]) : ""
+            switch parts.first {
+            case "tables": tables = value.split(separator: ",").map(String.init)
+            case "since": since = value.isEmpty ? nil : value
+            case "wait":
+                guard let seconds = Int(value), (0...60).contains(seconds) else {
+                    throw APIError.badRequest("wait: a whole number of seconds, 0 to 60")
+                }
+                wait = .seconds(seconds)
+            default: break
+            }
+        }
+        guard !tables.isEmpty, tables.count <= 100 else {
+            throw APIError.badRequest("tables: name 1 to 100 tables, separated by commas")
+        }
+        var keys: [String: String] = [:]  // key → the name as the client wrote it
+        for text in tables {
+            let name: TableName
+            do { name = try TableName(text) } catch { throw APIError.badRequest("\(error)") }
+            guard let schema = try await store.schema(of: name) else {
+                throw APIError(.notFound, TableStoreError.unknownTable(name).description)
+            }
+            keys[Self.changeKey(schema, owner: try authorize(.read, schema, context))] = text
+        }
+        let (changed, token) = await self.changes.wait(Set(keys.keys), since: since, timeout: wait)
+        let names = changed.compactMap { keys[$0] }.sorted()
+        return JSONResponse.make(.ok, ["token": .string(token), "changed": .array(names.map(JSONValue.string))])
+    }
+}
