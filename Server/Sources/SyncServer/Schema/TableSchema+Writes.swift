@@ -21,6 +21,7 @@ extension TableSchema {
     /// - Throws: ``TableStoreError/invalidItem(_:)`` naming the field and the rule it breaks.
     func plan(_ fields: [String: JSONValue]) throws(TableStoreError) -> WritePlan {
         var plan = WritePlan()
+        var newNames: [String: String] = [:]  // a new field's name, lowercased → as written
         for (field, value) in fields.sorted(by: { $0.key < $1.key }) {
             if SystemProperty.isSystemProperty(field) { continue }
             if let reason = FieldName.validate(field) { throw .invalidItem("field '\(field)': \(reason)") }
@@ -42,6 +43,10 @@ extension TableSchema {
             }
             guard let type = columns[field] else {
                 guard isDynamic else { throw .invalidItem("field '\(field)' is not a column of this table") }
+                // SQLite's column names ignore case and PostgreSQL's quoted ones do not: neither store gets two.
+                if let other = newNames.updateValue(field, forKey: field.lowercased()) {
+                    throw .invalidItem("field '\(field)' differs from the field '\(other)' only in case")
+                }
                 plan.newColumns.append((field, kind.columnType))
                 plan.values.append((field, try Self.sqlValue(value, as: kind.columnType, field: field)))
                 continue
