@@ -1,6 +1,7 @@
 import Foundation
 import Logging
 import SyncCore
+import SyncOData
 import SyncSQLite
 
 /// How ``SyncClient/startSyncing(pulling:options:)`` syncs by itself.
@@ -40,11 +41,12 @@ extension SyncTable {
 }
 
 /// The automatic sync of one client: a single loop, so two syncs never run at once. It pushes soon after local
-/// writes, pulls on a schedule and when asked, waits with backoff while the server is unavailable, and stops
-/// trying after a 401 until ``SyncClient/resumeSyncing()``.
+/// writes, pulls on a schedule, when asked and when the server says a pulled table changed (`GET /changes`),
+/// waits with backoff while the server is unavailable, and stops trying after a 401 until
+/// ``SyncClient/resumeSyncing()``.
 final class AutoSyncer: Sendable {
     private enum Trigger: Sendable {
-        case localChange, schedule, now, resume
+        case localChange, schedule, now, resume, serverChange
     }
 
     private let task: Task<Void, Never>
@@ -76,9 +78,11 @@ final class AutoSyncer: Sendable {
                     }
                 }
                 group.addTask {
-                    await Self.loop(client, pulls, options, stream, logger: logger)
+                    await Self.followChanges(client, tables: pulls.map(\.table), triggers: triggers, logger: logger)
                 }
-                await group.next()  // the loop ends only when cancelled
+                // The loop ends only when stopped; the helpers above (one may end early: a server without change
+                // notifications) are cancelled with it.
+                await Self.loop(client, pulls, options, stream, logger: logger)
                 group.cancelAll()
             }
         }
@@ -111,7 +115,7 @@ final class AutoSyncer: Sendable {
             case .localChange:
                 // Let a burst of writes settle, then push them together.
                 try? await clock.sleep(for: options.pushDelay)
-            case .schedule, .now: break
+            case .schedule, .now, .serverChange: break
             }
             if signedOut { continue }
             var pullsToo = trigger != .localChange
@@ -132,6 +136,48 @@ final class AutoSyncer: Sendable {
                 }
                 break
             }
+        }
+    }
+
+    /// Follows the server's change notifications (`GET /changes`, docs/changes.md) and asks for a sync when a
+    /// pulled table changed. Ends for a server without them (404, 405): the schedule alone pulls then.
+    private static func followChanges(
+        _ client: SyncClient, tables: [TableName], triggers: AsyncStream<Trigger>.Continuation, logger: Logger
+    ) async {
+        guard !tables.isEmpty else { return }
+        let clock = client.configuration.clock
+        // The server holds the request; it must answer before the transport gives up.
+        let timeout = client.configuration.requestTimeout
+        let wait = max(0, min(20, timeout.components.seconds - 5))
+        var token: String?
+        var delay = Duration.seconds(1)
+        while !Task.isCancelled {
+            var query = "tables=" + tables.map(\.rawValue).joined(separator: ",") + "&wait=\(wait)"
+            if let token { query += "&since=" + ODataQuery.percentEncode(token) }
+            var url = client.url.absoluteString
+            if url.hasSuffix("/") { url.removeLast() }
+            do {
+                let response = try await client.endpoint.send(
+                    "GET", URL(string: url + "/changes?" + query) ?? client.url, features: [])
+                switch response.status {
+                case 200:
+                    let body = try? JSONValue(parsing: response.body)
+                    let changed = body?["changed"]?.arrayValue ?? []
+                    if token != nil, !changed.isEmpty { triggers.yield(.serverChange) }
+                    token = body?["token"]?.stringValue
+                    delay = .seconds(1)
+                    continue
+                case 404, 405:
+                    logger.info("The server sends no change notifications; pulling on the schedule")
+                    return
+                default:
+                    break
+                }
+            } catch {
+                if Task.isCancelled { return }
+            }
+            do { try await clock.sleep(for: delay) } catch { return }
+            delay = min(delay * 2, .seconds(30))
         }
     }
 
@@ -173,8 +219,9 @@ final class AutoSyncer: Sendable {
 
 extension SyncClient {
     /// Syncs by itself until ``stopSyncing()``: pushes soon after local writes (waiting
-    /// ``AutoSyncOptions/pushDelay`` for more), pulls `pulling` at once and every
-    /// ``AutoSyncOptions/pullInterval``, retries with backoff while the server is unavailable, and after a 401
+    /// ``AutoSyncOptions/pushDelay`` for more), pulls `pulling` at once, every ``AutoSyncOptions/pullInterval``
+    /// and as soon as the server says one of them changed (sync-server's `GET /changes`; other backends are
+    /// pulled on the schedule alone), retries with backoff while the server is unavailable, and after a 401
     /// stops trying until ``resumeSyncing()``. One sync runs at a time. ``status()`` shows what it does.
     /// Starting again replaces the previous automatic sync.
     ///

@@ -1,5 +1,6 @@
 import Foundation
 import Hummingbird
+import ServiceLifecycle
 import SyncCore
 
 extension TableController {
@@ -43,7 +44,18 @@ extension TableController {
             }
             keys[Self.changeKey(schema, owner: try authorize(.read, schema, context))] = text
         }
-        let (changed, token) = await self.changes.wait(Set(keys.keys), since: since, timeout: wait)
+        // A server shutting down answers its waiting followers at once rather than holding them for `wait`.
+        let hub = self.changes
+        let waiting = Task { [keys] in await hub.wait(Set(keys.keys), since: since, timeout: wait) }
+        let (changed, token) = await withTaskCancellationHandler {
+            await withGracefulShutdownHandler {
+                await waiting.value
+            } onGracefulShutdown: {
+                waiting.cancel()
+            }
+        } onCancel: {
+            waiting.cancel()
+        }
         let names = changed.compactMap { keys[$0] }.sorted()
         return JSONResponse.make(.ok, ["token": .string(token), "changed": .array(names.map(JSONValue.string))])
     }
