@@ -57,6 +57,7 @@ final class AutoSyncer: Sendable {
         self.triggers = triggers
         let logger = client.configuration.logger
         let clock = client.configuration.clock
+        let signedOut = Locked(false)  // after a 401, until resumed: no request at all
         task = Task {
             await withTaskGroup(of: Void.self) { group in
                 // Local writes: the pending count going up.
@@ -78,11 +79,12 @@ final class AutoSyncer: Sendable {
                     }
                 }
                 group.addTask {
-                    await Self.followChanges(client, tables: pulls.map(\.table), triggers: triggers, logger: logger)
+                    await Self.followChanges(
+                        client, tables: pulls.map(\.table), triggers: triggers, signedOut: signedOut, logger: logger)
                 }
                 // The loop ends only when stopped; the helpers above (one may end early: a server without change
                 // notifications) are cancelled with it.
-                await Self.loop(client, pulls, options, stream, logger: logger)
+                await Self.loop(client, pulls, options, stream, signedOut: signedOut, logger: logger)
                 group.cancelAll()
             }
         }
@@ -103,21 +105,20 @@ final class AutoSyncer: Sendable {
 
     private static func loop(
         _ client: SyncClient, _ pulls: [AutoSyncPull], _ options: AutoSyncOptions, _ stream: AsyncStream<Trigger>,
-        logger: Logger
+        signedOut: Locked<Bool>, logger: Logger
     ) async {
         let clock = client.configuration.clock
-        var signedOut = false
         var backoff: Duration?
         for await trigger in stream {
             if Task.isCancelled { return }
             switch trigger {
-            case .resume: signedOut = false
+            case .resume: signedOut.withLock { $0 = false }
             case .localChange:
                 // Let a burst of writes settle, then push them together.
                 try? await clock.sleep(for: options.pushDelay)
             case .schedule, .now, .serverChange: break
             }
-            if signedOut { continue }
+            if signedOut.withLock({ $0 }) { continue }
             var pullsToo = trigger != .localChange
             while !Task.isCancelled {
                 switch await sync(client, pulls: pullsToo ? pulls : [], logger: logger) {
@@ -125,7 +126,7 @@ final class AutoSyncer: Sendable {
                     backoff = nil
                 case .unauthorized:
                     logger.notice("Automatic sync stopped: the server refused the credentials (401)")
-                    signedOut = true
+                    signedOut.withLock { $0 = true }
                 case .unavailable:
                     let wait = backoff.map { min($0 * 2, options.maximumBackoff) } ?? options.initialBackoff
                     backoff = wait
@@ -142,7 +143,8 @@ final class AutoSyncer: Sendable {
     /// Follows the server's change notifications (`GET /changes`, docs/changes.md) and asks for a sync when a
     /// pulled table changed. Ends for a server without them (404, 405): the schedule alone pulls then.
     private static func followChanges(
-        _ client: SyncClient, tables: [TableName], triggers: AsyncStream<Trigger>.Continuation, logger: Logger
+        _ client: SyncClient, tables: [TableName], triggers: AsyncStream<Trigger>.Continuation,
+        signedOut: Locked<Bool>, logger: Logger
     ) async {
         guard !tables.isEmpty else { return }
         let clock = client.configuration.clock
@@ -152,6 +154,10 @@ final class AutoSyncer: Sendable {
         var token: String?
         var delay = Duration.seconds(1)
         while !Task.isCancelled {
+            // Signed out: no request until resumed.
+            while signedOut.withLock({ $0 }) {
+                do { try await clock.sleep(for: .milliseconds(500)) } catch { return }
+            }
             var query = "tables=" + tables.map(\.rawValue).joined(separator: ",") + "&wait=\(wait)"
             if let token { query += "&since=" + ODataQuery.percentEncode(token) }
             var url = client.url.absoluteString
@@ -170,6 +176,9 @@ final class AutoSyncer: Sendable {
                 case 404, 405:
                     logger.info("The server sends no change notifications; pulling on the schedule")
                     return
+                case 401:
+                    // The loop's sync meets the 401 too, says so in the status, and stops both until resumed.
+                    triggers.yield(.now)
                 default:
                     break
                 }
