@@ -193,14 +193,19 @@ extension SyncClient {
         let activity = self.activity
         let (stream, continuation) = AsyncStream.makeStream(of: SyncStatus.self, bufferingPolicy: .bufferingNewest(1))
         let task = Task {
-            let latest = Locked((counts: QueueCounts(), last: SyncStatus?.none, storeError: SyncStatusError?.none))
+            // Nothing is yielded before the store's counts are known, so the first status is never a false zero.
+            let latest = Locked(
+                (counts: QueueCounts?.none, last: SyncStatus?.none, storeError: SyncStatusError?.none))
             let publish = { @Sendable in
                 var status = SyncStatus()
                 activity.apply(to: &status)
                 let emitted: SyncStatus? = latest.withLock { latest in
-                    status.pendingCount = latest.counts.pending
-                    status.conflictCount = latest.counts.conflicts
-                    status.refusedCount = latest.counts.refused
+                    guard let counts = latest.counts ?? (latest.storeError != nil ? QueueCounts() : nil) else {
+                        return nil
+                    }
+                    status.pendingCount = counts.pending
+                    status.conflictCount = counts.conflicts
+                    status.refusedCount = counts.refused
                     if let storeError = latest.storeError { status.lastError = storeError }
                     guard status != latest.last else { return nil }
                     latest.last = status
