@@ -17,8 +17,8 @@ import Testing
 extension ProcessTests {
     @Suite(.serialized) struct ChaosTests {
         @Test(.timeLimit(.minutes(6)))
-        func devicesUnderFaultsKillsAndRestartsConvergeWithNothingLost() throws {
-            let result = try runProduct(
+        func devicesUnderFaultsKillsAndRestartsConvergeWithNothingLost() async throws {
+            let result = try await runProduct(
                 "sync-chaos", ["--seed", "1", "--seed", "6", "--devices", "4", "--steps", "60", "--time-limit", "150"],
                 environment: [:], timeout: 330)
             print(result.output)
@@ -36,8 +36,8 @@ extension ProcessTests {
         /// sees none of the rows. Seeds 1 and 3 bite: before the client took a retried insert whose row came back
         /// with the server's `userId` as its own, they reported "a conflict on an item no other device wrote".
         @Test(.timeLimit(.minutes(4)))
-        func oneUsersDevicesConvergeOnAPerUserTable() throws {
-            let result = try runProduct(
+        func oneUsersDevicesConvergeOnAPerUserTable() async throws {
+            let result = try await runProduct(
                 "sync-chaos",
                 ["--per-user", "--seed", "1", "--seed", "3", "--devices", "3", "--steps", "30", "--time-limit", "90"],
                 environment: [:], timeout: 210)

@@ -20,9 +20,11 @@ struct CommandResult: Sendable {
     let error: String
 }
 
-/// Runs a product to completion (bounded by `timeout`), as a person would in a shell.
+/// Runs a product to completion (bounded by `timeout`), as a person would in a shell. Its output is read while
+/// it runs, and every wait happens off Swift's cooperative threads: the suites run side by side on them (two on a
+/// 2-core machine), and a test that blocked one for a minute-long chaos run starved the rest.
 func runProduct(_ name: String, _ arguments: [String], environment: [String: String], timeout: TimeInterval = 30)
-    throws -> CommandResult
+    async throws -> CommandResult
 {
     let process = Process()
     process.executableURL = URL(fileURLWithPath: Products.path(name))
@@ -34,14 +36,22 @@ func runProduct(_ name: String, _ arguments: [String], environment: [String: Str
     process.standardError = error
     process.standardInput = FileHandle.nullDevice
     try process.run()
+    async let printed = offCooperativeThreads { output.fileHandleForReading.readDataToEndOfFile() }
+    async let complained = offCooperativeThreads { error.fileHandleForReading.readDataToEndOfFile() }
     let deadline = Date().addingTimeInterval(timeout)
-    while process.isRunning, Date() < deadline { usleep(10_000) }
+    while process.isRunning, Date() < deadline { try? await Task.sleep(for: .milliseconds(10)) }
     if process.isRunning { process.terminate() }
-    process.waitUntilExit()
+    await offCooperativeThreads { process.waitUntilExit() }
     return CommandResult(
-        status: process.terminationStatus,
-        output: String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self),
-        error: String(decoding: error.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self))
+        status: process.terminationStatus, output: String(decoding: await printed, as: UTF8.self),
+        error: String(decoding: await complained, as: UTF8.self))
+}
+
+/// Runs blocking work (a pipe read, a wait for a process) on a Dispatch thread, not on a cooperative one.
+func offCooperativeThreads<T: Sendable>(_ work: @escaping @Sendable () -> T) async -> T {
+    await withCheckedContinuation { continuation in
+        DispatchQueue.global().async { continuation.resume(returning: work()) }
+    }
 }
 
 /// A `sync-server` process on 127.0.0.1.

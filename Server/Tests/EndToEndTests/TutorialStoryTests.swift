@@ -12,13 +12,13 @@ import Testing
     struct Device {
         let environment: [String: String]
 
-        func run(_ arguments: String...) throws -> CommandResult {
-            try runProduct("todo", arguments, environment: environment)
+        func run(_ arguments: String...) async throws -> CommandResult {
+            try await runProduct("todo", arguments, environment: environment)
         }
 
         /// `todo list --all --json`, as id → (text, complete).
-        func items() throws -> [String: String] {
-            let result = try run("list", "--all", "--json")
+        func items() async throws -> [String: String] {
+            let result = try await run("list", "--all", "--json")
             guard result.status == 0 else { throw E2EError("list failed: \(result.error)") }
             let items = try JSONValue(parsing: result.output).arrayValue ?? []
             return Dictionary(
@@ -57,64 +57,64 @@ import Testing
         ])
 
         // The server is down: device A adds three items and completes one.
-        for text in ["Buy milk", "Walk the dog", "Call mom"] { #expect(try a.run("add", text).status == 0) }
-        let walk = try #require(try a.items().first { $0.value.hasPrefix("Walk the dog") }?.key)
-        #expect(try a.run("complete", String(walk.prefix(6))).status == 0)
-        let offline = try a.run("sync")
+        for text in ["Buy milk", "Walk the dog", "Call mom"] { #expect(try await a.run("add", text).status == 0) }
+        let walk = try #require(try await a.items().first { $0.value.hasPrefix("Walk the dog") }?.key)
+        #expect(try await a.run("complete", String(walk.prefix(6))).status == 0)
+        let offline = try await a.run("sync")
         #expect(offline.status == 2)
         #expect(
             offline.error.contains(
                 "Server unreachable at \(url) — your 3 changes are kept and will be sent on the next sync"))
 
         // A new process (a restart): the items are still there.
-        #expect(try a.items().count == 3)
-        #expect(try a.items()[walk] == "Walk the dog|true")
+        #expect(try await a.items().count == 3)
+        #expect(try await a.items()[walk] == "Walk the dog|true")
 
         // The server comes up: it has none of them until A syncs.
         let server = try ServerProcess(
             port: port, database: "sqlite:" + directory.appendingPathComponent("server.sqlite").path)
         defer { server.stop() }
         #expect(try await Self.serverItems(port).isEmpty)
-        #expect(try a.run("sync").status == 0)
-        #expect(try await Self.serverItems(port) == (try a.items()))
+        #expect(try await a.run("sync").status == 0)
+        #expect(try await Self.serverItems(port) == (try await a.items()))
 
         // Device B syncs and sees them.
-        #expect(try b.run("sync").status == 0)
-        #expect(try b.items() == (try a.items()))
+        #expect(try await b.run("sync").status == 0)
+        #expect(try await b.items() == (try await a.items()))
 
         // Both edit the same item offline; A syncs first, so B meets a conflict.
-        let milk = try #require(try a.items().first { $0.value.hasPrefix("Buy milk") }?.key)
-        #expect(try a.run("edit", String(milk.prefix(8)), "Buy oat milk").status == 0)
-        #expect(try b.run("edit", String(milk.prefix(8)), "Buy almond milk").status == 0)
-        #expect(try a.run("sync").status == 0)
-        let conflicted = try b.run("sync")
+        let milk = try #require(try await a.items().first { $0.value.hasPrefix("Buy milk") }?.key)
+        #expect(try await a.run("edit", String(milk.prefix(8)), "Buy oat milk").status == 0)
+        #expect(try await b.run("edit", String(milk.prefix(8)), "Buy almond milk").status == 0)
+        #expect(try await a.run("sync").status == 0)
+        let conflicted = try await b.run("sync")
         #expect(conflicted.status == 1)
         #expect(conflicted.error == "todo: 1 conflict waiting: see `todo conflicts`\n")
         // A waiting conflict is reported by every later sync, which still pulls.
-        let again = try b.run("sync")
+        let again = try await b.run("sync")
         #expect(again.status == 1)
         #expect(again.output.contains("sent 0 change(s), received 0 item(s)"))
         #expect(again.error == "todo: 1 conflict waiting: see `todo conflicts`\n")
-        #expect(try b.run("status").output.contains("Conflicts:  1 (see `todo conflicts`)"))
-        let conflicts = try JSONValue(parsing: try b.run("conflicts", "--json").output).arrayValue ?? []
+        #expect(try await b.run("status").output.contains("Conflicts:  1 (see `todo conflicts`)"))
+        let conflicts = try JSONValue(parsing: try await b.run("conflicts", "--json").output).arrayValue ?? []
         #expect(conflicts.count == 1)
         #expect(conflicts.first?["mine"]?["text"] == "Buy almond milk")
         #expect(conflicts.first?["server"]?["text"] == "Buy oat milk")
-        let sideBySide = try b.run("conflicts").output
+        let sideBySide = try await b.run("conflicts").output
         #expect(sideBySide.contains("mine:   [ ] Buy almond milk") && sideBySide.contains("server: [ ] Buy oat milk"))
         #expect(sideBySide.contains("someone changed the item since you last synced"))
         #expect(sideBySide.contains("todo resolve \(milk.prefix(8)) --take-server"))
 
         // B takes the server's version; everyone agrees.
-        #expect(try b.run("resolve", String(milk.prefix(8)), "--take-server").status == 0)
-        #expect(try b.run("sync").status == 0)
-        #expect(try a.run("sync").status == 0)
-        #expect(try a.run("sync").output.contains("received 0 item(s)"))  // nothing changed since
+        #expect(try await b.run("resolve", String(milk.prefix(8)), "--take-server").status == 0)
+        #expect(try await b.run("sync").status == 0)
+        #expect(try await a.run("sync").status == 0)
+        #expect(try await a.run("sync").output.contains("received 0 item(s)"))  // nothing changed since
         let truth = try await Self.serverItems(port)
         #expect(truth[milk] == "Buy oat milk|false")
-        #expect(try a.items() == truth)
-        #expect(try b.items() == truth)
-        #expect(try JSONValue(parsing: try b.run("status", "--json").output)["pending"] == 0)
+        #expect(try await a.items() == truth)
+        #expect(try await b.items() == truth)
+        #expect(try JSONValue(parsing: try await b.run("status", "--json").output)["pending"] == 0)
     }
 
     /// Issue 15's story: a server with `auth` and a per-user `TodoItem`; tokens from `sync-server token`. Alice on
@@ -130,8 +130,8 @@ import Testing
         try
             #"{"auth": {"hs256Secret": "\#(secret)", "clockSkewSeconds": 0}, "tables": [{"name": "TodoItem", "perUser": true}]}"#
             .write(to: config, atomically: true, encoding: .utf8)
-        func token(_ subject: String, ttl: Int = 600) throws -> String {
-            let result = try runProduct(
+        func token(_ subject: String, ttl: Int = 600) async throws -> String {
+            let result = try await runProduct(
                 "sync-server", ["token", "--sub", subject, "--secret", secret, "--ttl", String(ttl)], environment: [:])
             guard result.status == 0 else { throw E2EError("sync-server token failed: \(result.error)") }
             return result.output.trimmingCharacters(in: .whitespacesAndNewlines)
@@ -150,43 +150,43 @@ import Testing
                 .merging(credentials) { $1 })
         }
         let tokenFile = directory.appendingPathComponent("alice.token")
-        try token("alice").write(to: tokenFile, atomically: true, encoding: .utf8)
+        try await token("alice").write(to: tokenFile, atomically: true, encoding: .utf8)
         let phone = device("alice-phone", ["TODO_TOKEN_FILE": tokenFile.path])
-        let laptop = device("alice-laptop", ["TODO_TOKEN": try token("alice")])
-        let bob = device("bob", ["TODO_TOKEN": try token("bob")])
+        let laptop = device("alice-laptop", ["TODO_TOKEN": try await token("alice")])
+        let bob = device("bob", ["TODO_TOKEN": try await token("bob")])
         let stranger = device("stranger", [:])
 
-        for text in ["Buy milk", "Call mom"] { #expect(try phone.run("add", text).status == 0) }
-        #expect(try bob.run("add", "Fix the bike").status == 0)
-        #expect(try phone.run("sync").status == 0)
-        #expect(try bob.run("sync").status == 0)
-        #expect(try laptop.run("sync").status == 0)
-        #expect(try laptop.items() == (try phone.items()))
-        #expect(Set(try laptop.items().values) == ["Buy milk|false", "Call mom|false"])
-        #expect(try bob.run("sync").status == 0)
-        #expect(Array(try bob.items().values) == ["Fix the bike|false"])
-        let refused = try stranger.run("sync")
+        for text in ["Buy milk", "Call mom"] { #expect(try await phone.run("add", text).status == 0) }
+        #expect(try await bob.run("add", "Fix the bike").status == 0)
+        #expect(try await phone.run("sync").status == 0)
+        #expect(try await bob.run("sync").status == 0)
+        #expect(try await laptop.run("sync").status == 0)
+        #expect(try await laptop.items() == (try await phone.items()))
+        #expect(Set(try await laptop.items().values) == ["Buy milk|false", "Call mom|false"])
+        #expect(try await bob.run("sync").status == 0)
+        #expect(Array(try await bob.items().values) == ["Fix the bike|false"])
+        let refused = try await stranger.run("sync")
         #expect(refused.status == 3)
         #expect(refused.error.contains("Sign in again"))
 
         // The phone's token expires (a one-second token, no clock skew); a change made meanwhile is kept.
-        try token("alice", ttl: 1).write(to: tokenFile, atomically: true, encoding: .utf8)
+        try await token("alice", ttl: 1).write(to: tokenFile, atomically: true, encoding: .utf8)
         try await Task.sleep(for: .seconds(2))
-        #expect(try phone.run("add", "Water the plants").status == 0)
-        let expired = try phone.run("sync")
+        #expect(try await phone.run("add", "Water the plants").status == 0)
+        let expired = try await phone.run("sync")
         #expect(expired.status == 3)
         #expect(
             expired.error.contains(
                 "Sign in again: the server refused your token (expired or not valid) — put a new token in \(tokenFile.path); your 1 change is kept"
             ))
-        #expect(try JSONValue(parsing: try phone.run("status", "--json").output)["pending"] == 1)
+        #expect(try JSONValue(parsing: try await phone.run("status", "--json").output)["pending"] == 1)
 
-        try token("alice").write(to: tokenFile, atomically: true, encoding: .utf8)
-        #expect(try phone.run("sync").status == 0)
-        #expect(try laptop.run("sync").status == 0)
-        #expect(try laptop.items().count == 3)
-        #expect(try bob.run("sync").status == 0)
-        #expect(try bob.items().count == 1)
+        try await token("alice").write(to: tokenFile, atomically: true, encoding: .utf8)
+        #expect(try await phone.run("sync").status == 0)
+        #expect(try await laptop.run("sync").status == 0)
+        #expect(try await laptop.items().count == 3)
+        #expect(try await bob.run("sync").status == 0)
+        #expect(try await bob.items().count == 1)
     }
 
     /// Issue 16, point 5: `todo watch` on device A shows an item device B adds, with no key pressed and no sync
@@ -218,11 +218,13 @@ import Testing
             watch.waitUntilExit()
         }
         let seen = Locked("")
-        let reader = Task.detached {
-            while true {
-                let data = output.fileHandleForReading.availableData
-                if data.isEmpty { return }
-                seen.withLock { $0 += String(decoding: data, as: UTF8.self) }
+        let reader = Task {
+            await offCooperativeThreads {
+                while true {
+                    let data = output.fileHandleForReading.availableData
+                    if data.isEmpty { return }
+                    seen.withLock { $0 += String(decoding: data, as: UTF8.self) }
+                }
             }
         }
         func waitFor(_ text: String) async throws {
@@ -233,8 +235,8 @@ import Testing
             #expect(seen.withLock { $0.contains(text) }, "todo watch never showed '\(text)': \(seen.withLock { $0 })")
         }
         try await waitFor("No open items.")
-        #expect(try b.run("add", "Buy bread").status == 0)
-        #expect(try b.run("sync").status == 0)
+        #expect(try await b.run("add", "Buy bread").status == 0)
+        #expect(try await b.run("sync").status == 0)
         try await waitFor("Buy bread")
         try await waitFor("synced ")
         watch.terminate()

@@ -29,10 +29,10 @@ import Testing
         private func finish() { finished = true }
         func cancel() { task?.cancel() }
 
-        /// Waits (up to 5 s) until the last value satisfies `condition`; returns it.
+        /// Waits (up to 20 s) until the last value satisfies `condition`; returns it.
         @discardableResult
         func last(where condition: @Sendable (Value) -> Bool) async throws -> Value {
-            let deadline = ContinuousClock.now + .seconds(5)
+            let deadline = ContinuousClock.now + .seconds(20)
             while ContinuousClock.now < deadline {
                 if let last = values.last, condition(last) { return last }
                 try await Task.sleep(for: .milliseconds(10))
@@ -40,9 +40,9 @@ import Testing
             throw ObservationTimeout(description: "no such value; saw \(values.count): \(String(describing: values))")
         }
 
-        /// Waits (up to 5 s) for the sequence to end.
+        /// Waits (up to 20 s) for the sequence to end.
         func waitUntilFinished() async throws {
-            let deadline = ContinuousClock.now + .seconds(5)
+            let deadline = ContinuousClock.now + .seconds(20)
             while !finished, ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(10)) }
             if !finished { throw ObservationTimeout(description: "the sequence did not end") }
         }
