@@ -59,18 +59,7 @@ extension Cases {
     /// original servers did. The ratio is what the guarantee costs.
     func serverWritePostgres(_ url: String) async throws -> BenchResult {
         let writes = quick ? 2000 : 8000
-        var figures: [PostgresTableStore.Stamping: Double] = [:]
-        for stamping in [PostgresTableStore.Stamping.serialized, .clockOnly] {
-            var runs: [Double] = []
-            for run in 0..<repetitions {
-                try await Self.resetPostgres(url)
-                runs.append(
-                    try await BenchServer.run(.postgres(url: url), stamping: stamping) { server in
-                        try await Self.insertLoad(server.url, writes: writes, connections: 16, prefix: "w\(run)")
-                    })
-            }
-            figures[stamping] = Measure.median(runs)
-        }
+        let figures = try await writeRates(url, writes: writes, stampings: [.serialized, .clockOnly])
         return BenchResult(
             name: "server.write.pg", ours: figures[.serialized] ?? 0, reference: figures[.clockOnly],
             unit: "writes/s", higherIsBetter: true, n: writes)
@@ -85,23 +74,32 @@ extension Cases {
         for user in 0..<16 {
             tokens.append(try await makeHS256Token(subject: "user-\(user)", secret: BenchServer.secret))
         }
+        let figures = try await writeRates(url, writes: writes, stampings: [.serialized, .tableRow], tokens: tokens)
+        return BenchResult(
+            name: "server.write.peruser.pg", ours: figures[.serialized] ?? 0, reference: figures[.tableRow],
+            unit: "writes/s", higherIsBetter: true, n: writes)
+    }
+
+    /// The median writes/s of 16 concurrent inserting connections under each stamping, on a fresh table each run;
+    /// with `tokens`, into a per-user table, connection `i` signed in as `tokens[i]`.
+    func writeRates(
+        _ url: String, writes: Int, stampings: [PostgresTableStore.Stamping], tokens: [String] = []
+    ) async throws -> [PostgresTableStore.Stamping: Double] {
         var figures: [PostgresTableStore.Stamping: Double] = [:]
-        for stamping in [PostgresTableStore.Stamping.serialized, .tableRow] {
+        for stamping in stampings {
             var runs: [Double] = []
             for run in 0..<repetitions {
                 try await Self.resetPostgres(url)
                 runs.append(
-                    try await BenchServer.run(.postgres(url: url), stamping: stamping, perUser: true) {
-                        [tokens] server in
+                    try await BenchServer.run(.postgres(url: url), stamping: stamping, perUser: !tokens.isEmpty) {
+                        server in
                         try await Self.insertLoad(
-                            server.url, writes: writes, connections: 16, prefix: "u\(run)", tokens: tokens)
+                            server.url, writes: writes, connections: 16, prefix: "w\(run)", tokens: tokens)
                     })
             }
             figures[stamping] = Measure.median(runs)
         }
-        return BenchResult(
-            name: "server.write.peruser.pg", ours: figures[.serialized] ?? 0, reference: figures[.tableRow],
-            unit: "writes/s", higherIsBetter: true, n: writes)
+        return figures
     }
 
     /// POSTs `writes` new items from `connections` concurrent workers (worker `i` with `tokens[i]`, when given);

@@ -33,9 +33,6 @@ final class ChangeHub: Sendable {
         for continuation in woken { continuation.resume() }
     }
 
-    /// The current token.
-    var token: String { "\(instance).\(state.withLock { $0.generation })" }
-
     /// The keys among `keys` that changed after `token`, with the token to send next; every key for a token
     /// this instance did not give (or nil for no token: nothing changed, only the token).
     func changes(_ keys: Set<String>, since token: String?) -> (changed: Set<String>, token: String) {
@@ -82,9 +79,6 @@ final class ChangeHub: Sendable {
         }
         return changes(keys, since: token)
     }
-
-    /// How many requests wait now.
-    var waiting: Int { state.withLock { $0.waiters.count } }
 
     private static func generation(_ token: String, instance: Substring) -> UInt64? {
         let parts = token.split(separator: ".", maxSplits: 1)
