@@ -131,6 +131,53 @@ import Testing
         }
     }
 
+    /// The reachability signal: while the network is gone nothing is sent (neither the scheduled pulls nor a
+    /// local write's push), and when it is back the sync runs at once rather than after the backoff's minute.
+    @Test(.timeLimit(.minutes(1)))
+    func nothingIsSentOfflineAndTheNetworkComingBackSyncsAtOnce() async throws {
+        let workspace = try Workspace()
+        let transport = Counting()
+        let network = ManualReachability()
+        var options = Self.options
+        (options.initialBackoff, options.maximumBackoff) = (.seconds(60), .seconds(60))
+        options.reachability = network
+        try await LiveServer.run(in: workspace) { [options] url in
+            let (client, todos) = try await Self.device(url, workspace, "a.sqlite", options: options) {
+                $0.transport = transport
+            }
+            let statuses = ObservationTests.Collected(client.status())
+            try await statuses.last { $0.lastSyncedAt != nil }
+            // Offline: no request, not on the 0.2 s schedule, not for a write (the server could be reached).
+            network.set(false)
+            try await Task.sleep(for: .milliseconds(200))
+            let before = transport.requests.withLock { $0 }
+            try await todos.insert(TodoItem(id: "a", text: "milk", complete: false))
+            try await Task.sleep(for: .milliseconds(600))
+            #expect(transport.requests.withLock { $0 } == before, "requests sent while offline")
+            network.set(true)
+            try await statuses.last { $0.lastError == nil && $0.pendingCount == 0 }
+
+            // The connection drops: a push fails, and the backoff would wait a minute.
+            transport.isDown.withLock { $0 = true }
+            try await todos.insert(TodoItem(id: "b", text: "eggs", complete: false))
+            try await statuses.last {
+                if case .unavailable? = $0.lastError { true } else { false }
+            }
+            // The device learns that the network went and came back: the sync runs at once.
+            network.set(false)
+            transport.isDown.withLock { $0 = false }
+            let back = ContinuousClock.now
+            network.set(true)
+            let synced = try await statuses.last { $0.lastError == nil && $0.pendingCount == 0 }
+            #expect(back.duration(to: .now) < .seconds(20), "synced after \(back.duration(to: .now)), not at once")
+            #expect(synced.lastSyncedAt != nil)
+            let online = try client.table("TodoItem", of: TodoItem.self)
+            #expect(Set(try await online.items().map(\.id)) == ["a", "b"])
+            await client.stopSyncing()
+            await statuses.cancel()
+        }
+    }
+
     @Test(.timeLimit(.minutes(1)))
     func a401StopsTheTriesUntilResumed() async throws {
         let workspace = try Workspace()

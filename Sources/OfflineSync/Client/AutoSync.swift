@@ -6,18 +6,26 @@ import SyncSQLite
 
 /// How ``SyncClient/startSyncing(pulling:options:)`` syncs by itself.
 public struct AutoSyncOptions: Sendable {
-    /// How long after a local write the push waits for more writes, so that a burst is pushed once.
-    /// Default 0.5 s.
-    public var pushDelay = Duration.milliseconds(500)
+    /// How long after a local write the push waits for more writes, so that a burst (the writes of one user
+    /// action) is pushed once. Default 0.1 s.
+    public var pushDelay = Duration.milliseconds(100)
     /// How often the tables are pulled when nothing else asks for it. Default 60 s.
     public var pullInterval = Duration.seconds(60)
     /// The first wait after the server was unavailable; it doubles up to ``maximumBackoff``. Default 1 s.
     public var initialBackoff = Duration.seconds(1)
     /// The longest wait between tries while the server is unavailable. Default 5 minutes.
     public var maximumBackoff = Duration.seconds(300)
+    /// Whether the network is reachable: while it is not, nothing is sent; when it is again, the sync runs at
+    /// once. Default: the system's network path (`PathMonitorReachability`) on Apple platforms; none
+    /// elsewhere, where the backoff alone paces the retries.
+    public var reachability: (any NetworkReachability)?
 
     /// The defaults.
-    public init() {}
+    public init() {
+        #if canImport(Network)
+            reachability = PathMonitorReachability()
+        #endif
+    }
 }
 
 /// One pull the automatic sync runs: a table with its query, pulled incrementally under its query id.
@@ -46,7 +54,15 @@ extension SyncTable {
 /// ``SyncClient/resumeSyncing()``.
 final class AutoSyncer: Sendable {
     private enum Trigger: Sendable {
-        case localChange, schedule, now, resume, serverChange
+        case localChange, schedule, now, resume, serverChange, networkBack
+    }
+
+    /// What the loop and the change follower share: whether a 401 stopped them, whether the network is
+    /// reachable, and the wakeup that ends their waits when it is again.
+    private struct Shared: Sendable {
+        let signedOut = Locked(false)  // after a 401, until resumed: no request at all
+        let offline = Locked(false)
+        let networkBack = Wakeup()
     }
 
     private let task: Task<Void, Never>
@@ -57,9 +73,23 @@ final class AutoSyncer: Sendable {
         self.triggers = triggers
         let logger = client.configuration.logger
         let clock = client.configuration.clock
-        let signedOut = Locked(false)  // after a 401, until resumed: no request at all
+        let shared = Shared()
         task = Task {
             await withTaskGroup(of: Void.self) { group in
+                if let reachability = options.reachability {
+                    group.addTask {
+                        for await reachable in reachability.updates() {
+                            let wasOffline = shared.offline.withLock { offline in
+                                defer { offline = !reachable }
+                                return offline
+                            }
+                            guard reachable, wasOffline else { continue }
+                            logger.info("Automatic sync: the network is reachable again")
+                            shared.networkBack.fire()
+                            triggers.yield(.networkBack)
+                        }
+                    }
+                }
                 // Local writes: the pending count going up.
                 group.addTask {
                     var last = 0
@@ -80,11 +110,11 @@ final class AutoSyncer: Sendable {
                 }
                 group.addTask {
                     await Self.followChanges(
-                        client, tables: pulls.map(\.table), triggers: triggers, signedOut: signedOut, logger: logger)
+                        client, tables: pulls.map(\.table), triggers: triggers, shared: shared, logger: logger)
                 }
                 // The loop ends only when stopped; the helpers above (one may end early: a server without change
                 // notifications) are cancelled with it.
-                await Self.loop(client, pulls, options, stream, signedOut: signedOut, logger: logger)
+                await Self.loop(client, pulls, options, stream, shared: shared, logger: logger)
                 group.cancelAll()
             }
         }
@@ -105,33 +135,40 @@ final class AutoSyncer: Sendable {
 
     private static func loop(
         _ client: SyncClient, _ pulls: [AutoSyncPull], _ options: AutoSyncOptions, _ stream: AsyncStream<Trigger>,
-        signedOut: Locked<Bool>, logger: Logger
+        shared: Shared, logger: Logger
     ) async {
         let clock = client.configuration.clock
         var backoff: Duration?
         for await trigger in stream {
             if Task.isCancelled { return }
             switch trigger {
-            case .resume: signedOut.withLock { $0 = false }
+            case .resume: shared.signedOut.withLock { $0 = false }
             case .localChange:
                 // Let a burst of writes settle, then push them together.
                 try? await clock.sleep(for: options.pushDelay)
+            case .networkBack: backoff = nil
             case .schedule, .now, .serverChange: break
             }
-            if signedOut.withLock({ $0 }) { continue }
+            // Offline: nothing to send until the network is back (which asks for a sync).
+            if shared.signedOut.withLock({ $0 }) || shared.offline.withLock({ $0 }) { continue }
             var pullsToo = trigger != .localChange
             while !Task.isCancelled {
+                let seen = shared.networkBack.count
                 switch await sync(client, pulls: pullsToo ? pulls : [], logger: logger) {
                 case .done:
                     backoff = nil
                 case .unauthorized:
                     logger.notice("Automatic sync stopped: the server refused the credentials (401)")
-                    signedOut.withLock { $0 = true }
+                    shared.signedOut.withLock { $0 = true }
                 case .unavailable:
+                    if shared.offline.withLock({ $0 }) { break }
                     let wait = backoff.map { min($0 * 2, options.maximumBackoff) } ?? options.initialBackoff
                     backoff = wait
                     logger.info("Automatic sync: the server is unavailable; trying again in \(wait)")
-                    do { try await clock.sleep(for: wait) } catch { return }
+                    // The network coming back ends the wait early.
+                    await shared.networkBack.sleep(for: wait, clock: clock, after: seen)
+                    if Task.isCancelled { return }
+                    if shared.networkBack.count != seen { backoff = nil }
                     pullsToo = true
                     continue
                 }
@@ -144,7 +181,7 @@ final class AutoSyncer: Sendable {
     /// pulled table changed. Ends for a server without them (404, 405): the schedule alone pulls then.
     private static func followChanges(
         _ client: SyncClient, tables: [TableName], triggers: AsyncStream<Trigger>.Continuation,
-        signedOut: Locked<Bool>, logger: Logger
+        shared: Shared, logger: Logger
     ) async {
         guard !tables.isEmpty else { return }
         let clock = client.configuration.clock
@@ -154,10 +191,12 @@ final class AutoSyncer: Sendable {
         var token: String?
         var delay = Duration.seconds(1)
         while !Task.isCancelled {
-            // Signed out: no request until resumed.
-            while signedOut.withLock({ $0 }) {
-                do { try await clock.sleep(for: .milliseconds(500)) } catch { return }
+            // Signed out: no request until resumed; offline: none until the network is back.
+            while shared.signedOut.withLock({ $0 }) || shared.offline.withLock({ $0 }) {
+                await shared.networkBack.sleep(for: .milliseconds(500), clock: clock, after: shared.networkBack.count)
+                if Task.isCancelled { return }
             }
+            let seen = shared.networkBack.count
             var query = "tables=" + tables.map(\.rawValue).joined(separator: ",") + "&wait=\(wait)"
             if let token { query += "&since=" + ODataQuery.percentEncode(token) }
             var url = client.url.absoluteString
@@ -185,8 +224,9 @@ final class AutoSyncer: Sendable {
             } catch {
                 if Task.isCancelled { return }
             }
-            do { try await clock.sleep(for: delay) } catch { return }
-            delay = min(delay * 2, .seconds(30))
+            await shared.networkBack.sleep(for: delay, clock: clock, after: seen)
+            if Task.isCancelled { return }
+            delay = shared.networkBack.count == seen ? min(delay * 2, .seconds(30)) : .seconds(1)
         }
     }
 
@@ -230,8 +270,9 @@ extension SyncClient {
     /// Syncs by itself until ``stopSyncing()``: pushes soon after local writes (waiting
     /// ``AutoSyncOptions/pushDelay`` for more), pulls `pulling` at once, every ``AutoSyncOptions/pullInterval``
     /// and as soon as the server says one of them changed (sync-server's `GET /changes`; other backends are
-    /// pulled on the schedule alone), retries with backoff while the server is unavailable, and after a 401
-    /// stops trying until ``resumeSyncing()``. One sync runs at a time. ``status()`` shows what it does.
+    /// pulled on the schedule alone), retries with backoff while the server is unavailable, sends nothing while
+    /// ``AutoSyncOptions/reachability`` says the network is gone and syncs at once when it is back, and after a
+    /// 401 stops trying until ``resumeSyncing()``. One sync runs at a time. ``status()`` shows what it does.
     /// Starting again replaces the previous automatic sync.
     ///
     /// For example:

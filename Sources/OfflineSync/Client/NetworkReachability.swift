@@ -1,0 +1,143 @@
+import Foundation
+import SyncSQLite
+
+#if canImport(Network)
+    import Network
+#endif
+
+/// Whether the device can reach the network, as the automatic sync learns it
+/// (``AutoSyncOptions/reachability``).
+///
+/// While the network is unreachable the automatic sync sends nothing (no retries that cannot succeed); the
+/// moment it is reachable again, it syncs at once, whatever its backoff was waiting for. Without a
+/// reachability, the backoff alone paces the retries.
+public protocol NetworkReachability: Sendable {
+    /// The reachability now, then after each change, until the consuming task is cancelled.
+    ///
+    /// - Returns: `true` while the network can be used.
+    func updates() -> AsyncStream<Bool>
+}
+
+/// A reachability the app sets itself: from its own network monitoring, a system notification, or a test.
+///
+/// For example:
+/// ```swift
+/// let network = ManualReachability()
+/// var options = AutoSyncOptions()
+/// options.reachability = network
+/// await client.startSyncing(pulling: [todos.autoPull()], options: options)
+/// network.set(false)   // the device went offline: no request until…
+/// network.set(true)    // …it is back: the sync runs at once
+/// ```
+public final class ManualReachability: NetworkReachability {
+    private struct State {
+        var reachable: Bool
+        var followers: [UUID: AsyncStream<Bool>.Continuation] = [:]
+    }
+
+    private let state: Locked<State>
+
+    /// A reachability that starts as `reachable`.
+    public init(reachable: Bool = true) {
+        state = Locked(State(reachable: reachable))
+    }
+
+    /// Whether the network is reachable now.
+    public var isReachable: Bool { state.withLock { $0.reachable } }
+
+    /// Sets the reachability; every follower learns of a change.
+    public func set(_ reachable: Bool) {
+        let followers = state.withLock { state -> [AsyncStream<Bool>.Continuation] in
+            guard state.reachable != reachable else { return [] }
+            state.reachable = reachable
+            return Array(state.followers.values)
+        }
+        for follower in followers { follower.yield(reachable) }
+    }
+
+    public func updates() -> AsyncStream<Bool> {
+        let (stream, continuation) = AsyncStream.makeStream(of: Bool.self, bufferingPolicy: .bufferingNewest(1))
+        let id = UUID()
+        let now = state.withLock { state in
+            state.followers[id] = continuation
+            return state.reachable
+        }
+        continuation.yield(now)
+        continuation.onTermination = { [weak self] _ in
+            _ = self?.state.withLock { $0.followers.removeValue(forKey: id) }
+        }
+        return stream
+    }
+}
+
+#if canImport(Network)
+    /// The system's view of the network (`NWPathMonitor`): reachable while the path is satisfied. The default
+    /// reachability of the automatic sync on Apple platforms.
+    public struct PathMonitorReachability: NetworkReachability {
+        /// A reachability that follows the system's network path.
+        public init() {}
+
+        public func updates() -> AsyncStream<Bool> {
+            let (stream, continuation) = AsyncStream.makeStream(of: Bool.self, bufferingPolicy: .bufferingNewest(1))
+            let monitor = Monitor()
+            monitor.value.pathUpdateHandler = { path in continuation.yield(path.status == .satisfied) }
+            continuation.onTermination = { _ in monitor.value.cancel() }
+            monitor.value.start(queue: DispatchQueue(label: "OfflineSync.reachability"))
+            return stream
+        }
+
+        /// The monitor, for the stream's termination handler (the monitor is used from its queue only).
+        private final class Monitor: @unchecked Sendable {
+            let value = NWPathMonitor()
+        }
+    }
+#endif
+
+/// Wakes the tasks that wait for it each time it fires: the automatic sync's waits end early when the network
+/// comes back.
+final class Wakeup: Sendable {
+    private struct State {
+        var fired: UInt64 = 0
+        var waiters: [UUID: CheckedContinuation<Void, Never>] = [:]
+    }
+
+    private let state = Locked(State())
+
+    /// How many times it fired, to wait for the next time after that.
+    var count: UInt64 { state.withLock { $0.fired } }
+
+    /// Wakes every waiter.
+    func fire() {
+        let woken = state.withLock { state in
+            state.fired += 1
+            defer { state.waiters = [:] }
+            return Array(state.waiters.values)
+        }
+        for continuation in woken { continuation.resume() }
+    }
+
+    /// Waits for `duration` on `clock`, or less: until it fires after `seen` (at once if it has), or the task
+    /// is cancelled.
+    func sleep(for duration: Duration, clock: any Clock<Duration>, after seen: UInt64) async {
+        let id = UUID()
+        await withTaskGroup(of: Void.self) { group in
+            group.addTask {
+                await withTaskCancellationHandler {
+                    await withCheckedContinuation { continuation in
+                        let waiting = self.state.withLock { state in
+                            guard state.fired == seen, !Task.isCancelled else { return false }
+                            state.waiters[id] = continuation
+                            return true
+                        }
+                        if !waiting { continuation.resume() }
+                    }
+                } onCancel: {
+                    self.state.withLock { $0.waiters.removeValue(forKey: id) }?.resume()
+                }
+            }
+            group.addTask { try? await clock.sleep(for: duration) }
+            await group.next()
+            group.cancelAll()
+        }
+    }
+}
