@@ -31,8 +31,11 @@ struct BenchResult: Sendable {
 enum Measure {
     static func seconds(_ body: () async throws -> Void) async rethrows -> Double {
         let clock = ContinuousClock()
-        let elapsed = try await clock.measure { try await body() }
-        return Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
+        return seconds(try await clock.measure { try await body() })
+    }
+
+    static func seconds(_ duration: Duration) -> Double {
+        Double(duration.components.seconds) + Double(duration.components.attoseconds) / 1e18
     }
 
     static func median(_ values: [Double]) -> Double {

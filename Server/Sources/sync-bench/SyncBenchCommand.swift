@@ -17,7 +17,7 @@ struct SyncBenchCommand: AsyncParsableCommand {
 
     @Option(
         help:
-            "Run only this case (local.insert, local.query, pull.initial, pull.incremental, pull.noop, push.sequential, server.page, memory.pull; with --database: server.page.pg, pull.initial.pg, server.write.pg, server.write.peruser.pg)."
+            "Run only this case (local.insert, local.query, pull.initial, pull.incremental, pull.noop, push.sequential, server.page, memory.pull, live.latency, live.subscribers; with --database: server.page.pg, pull.initial.pg, server.write.pg, server.write.peruser.pg)."
     )
     var only: String?
 
@@ -33,6 +33,10 @@ struct SyncBenchCommand: AsyncParsableCommand {
 
     @Option(help: .hidden) var memoryChild: String?
 
+    @Option(help: .hidden) var followersChild: String?
+
+    @Option(help: .hidden) var followers = 1000
+
     @Option(help: "Rows for the pull cases (default 100000; 20000 with --quick).")
     var rows: Int?
 
@@ -47,6 +51,9 @@ struct SyncBenchCommand: AsyncParsableCommand {
         if let memoryChild, let url = URL(string: memoryChild) {
             return try await Cases.memoryChild(url: url, rows: rows, transport: transport, directory: directory)
         }
+        if let followersChild, let url = URL(string: followersChild) {
+            return try await Cases.followersChild(url: url, count: followers)
+        }
         guard ["urlsession", "async-http-client"].contains(transport) else {
             throw ValidationError("--transport is urlsession or async-http-client")
         }
@@ -60,6 +67,8 @@ struct SyncBenchCommand: AsyncParsableCommand {
         if wanted("push.sequential") { results.append(try await cases.pushSequential()) }
         if wanted("server.page") { results.append(try await cases.serverPage(rows: rows)) }
         if wanted("memory.pull") { results.append(try await cases.memoryPull(rows: rows)) }
+        if wanted("live.latency") { results += try await cases.liveLatency() }
+        if wanted("live.subscribers") { results += try await cases.liveSubscribers() }
         if let database {
             results += try await cases.postgres(url: database, rows: rows) { only == nil || only == $0 }
         }
