@@ -148,9 +148,15 @@ import Testing
             let statuses = ObservationTests.Collected(client.status())
             try await statuses.last { $0.lastSyncedAt != nil }
             // Offline: no request, not on the 0.2 s schedule, not for a write (the server could be reached).
+            // A sync that had begun goes on: wait until its requests are over (none for 0.3 s, at most 5 s).
             network.set(false)
-            try await Task.sleep(for: .milliseconds(200))
-            let before = transport.requests.withLock { $0 }
+            var before = transport.requests.withLock { $0 }
+            for _ in 0..<50 {
+                try await Task.sleep(for: .milliseconds(300))
+                let now = transport.requests.withLock { $0 }
+                if now == before { break }
+                before = now
+            }
             try await todos.insert(TodoItem(id: "a", text: "milk", complete: false))
             try await Task.sleep(for: .milliseconds(600))
             #expect(transport.requests.withLock { $0 } == before, "requests sent while offline")
