@@ -169,16 +169,53 @@ import Testing
             try await statuses.last {
                 if case .unavailable? = $0.lastError { true } else { false }
             }
-            // The device learns that the network went and came back: the sync runs at once.
-            network.set(false)
+            // The device learns that the network went and came back — at once, so that its follower may see the
+            // last change only: the sync runs at once.
             transport.isDown.withLock { $0 = false }
             let back = ContinuousClock.now
+            network.set(false)
             network.set(true)
             let synced = try await statuses.last { $0.lastError == nil && $0.pendingCount == 0 }
             #expect(back.duration(to: .now) < .seconds(20), "synced after \(back.duration(to: .now)), not at once")
             #expect(synced.lastSyncedAt != nil)
             let online = try client.table("TodoItem", of: TodoItem.self)
             #expect(Set(try await online.items().map(\.id)) == ["a", "b"])
+            await client.stopSyncing()
+            await statuses.cancel()
+        }
+    }
+
+    /// A network path that changes but stays usable (Wi-Fi to cellular: NWPathMonitor says "satisfied" again).
+    struct PathChanges: NetworkReachability {
+        let stream: AsyncStream<Bool>
+        let continuation: AsyncStream<Bool>.Continuation
+        init() { (stream, continuation) = AsyncStream.makeStream(of: Bool.self) }
+        func updates() -> AsyncStream<Bool> { stream }
+    }
+
+    /// A new usable path ends the backoff too: the server that could not be reached may be reachable on it.
+    @Test(.timeLimit(.minutes(1)))
+    func aNewNetworkPathEndsTheBackoff() async throws {
+        let workspace = try Workspace()
+        let transport = Counting()
+        let path = PathChanges()
+        path.continuation.yield(true)
+        var options = Self.options
+        (options.initialBackoff, options.maximumBackoff) = (.seconds(60), .seconds(60))
+        options.reachability = path
+        try await LiveServer.run(in: workspace) { [options] url in
+            let (client, todos) = try await Self.device(url, workspace, "a.sqlite", options: options) {
+                $0.transport = transport
+            }
+            let statuses = ObservationTests.Collected(client.status())
+            transport.isDown.withLock { $0 = true }
+            try await todos.insert(TodoItem(id: "a", text: "milk", complete: false))
+            try await statuses.last {
+                if case .unavailable? = $0.lastError { true } else { false }
+            }
+            transport.isDown.withLock { $0 = false }
+            path.continuation.yield(true)
+            try await statuses.last { $0.lastError == nil && $0.pendingCount == 0 }
             await client.stopSyncing()
             await statuses.cancel()
         }

@@ -78,13 +78,14 @@ final class AutoSyncer: Sendable {
             await withTaskGroup(of: Void.self) { group in
                 if let reachability = options.reachability {
                     group.addTask {
+                        // Each usable network after the first — back from offline, or a new path (Wi-Fi to
+                        // cellular; changes that came too fast to be seen one by one) — ends the waits.
+                        var first = true
                         for await reachable in reachability.updates() {
-                            let wasOffline = shared.offline.withLock { offline in
-                                defer { offline = !reachable }
-                                return offline
-                            }
-                            guard reachable, wasOffline else { continue }
-                            logger.info("Automatic sync: the network is reachable again")
+                            shared.offline.withLock { $0 = !reachable }
+                            defer { first = false }
+                            guard reachable, !first else { continue }
+                            logger.info("Automatic sync: the network is usable (again, or by a new path)")
                             shared.networkBack.fire()
                             triggers.yield(.networkBack)
                         }

@@ -12,7 +12,9 @@ import SyncSQLite
 /// moment it is reachable again, it syncs at once, whatever its backoff was waiting for. Without a
 /// reachability, the backoff alone paces the retries.
 public protocol NetworkReachability: Sendable {
-    /// The reachability now, then after each change, until the consuming task is cancelled.
+    /// The reachability now, then after each change, until the consuming task is cancelled. Every `true` after
+    /// the first one — also one that follows another `true`, for a new network path — makes the automatic sync
+    /// try at once.
     ///
     /// - Returns: `true` while the network can be used.
     func updates() -> AsyncStream<Bool>
