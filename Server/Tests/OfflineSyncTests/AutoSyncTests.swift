@@ -190,6 +190,7 @@ import Testing
         let stream: AsyncStream<Bool>
         let continuation: AsyncStream<Bool>.Continuation
         init() { (stream, continuation) = AsyncStream.makeStream(of: Bool.self) }
+        var isReachable: Bool { true }
         func updates() -> AsyncStream<Bool> { stream }
     }
 

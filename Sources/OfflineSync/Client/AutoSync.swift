@@ -61,8 +61,10 @@ final class AutoSyncer: Sendable {
     /// reachable, and the wakeup that ends their waits when it is again.
     private struct Shared: Sendable {
         let signedOut = Locked(false)  // after a 401, until resumed: no request at all
-        let offline = Locked(false)
+        let reachability: (any NetworkReachability)?
         let networkBack = Wakeup()
+
+        var offline: Bool { reachability.map { !$0.isReachable } ?? false }
     }
 
     private let task: Task<Void, Never>
@@ -73,7 +75,7 @@ final class AutoSyncer: Sendable {
         self.triggers = triggers
         let logger = client.configuration.logger
         let clock = client.configuration.clock
-        let shared = Shared()
+        let shared = Shared(reachability: options.reachability)
         task = Task {
             await withTaskGroup(of: Void.self) { group in
                 if let reachability = options.reachability {
@@ -82,7 +84,6 @@ final class AutoSyncer: Sendable {
                         // cellular; changes that came too fast to be seen one by one) — ends the waits.
                         var first = true
                         for await reachable in reachability.updates() {
-                            shared.offline.withLock { $0 = !reachable }
                             defer { first = false }
                             guard reachable, !first else { continue }
                             logger.info("Automatic sync: the network is usable (again, or by a new path)")
@@ -151,7 +152,7 @@ final class AutoSyncer: Sendable {
             case .schedule, .now, .serverChange: break
             }
             // Offline: nothing to send until the network is back (which asks for a sync).
-            if shared.signedOut.withLock({ $0 }) || shared.offline.withLock({ $0 }) { continue }
+            if shared.signedOut.withLock({ $0 }) || shared.offline { continue }
             var pullsToo = trigger != .localChange
             while !Task.isCancelled {
                 let seen = shared.networkBack.count
@@ -162,7 +163,7 @@ final class AutoSyncer: Sendable {
                     logger.notice("Automatic sync stopped: the server refused the credentials (401)")
                     shared.signedOut.withLock { $0 = true }
                 case .unavailable:
-                    if shared.offline.withLock({ $0 }) { break }
+                    if shared.offline { break }
                     let wait = backoff.map { min($0 * 2, options.maximumBackoff) } ?? options.initialBackoff
                     backoff = wait
                     logger.info("Automatic sync: the server is unavailable; trying again in \(wait)")
@@ -193,7 +194,7 @@ final class AutoSyncer: Sendable {
         var delay = Duration.seconds(1)
         while !Task.isCancelled {
             // Signed out: no request until resumed; offline: none until the network is back.
-            while shared.signedOut.withLock({ $0 }) || shared.offline.withLock({ $0 }) {
+            while shared.signedOut.withLock({ $0 }) || shared.offline {
                 await shared.networkBack.sleep(for: .milliseconds(500), clock: clock, after: shared.networkBack.count)
                 if Task.isCancelled { return }
             }

@@ -12,6 +12,10 @@ import SyncSQLite
 /// moment it is reachable again, it syncs at once, whatever its backoff was waiting for. Without a
 /// reachability, the backoff alone paces the retries.
 public protocol NetworkReachability: Sendable {
+    /// Whether the network can be used now. The automatic sync asks it before each sync and request, so an
+    /// app that learns it is offline is heard at once.
+    var isReachable: Bool { get }
+
     /// The reachability now, then after each change, until the consuming task is cancelled. Every `true` after
     /// the first one — also one that follows another `true`, for a new network path — makes the automatic sync
     /// try at once.
@@ -32,6 +36,49 @@ public protocol NetworkReachability: Sendable {
 /// network.set(true)    // …it is back: the sync runs at once
 /// ```
 public final class ManualReachability: NetworkReachability {
+    private let broadcast: ReachabilityBroadcast
+
+    /// A reachability that starts as `reachable`.
+    public init(reachable: Bool = true) {
+        broadcast = ReachabilityBroadcast(reachable: reachable)
+    }
+
+    public var isReachable: Bool { broadcast.isReachable }
+
+    /// Sets the reachability; every follower learns of a change (setting the same value again tells no one).
+    public func set(_ reachable: Bool) {
+        broadcast.set(reachable, evenIfSame: false)
+    }
+
+    public func updates() -> AsyncStream<Bool> { broadcast.updates() }
+}
+
+#if canImport(Network)
+    /// The system's view of the network (`NWPathMonitor`, started when this is made and cancelled when it is
+    /// released): reachable while the path is satisfied; each new satisfied path (Wi-Fi to cellular) counts
+    /// as the network being usable again. The default reachability of the automatic sync on Apple platforms.
+    public final class PathMonitorReachability: NetworkReachability, @unchecked Sendable {
+        // @unchecked: `monitor` is touched in init and deinit only; the rest is the broadcast's, behind its lock.
+        private let monitor = NWPathMonitor()
+        private let broadcast = ReachabilityBroadcast(reachable: true)
+
+        /// Starts following the system's network path.
+        public init() {
+            let broadcast = broadcast
+            monitor.pathUpdateHandler = { path in broadcast.set(path.status == .satisfied, evenIfSame: true) }
+            monitor.start(queue: DispatchQueue(label: "OfflineSync.reachability"))
+        }
+
+        deinit { monitor.cancel() }
+
+        public var isReachable: Bool { broadcast.isReachable }
+
+        public func updates() -> AsyncStream<Bool> { broadcast.updates() }
+    }
+#endif
+
+/// The current reachability and the streams that follow it.
+final class ReachabilityBroadcast: Sendable {
     private struct State {
         var reachable: Bool
         var followers: [UUID: AsyncStream<Bool>.Continuation] = [:]
@@ -39,25 +86,23 @@ public final class ManualReachability: NetworkReachability {
 
     private let state: Locked<State>
 
-    /// A reachability that starts as `reachable`.
-    public init(reachable: Bool = true) {
+    init(reachable: Bool) {
         state = Locked(State(reachable: reachable))
     }
 
-    /// Whether the network is reachable now.
-    public var isReachable: Bool { state.withLock { $0.reachable } }
+    var isReachable: Bool { state.withLock { $0.reachable } }
 
-    /// Sets the reachability; every follower learns of a change.
-    public func set(_ reachable: Bool) {
+    /// Sets the value and tells the followers (also of the same value again when `evenIfSame`).
+    func set(_ reachable: Bool, evenIfSame: Bool) {
         let followers = state.withLock { state -> [AsyncStream<Bool>.Continuation] in
-            guard state.reachable != reachable else { return [] }
+            guard evenIfSame || state.reachable != reachable else { return [] }
             state.reachable = reachable
             return Array(state.followers.values)
         }
         for follower in followers { follower.yield(reachable) }
     }
 
-    public func updates() -> AsyncStream<Bool> {
+    func updates() -> AsyncStream<Bool> {
         let (stream, continuation) = AsyncStream.makeStream(of: Bool.self, bufferingPolicy: .bufferingNewest(1))
         let id = UUID()
         let now = state.withLock { state in
@@ -71,29 +116,6 @@ public final class ManualReachability: NetworkReachability {
         return stream
     }
 }
-
-#if canImport(Network)
-    /// The system's view of the network (`NWPathMonitor`): reachable while the path is satisfied. The default
-    /// reachability of the automatic sync on Apple platforms.
-    public struct PathMonitorReachability: NetworkReachability {
-        /// A reachability that follows the system's network path.
-        public init() {}
-
-        public func updates() -> AsyncStream<Bool> {
-            let (stream, continuation) = AsyncStream.makeStream(of: Bool.self, bufferingPolicy: .bufferingNewest(1))
-            let monitor = Monitor()
-            monitor.value.pathUpdateHandler = { path in continuation.yield(path.status == .satisfied) }
-            continuation.onTermination = { _ in monitor.value.cancel() }
-            monitor.value.start(queue: DispatchQueue(label: "OfflineSync.reachability"))
-            return stream
-        }
-
-        /// The monitor, for the stream's termination handler (the monitor is used from its queue only).
-        private final class Monitor: @unchecked Sendable {
-            let value = NWPathMonitor()
-        }
-    }
-#endif
 
 /// Wakes the tasks that wait for it each time it fires: the automatic sync's waits end early when the network
 /// comes back.
