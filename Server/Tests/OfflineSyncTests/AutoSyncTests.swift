@@ -17,14 +17,17 @@ import Testing
         return options
     }
 
-    /// The real transport; counts requests, and fails them while `isDown` is set.
+    /// The real transport; counts requests (and keeps their method and path, for messages), and fails them while
+    /// `isDown` is set.
     struct Counting: HTTPTransport {
         let isDown = Locked(false)
         let requests = Locked(0)
+        let sent = Locked<[String]>([])
         let inner = URLSessionTransport()
 
         func send(_ request: HTTPRequestData) async throws -> HTTPResponseData {
             requests.withLock { $0 += 1 }
+            sent.withLock { $0.append("\(request.method) \(request.url.path)?\(request.url.query ?? "")") }
             if isDown.withLock({ $0 }) { throw TransportError(.unreachable, host: request.url.host ?? "") }
             return try await inner.send(request)
         }
@@ -131,8 +134,9 @@ import Testing
         }
     }
 
-    /// The reachability signal: while the network is gone nothing is sent (neither the scheduled pulls nor a
-    /// local write's push), and when it is back the sync runs at once rather than after the backoff's minute.
+    /// The reachability signal: while the network is gone nothing is sent (not a local write's push, not the
+    /// change follower's next poll), and when it is back the sync runs at once rather than after the backoff's
+    /// minute.
     @Test(.timeLimit(.minutes(1)))
     func nothingIsSentOfflineAndTheNetworkComingBackSyncsAtOnce() async throws {
         let workspace = try Workspace()
@@ -140,6 +144,7 @@ import Testing
         let network = ManualReachability()
         var options = Self.options
         (options.initialBackoff, options.maximumBackoff) = (.seconds(60), .seconds(60))
+        options.pullInterval = .seconds(60)
         options.reachability = network
         try await LiveServer.run(in: workspace) { [options] url in
             let (client, todos) = try await Self.device(url, workspace, "a.sqlite", options: options) {
@@ -147,19 +152,19 @@ import Testing
             }
             let statuses = ObservationTests.Collected(client.status())
             try await statuses.last { $0.lastSyncedAt != nil }
-            // Offline: no request, not on the 0.2 s schedule, not for a write (the server could be reached).
-            // A sync that had begun goes on: wait until its requests are over (none for 0.3 s, at most 5 s).
-            network.set(false)
-            var before = transport.requests.withLock { $0 }
-            for _ in 0..<50 {
-                try await Task.sleep(for: .milliseconds(300))
-                let now = transport.requests.withLock { $0 }
-                if now == before { break }
-                before = now
+            // Quiet: the first pull is done, the next is a minute away, and the change follower holds its long
+            // poll (a sync or request that began before the network went may still go out; none is running now).
+            for _ in 0..<100 where !transport.sent.withLock({ $0.contains { $0.contains("since=") } }) {
+                try await Task.sleep(for: .milliseconds(100))
             }
+            // Offline: no request, not for a write (the server could be reached).
+            network.set(false)
+            let before = transport.requests.withLock { $0 }
             try await todos.insert(TodoItem(id: "a", text: "milk", complete: false))
             try await Task.sleep(for: .milliseconds(600))
-            #expect(transport.requests.withLock { $0 } == before, "requests sent while offline")
+            #expect(
+                transport.requests.withLock { $0 } == before,
+                "requests sent while offline: \(transport.sent.withLock { $0.dropFirst(before) })")
             network.set(true)
             try await statuses.last { $0.lastError == nil && $0.pendingCount == 0 }
 

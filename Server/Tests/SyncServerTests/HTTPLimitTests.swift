@@ -132,7 +132,16 @@ import Testing
                 }
                 return reply
             }
-            let held = try (0..<4).map { _ in try RawHTTP(port: port) }
+            // Four connections, each answered once and kept open: a connection that has had an answer is
+            // counted (on a loaded machine one merely connected may not be yet). The test client's own
+            // connection may hold a place too: then one of the four is refused (503) and closed.
+            var held: [RawHTTP] = []
+            for _ in 0..<4 {
+                let connection = try RawHTTP(port: port)
+                let status = await connection.firstStatus("GET /health HTTP/1.1\r\nHost: x\r\n\r\n")
+                #expect(status == 200 || status == 503, "a held connection was answered \(String(describing: status))")
+                held.append(connection)
+            }
             let refused = try await health(until: 503)
             #expect(refused.status == 503)
             #expect(refused.text.contains("Retry-After: 1"))
@@ -140,7 +149,6 @@ import Testing
             held.forEach { $0.close() }
             let answered = try await health(until: 200)
             #expect(answered.status == 200)
-            // The test client's own connection may hold a place too: one of the four may have been refused.
             let refusals = try await metrics().split(separator: "\n")
                 .first { $0.hasPrefix(#"sync_refusals{sync_reason="too_many_connections"} "#) }
             #expect((refusals?.split(separator: " ").last).flatMap { Int($0) } ?? 0 >= 1)
@@ -207,9 +215,29 @@ final class RawHTTP: @unchecked Sendable {  // @unchecked: one thread uses it at
         }
     }
 
-    private func send(_ request: String) -> Reply {
-        let started = ContinuousClock.now
-        var bytes = Array(request.utf8)
+    /// Sends `request` and reads the status of its answer, leaving the connection open (keep-alive).
+    func firstStatus(_ request: String) async -> Int? {
+        await withCheckedContinuation { continuation in
+            Thread.detachNewThread {
+                self.write(request)
+                var bytes: [UInt8] = []
+                var buffer = [UInt8](repeating: 0, count: 4096)
+                // The head is enough for the status; the body of /health is short and comes with it.
+                while !String(decoding: bytes, as: UTF8.self).contains("\r\n\r\n") {
+                    let count = recv(self.socket, &buffer, buffer.count, 0)
+                    if count <= 0 { break }
+                    bytes += buffer[..<count]
+                }
+                continuation.resume(
+                    returning: Reply(text: String(decoding: bytes, as: UTF8.self), closed: false, elapsed: .zero).status
+                )
+            }
+        }
+    }
+
+    /// Sends as much of `request` as the server takes (it may close early, refusing the request).
+    private func write(_ request: String) {
+        let bytes = Array(request.utf8)
         var offset = 0
         while offset < bytes.count {
             let sent = bytes[offset...].withUnsafeBytes {
@@ -218,7 +246,12 @@ final class RawHTTP: @unchecked Sendable {  // @unchecked: one thread uses it at
             if sent <= 0 { break }  // the server closed early (it refused the request): read its answer
             offset += sent
         }
-        bytes = []
+    }
+
+    private func send(_ request: String) -> Reply {
+        let started = ContinuousClock.now
+        write(request)
+        var bytes: [UInt8] = []
         var closed = false
         var buffer = [UInt8](repeating: 0, count: 65536)
         while true {
