@@ -40,6 +40,12 @@ struct SyncBenchCommand: AsyncParsableCommand {
     @Option(help: "Rows for the pull cases (default 100000; 20000 with --quick).")
     var rows: Int?
 
+    @Option(
+        help: """
+            Instead of the loopback cases, run push.sequential and pull.initial through a simulated link:             4g (60 ms RTT, 20 Mbit/s down, 5 up) or 3g (150 ms RTT, 2 down, 0.5 up); lan is no shaping (the default).
+            """)
+    var link = "lan"
+
     @Option(help: "Repetitions of each case; the median is reported.")
     var repetitions = 3
 
@@ -57,20 +63,28 @@ struct SyncBenchCommand: AsyncParsableCommand {
         guard ["urlsession", "async-http-client"].contains(transport) else {
             throw ValidationError("--transport is urlsession or async-http-client")
         }
+        guard let profile = LinkProfile.all.first(where: { $0.name == link }) else {
+            throw ValidationError("--link is one of \(LinkProfile.all.map(\.name).joined(separator: ", "))")
+        }
         let cases = Cases(directory: directory, repetitions: max(repetitions, 1), quick: quick, transport: transport)
         var results: [BenchResult] = []
         func wanted(_ names: String...) -> Bool { only.map { names.contains($0) } ?? true }
-        if wanted("local.insert") { results.append(try await cases.localInsert()) }
-        if wanted("pull.initial", "pull.noop", "pull.incremental", "local.query") {
-            results += try await cases.pulls(rows: rows).filter { wanted($0.name) }
-        }
-        if wanted("push.sequential") { results.append(try await cases.pushSequential()) }
-        if wanted("server.page") { results.append(try await cases.serverPage(rows: rows)) }
-        if wanted("memory.pull") { results.append(try await cases.memoryPull(rows: rows)) }
-        if wanted("live.latency") { results += try await cases.liveLatency() }
-        if wanted("live.subscribers") { results += try await cases.liveSubscribers() }
-        if let database {
-            results += try await cases.postgres(url: database, rows: rows) { only == nil || only == $0 }
+        if profile.isShaped {
+            if wanted("push.sequential") { results.append(try await cases.linkPush(profile)) }
+            if wanted("pull.initial") { results.append(try await cases.linkPull(profile, rows: rows)) }
+        } else {
+            if wanted("local.insert") { results.append(try await cases.localInsert()) }
+            if wanted("pull.initial", "pull.noop", "pull.incremental", "local.query") {
+                results += try await cases.pulls(rows: rows).filter { wanted($0.name) }
+            }
+            if wanted("push.sequential") { results.append(try await cases.pushSequential()) }
+            if wanted("server.page") { results.append(try await cases.serverPage(rows: rows)) }
+            if wanted("memory.pull") { results.append(try await cases.memoryPull(rows: rows)) }
+            if wanted("live.latency") { results += try await cases.liveLatency() }
+            if wanted("live.subscribers") { results += try await cases.liveSubscribers() }
+            if let database {
+                results += try await cases.postgres(url: database, rows: rows) { only == nil || only == $0 }
+            }
         }
         print(Self.table(results))
         if let json {
