@@ -7,8 +7,8 @@ import SyncCore
 
 /// Builds the sync server: opens the store, prepares the tables, and wires the routes.
 ///
-/// Routes: the table API under `/tables` (PROTOCOL.md §3), `GET /changes` (docs/changes.md), `GET /health`,
-/// `GET /metrics` (Prometheus text, when a registry is configured) and `GET /openapi.yaml`.
+/// Routes: the table API under `/tables` (PROTOCOL.md §3), `GET /health`, `GET /metrics` (Prometheus
+/// text, when a registry is configured) and `GET /openapi.yaml`.
 ///
 /// For example:
 /// ```swift
@@ -45,9 +45,7 @@ public func buildApplication(
             stamping: configuration.postgresStamping)
         store = postgres!
     }
-    // Instances sharing a PostgreSQL database tell each other of their writes, for `GET /changes`.
-    let changes = ChangeHub(relaying: postgres != nil)
-    let router = try await buildRouter(configuration, store: store, changes: changes)
+    let router = try await buildRouter(configuration, store: store)
     logAccess(configuration)
     let limits = configuration.connectionLimits
     var app = Application(
@@ -62,7 +60,7 @@ public func buildApplication(
     )
     if let postgres {
         // The pool runs as a service; the tables are prepared once it runs and before the server listens.
-        app.addServices(postgres, PostgresChangeRelay(store: postgres, hub: changes))
+        app.addServices(postgres)
         app.beforeServerStarts {
             try await postgres.waitUntilReachable(for: configuration.databaseWaitLimit)
             try await postgres.prepare(configuration.servedTables)
@@ -94,8 +92,7 @@ func logAccess(_ configuration: SyncServerConfiguration) {
 }
 
 /// The server's routes and middleware.
-func buildRouter(_ configuration: SyncServerConfiguration, store: any TableStore, changes: ChangeHub = ChangeHub())
-    async throws
+func buildRouter(_ configuration: SyncServerConfiguration, store: any TableStore) async throws
     -> Router<SyncRequestContext>
 {
     let router = Router(context: SyncRequestContext.self)
@@ -134,7 +131,7 @@ func buildRouter(_ configuration: SyncServerConfiguration, store: any TableStore
     }
     let controller = TableController(
         store: store, maxBodySize: configuration.maxBodySize, queryLimits: configuration.queryLimits,
-        makeID: configuration.makeID, authenticates: configuration.auth != nil, changes: changes
+        makeID: configuration.makeID, authenticates: configuration.auth != nil, changes: ChangeHub()
     )
     controller.addRoutes(to: tables)
     router.get("changes") { request, context in try await controller.changes(request, context) }
