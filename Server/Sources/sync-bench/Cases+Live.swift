@@ -6,9 +6,6 @@ import OfflineSync
 import SyncCore
 import SyncSQLite
 
-#if canImport(FoundationNetworking)
-    import FoundationNetworking
-#endif
 #if canImport(Glibc)
     import Glibc
 #endif
@@ -23,14 +20,8 @@ extension Cases {
         try await BenchServer.seed(path: serverPath, rows: 0)
         let (latencies, reference) = try await BenchServer.run(path: serverPath) { server in
             let options = AutoSyncOptions()
-            let session = URLSession(configuration: .ephemeral)
             var roundTrips: [Double] = []
-            for _ in 0..<20 {
-                roundTrips.append(
-                    try await Measure.seconds {
-                        _ = try await session.data(from: server.url.appendingPathComponent("health"))
-                    })
-            }
+            for _ in 0..<20 { roundTrips.append(try await Measure.seconds { try await httpRoundTrip(server.url) }) }
             let (a, b) = (try await client(server.url, store: "liveA"), try await client(server.url, store: "liveB"))
             let (todosA, todosB) = (
                 try a.syncTable("TodoItem", of: BenchItem.self), try b.syncTable("TodoItem", of: BenchItem.self)
@@ -74,8 +65,7 @@ extension Cases {
         return [
             BenchResult(
                 name: "live.latency.p50", ours: percentile(0.5), reference: reference, unit: "ms",
-                higherIsBetter: false,
-                n: samples),
+                higherIsBetter: false, n: samples),
             BenchResult(
                 name: "live.latency.p99", ours: percentile(0.99), reference: reference, unit: "ms",
                 higherIsBetter: false, n: samples),
@@ -91,7 +81,7 @@ extension Cases {
         let serverPath = path("subscribers")
         try await BenchServer.seed(path: serverPath, rows: 0)
         return try await BenchServer.run(path: serverPath) { server in
-            let before = Self.residentMegabytes()
+            let before = Self.megabytes("VmRSS")
             let process = Process()
             process.executableURL = URL(fileURLWithPath: CommandLine.arguments[0])
             process.arguments = ["--followers-child", server.url.absoluteString, "--followers", String(count)]
@@ -104,13 +94,13 @@ extension Cases {
             guard let connected = await lines.next(), connected.hasPrefix("connected ") else {
                 throw BenchError("the followers child did not connect")
             }
-            let connectedRSS = Self.residentMegabytes()
+            let connectedRSS = Self.megabytes("VmRSS")
             input.fileHandleForWriting.write(Data("follow\n".utf8))
             guard let ready = await lines.next(), ready == "ready" else {
                 throw BenchError("the followers child did not start following")
             }
             // Idle: N requests held, nothing written.
-            let with = Self.residentMegabytes()
+            let with = Self.megabytes("VmRSS")
             let cpuBefore = Self.cpuSeconds()
             try await Task.sleep(for: .seconds(5))
             let idleCPU = (Self.cpuSeconds() - cpuBefore) / 5 * 100
@@ -199,15 +189,6 @@ extension Cases {
             throw error
         }
         try await http.shutdown()
-    }
-
-    /// VmRSS from /proc/self/status (Linux), in MB; 0 where it is not available.
-    static func residentMegabytes() -> Double {
-        guard let status = try? String(contentsOfFile: "/proc/self/status", encoding: .utf8),
-            let line = status.split(separator: "\n").first(where: { $0.hasPrefix("VmRSS:") }),
-            let kilobytes = Double(line.split(separator: " ").dropFirst().first ?? "")
-        else { return 0 }
-        return kilobytes / 1024
     }
 
     /// The CPU time this process has used, user and system, in seconds.

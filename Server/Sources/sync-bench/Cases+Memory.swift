@@ -38,13 +38,14 @@ extension Cases {
         guard summary.appliedCount == rows else {
             throw BenchError("memory child pulled \(summary.appliedCount) of \(rows)")
         }
-        print(String(format: "%.1f", peakResidentMegabytes()))
+        print(String(format: "%.1f", megabytes("VmHWM")))
     }
 
-    /// VmHWM from /proc/self/status (Linux), in MB; 0 where it is not available.
-    static func peakResidentMegabytes() -> Double {
+    /// A memory figure of this process from /proc/self/status (Linux), in MB — `VmHWM` the peak resident
+    /// memory, `VmRSS` the resident memory now; 0 where it is not available.
+    static func megabytes(_ field: String) -> Double {
         guard let status = try? String(contentsOfFile: "/proc/self/status", encoding: .utf8),
-            let line = status.split(separator: "\n").first(where: { $0.hasPrefix("VmHWM:") }),
+            let line = status.split(separator: "\n").first(where: { $0.hasPrefix("\(field):") }),
             let kilobytes = Double(line.split(separator: " ").dropFirst().first ?? "")
         else { return 0 }
         return kilobytes / 1024

@@ -226,7 +226,7 @@ struct Cases {
         } / Double(times) * 1_000_000
     }
 
-    private func httpRoundTrip(_ url: URL) async throws {
+    func httpRoundTrip(_ url: URL) async throws {
         let (_, response) = try await URLSession.shared.data(from: url.appendingPathComponent("health"))
         guard (response as? HTTPURLResponse)?.statusCode == 200 else { throw BenchError("health check failed") }
     }

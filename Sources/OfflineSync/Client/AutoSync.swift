@@ -141,6 +141,7 @@ final class AutoSyncer: Sendable {
     ) async {
         let clock = client.configuration.clock
         var backoff: Duration?
+        var lastSyncSaw: UInt64?  // how often the network had come back when the last sync began
         for await trigger in stream {
             if Task.isCancelled { return }
             switch trigger {
@@ -148,7 +149,10 @@ final class AutoSyncer: Sendable {
             case .localChange:
                 // Let a burst of writes settle, then push them together.
                 try? await clock.sleep(for: options.pushDelay)
-            case .networkBack: backoff = nil
+            case .networkBack:
+                // The retry that the network's return woke out of its backoff has synced already.
+                if lastSyncSaw == shared.networkBack.count { continue }
+                backoff = nil
             case .schedule, .now, .serverChange: break
             }
             // Offline: nothing to send until the network is back (which asks for a sync).
@@ -156,6 +160,7 @@ final class AutoSyncer: Sendable {
             var pullsToo = trigger != .localChange
             while !Task.isCancelled {
                 let seen = shared.networkBack.count
+                lastSyncSaw = seen
                 switch await sync(client, pulls: pullsToo ? pulls : [], logger: logger) {
                 case .done:
                     backoff = nil
@@ -309,5 +314,54 @@ extension SyncClient {
     /// Lets the automatic sync try again after it stopped on a 401: call it once a new token is available.
     public func resumeSyncing() {
         autoSyncer.withLock { $0 }?.resume()
+    }
+}
+
+/// Wakes the tasks that wait for it each time it fires: the automatic sync's waits end early when the network
+/// comes back.
+final class Wakeup: Sendable {
+    private struct State {
+        var fired: UInt64 = 0
+        var waiters: [UUID: CheckedContinuation<Void, Never>] = [:]
+    }
+
+    private let state = Locked(State())
+
+    /// How many times it fired, to wait for the next time after that.
+    var count: UInt64 { state.withLock { $0.fired } }
+
+    /// Wakes every waiter.
+    func fire() {
+        let woken = state.withLock { state in
+            state.fired += 1
+            defer { state.waiters = [:] }
+            return Array(state.waiters.values)
+        }
+        for continuation in woken { continuation.resume() }
+    }
+
+    /// Waits for `duration` on `clock`, or less: until it fires after `seen` (at once if it has), or the task
+    /// is cancelled.
+    func sleep(for duration: Duration, clock: any Clock<Duration>, after seen: UInt64) async {
+        let id = UUID()
+        await withTaskGroup(of: Void.self) { group in
+            group.addTask {
+                await withTaskCancellationHandler {
+                    await withCheckedContinuation { continuation in
+                        let waiting = self.state.withLock { state in
+                            guard state.fired == seen, !Task.isCancelled else { return false }
+                            state.waiters[id] = continuation
+                            return true
+                        }
+                        if !waiting { continuation.resume() }
+                    }
+                } onCancel: {
+                    self.state.withLock { $0.waiters.removeValue(forKey: id) }?.resume()
+                }
+            }
+            group.addTask { try? await clock.sleep(for: duration) }
+            await group.next()
+            group.cancelAll()
+        }
     }
 }
