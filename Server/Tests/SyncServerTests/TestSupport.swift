@@ -91,6 +91,8 @@ enum TestDatabase {
         case .postgres:
             let server = try #require(
                 postgresURL, "SYNC_TEST_POSTGRES_URL is not set: CI runs the tests through .ci/with-postgres")
+            try await postgresSlots.acquire()
+            defer { Task { await postgresSlots.release() } }
             let name = "test_" + UUID().uuidString.lowercased().replacingOccurrences(of: "-", with: "")
             try await administer(server, "CREATE DATABASE \"\(name)\"")
             do {
@@ -98,11 +100,18 @@ enum TestDatabase {
                 try await administer(server, "DROP DATABASE \"\(name)\" WITH (FORCE)")
                 return result
             } catch {
+                // PostgreSQL's errors describe themselves only when reflected.
+                print("TestDatabase: test on \(name) failed: \(String(reflecting: error))")
                 try? await administer(server, "DROP DATABASE \"\(name)\" WITH (FORCE)")
                 throw error
             }
         }
     }
+
+    /// How many PostgreSQL tests run at once. Swift Testing starts nearly every test together (over a hundred
+    /// on PostgreSQL), and each holds a few connections — its pool, the change relay's listener — which together
+    /// passed the test server's `max_connections`; two cores gain nothing from more than a few dozen anyway.
+    private static let postgresSlots = Slots(24)
 
     /// The server's URL with another database.
     static func url(_ server: String, database: String) throws -> String {
@@ -113,7 +122,12 @@ enum TestDatabase {
 
     /// Runs one statement on the server's own database.
     static func administer(_ server: String, _ sql: String) async throws {
-        try await DatabaseURL(parsing: server).execute(sql)
+        do {
+            try await DatabaseURL(parsing: server).execute(sql)
+        } catch {
+            print("TestDatabase: \(sql) failed: \(String(reflecting: error))")
+            throw error
+        }
     }
 }
 
@@ -154,5 +168,29 @@ enum Fixture {
         // Test tables are well-formed by construction.
         try! TableConfiguration(
             name: name, softDelete: softDelete, pageSize: pageSize, maxTop: maxTop, columns: columns)
+    }
+}
+
+/// A counting semaphore for async code: at most `count` holders at once, the others wait in order.
+actor Slots {
+    private var free: Int
+    private var waiting: [CheckedContinuation<Void, Never>] = []
+
+    init(_ count: Int) { free = count }
+
+    func acquire() async {
+        if free > 0 {
+            free -= 1
+        } else {
+            await withCheckedContinuation { waiting.append($0) }
+        }
+    }
+
+    func release() {
+        if waiting.isEmpty {
+            free += 1
+        } else {
+            waiting.removeFirst().resume()
+        }
     }
 }
