@@ -108,6 +108,7 @@ let package = Package(
                 .product(name: "OfflineSync", package: client),
                 .product(name: "SyncOData", package: client),
                 .product(name: "SyncSQL", package: client),
+                "ChildProcesses",
                 "OfflineSyncAsyncHTTPClient",
                 "SyncServer",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
@@ -118,9 +119,11 @@ let package = Package(
             ],
             swiftSettings: swiftSettings
         ),
+        .target(name: "ChildProcesses", swiftSettings: swiftSettings),
         .executableTarget(
             name: "sync-chaos",
             dependencies: [
+                "ChildProcesses",
                 .product(name: "SyncCore", package: client), .product(name: "SyncSQLite", package: client),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
@@ -145,6 +148,7 @@ let package = Package(
         .testTarget(
             name: "EndToEndTests",
             dependencies: [
+                "ChildProcesses",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),

@@ -1,4 +1,5 @@
 import AsyncHTTPClient
+import ChildProcesses
 import Foundation
 import NIOCore
 import NIOHTTP1
@@ -82,7 +83,7 @@ extension Cases {
         try await BenchServer.seed(path: serverPath, rows: 0)
         return try await BenchServer.run(path: serverPath) { server in
             let before = Self.megabytes("VmRSS")
-            let process = Process()
+            let process = ChildProcess()
             process.executableURL = URL(fileURLWithPath: CommandLine.arguments[0])
             process.arguments = ["--followers-child", server.url.absoluteString, "--followers", String(count)]
             let (input, output) = (Pipe(), Pipe())

@@ -1,3 +1,4 @@
+import ChildProcesses
 import Foundation
 import OfflineSync
 
@@ -7,7 +8,7 @@ extension Cases {
         let serverPath = path("memory")
         try await BenchServer.seed(path: serverPath, rows: rows)
         let megabytes = try await BenchServer.run(path: serverPath) { server in
-            let process = Process()
+            let process = ChildProcess()
             process.executableURL = URL(fileURLWithPath: CommandLine.arguments[0])
             process.arguments = [
                 "--memory-child", server.url.absoluteString, "--rows", String(rows), "--transport", transport,

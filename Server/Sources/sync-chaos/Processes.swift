@@ -1,3 +1,4 @@
+import ChildProcesses
 import Foundation
 import SyncCore
 import SyncSQLite
@@ -14,8 +15,8 @@ enum Children {
     private static let running = Locked<Set<Int32>>([])
     private static let handlers = Locked<[any DispatchSourceSignal]>([])
 
-    static func started(_ process: Process) { running.withLock { _ = $0.insert(process.processIdentifier) } }
-    static func ended(_ process: Process) { running.withLock { _ = $0.remove(process.processIdentifier) } }
+    static func started(_ process: ChildProcess) { running.withLock { _ = $0.insert(process.processIdentifier) } }
+    static func ended(_ process: ChildProcess) { running.withLock { _ = $0.remove(process.processIdentifier) } }
 
     /// From now on, SIGTERM and SIGINT kill every running child (SIGKILL), then end the run (exit 128 + signal).
     static func stopOnSignals() {
@@ -46,7 +47,7 @@ func runCommand(
     _ executable: String, _ arguments: [String], environment: [String: String], killAfter: Int? = nil,
     timeout: TimeInterval = 30
 ) throws -> CommandResult {
-    let process = Process()
+    let process = ChildProcess()
     process.executableURL = URL(fileURLWithPath: executable)
     process.arguments = arguments
     process.environment = ProcessInfo.processInfo.environment.merging(environment) { _, new in new }
@@ -76,7 +77,7 @@ func runCommand(
     return CommandResult(
         status: process.terminationStatus, output: String(decoding: outputData.data, as: UTF8.self),
         error: String(decoding: errorData.data, as: UTF8.self),
-        wasKilled: killed && process.terminationReason == .uncaughtSignal)
+        wasKilled: killed && process.termination == .signal(SIGKILL))
 }
 
 /// Reads a pipe to its end on a thread of its own.
@@ -108,7 +109,7 @@ final class ServerProcess {
     let options: [String]
     /// The token ``rows(table:token:)`` sends by default, for a server that checks tokens.
     let token: String?
-    private var process: Process?
+    private var process: ChildProcess?
 
     init(executable: String, port: Int, database: String, options: [String] = [], token: String? = nil) {
         self.executable = executable
@@ -120,7 +121,7 @@ final class ServerProcess {
 
     /// Starts it and waits (up to 20 s) for its `listening on` line.
     func start() throws {
-        let process = Process()
+        let process = ChildProcess()
         process.executableURL = URL(fileURLWithPath: executable)
         process.arguments = ["--port", String(port), "--database", database, "--log-level", "error"] + options
         let output = Pipe()

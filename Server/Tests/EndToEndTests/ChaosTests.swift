@@ -1,3 +1,4 @@
+import ChildProcesses
 import Foundation
 import Testing
 
@@ -54,7 +55,7 @@ extension ProcessTests {
                 let directory = FileManager.default.temporaryDirectory.appendingPathComponent(
                     "chaos-\(UUID().uuidString)")
                 defer { try? FileManager.default.removeItem(at: directory) }
-                let run = Process()
+                let run = ChildProcess()
                 run.executableURL = URL(fileURLWithPath: Products.path("sync-chaos"))
                 run.arguments = [
                     "--devices", "2", "--steps", "10000", "--time-limit", "50", "--directory", directory.path,

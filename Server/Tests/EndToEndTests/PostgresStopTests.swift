@@ -1,4 +1,5 @@
 import AsyncHTTPClient
+import ChildProcesses
 import Foundation
 import NIOCore
 import NIOHTTP1
@@ -145,12 +146,12 @@ extension ProcessTests.PostgresStopTests {
 /// as the user `pgtest`, as in `.ci/with-postgres`.
 ///
 /// The server runs as a child process, not through `pg_ctl start`: a daemon started that way keeps
-/// the descriptors through which Foundation's `Process` learns that `pg_ctl` exited.
+/// the descriptors through which the test would learn that `pg_ctl` exited.
 final class LocalPostgres {
     let directory: String
     let port: Int
     let binaries: String
-    private var server: Process?
+    private var server: ChildProcess?
     var url: String { "postgres://postgres@127.0.0.1:\(port)/postgres" }
 
     /// Where `initdb`, `pg_ctl` and `pg_isready` are: `pg_ctl`'s directory on PATH (links resolved), else
@@ -246,8 +247,8 @@ final class LocalPostgres {
     }
 
     /// A process for `arguments` (the executable first), its output and errors to `output`, no input.
-    static func process(_ arguments: [String], output: FileHandle) -> Process {
-        let process = Process()
+    static func process(_ arguments: [String], output: FileHandle) -> ChildProcess {
+        let process = ChildProcess()
         process.executableURL = URL(fileURLWithPath: arguments[0])
         process.arguments = Array(arguments.dropFirst())
         process.standardOutput = output

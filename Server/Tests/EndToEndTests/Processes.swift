@@ -1,3 +1,4 @@
+import ChildProcesses
 import Foundation
 
 #if canImport(Glibc)
@@ -26,7 +27,7 @@ struct CommandResult: Sendable {
 func runProduct(_ name: String, _ arguments: [String], environment: [String: String], timeout: TimeInterval = 30)
     async throws -> CommandResult
 {
-    let process = Process()
+    let process = ChildProcess()
     process.executableURL = URL(fileURLWithPath: Products.path(name))
     process.arguments = arguments
     process.environment = ProcessInfo.processInfo.environment.merging(environment) { _, new in new }
@@ -56,7 +57,7 @@ func offCooperativeThreads<T: Sendable>(_ work: @escaping @Sendable () -> T) asy
 
 /// A `sync-server` process on 127.0.0.1.
 final class ServerProcess {
-    private let process = Process()
+    private let process = ChildProcess()
 
     /// Starts the server on `port` and waits (up to 20 s) for its `listening on` line.
     ///

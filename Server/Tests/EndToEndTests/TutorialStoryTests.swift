@@ -1,3 +1,4 @@
+import ChildProcesses
 import Foundation
 import SyncCore
 import SyncSQLite
@@ -205,7 +206,7 @@ import Testing
             "TODO_STORE": directory.appendingPathComponent("b/todo.sqlite").path, "TODO_URL": url,
         ])
 
-        let watch = Process()
+        let watch = ChildProcess()
         watch.executableURL = URL(fileURLWithPath: Products.path("todo"))
         watch.arguments = ["watch", "--interval", "0.3"]
         watch.environment = ["TODO_STORE": directory.appendingPathComponent("a/todo.sqlite").path, "TODO_URL": url]
