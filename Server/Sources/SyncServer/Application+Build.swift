@@ -7,8 +7,8 @@ import SyncCore
 
 /// Builds the sync server: opens the store, prepares the tables, and wires the routes.
 ///
-/// Routes: the table API under `/tables` (PROTOCOL.md §3), `GET /health`, `GET /metrics` (Prometheus
-/// text, when a registry is configured) and `GET /openapi.yaml`.
+/// Routes: the table API under `/tables` (PROTOCOL.md §3), `GET /changes` (docs/changes.md), `GET /health`,
+/// `GET /metrics` (Prometheus text, when a registry is configured) and `GET /openapi.yaml`.
 ///
 /// For example:
 /// ```swift
@@ -45,7 +45,9 @@ public func buildApplication(
             stamping: configuration.postgresStamping)
         store = postgres!
     }
-    let router = try await buildRouter(configuration, store: store)
+    // Instances sharing a PostgreSQL database tell each other of their writes, for `GET /changes`.
+    let changes = ChangeHub(relaying: postgres != nil)
+    let router = try await buildRouter(configuration, store: store, changes: changes)
     logAccess(configuration)
     let limits = configuration.connectionLimits
     var app = Application(
@@ -60,7 +62,7 @@ public func buildApplication(
     )
     if let postgres {
         // The pool runs as a service; the tables are prepared once it runs and before the server listens.
-        app.addServices(postgres)
+        app.addServices(postgres, PostgresChangeRelay(store: postgres, hub: changes))
         app.beforeServerStarts {
             try await postgres.waitUntilReachable(for: configuration.databaseWaitLimit)
             try await postgres.prepare(configuration.servedTables)
@@ -92,7 +94,8 @@ func logAccess(_ configuration: SyncServerConfiguration) {
 }
 
 /// The server's routes and middleware.
-func buildRouter(_ configuration: SyncServerConfiguration, store: any TableStore) async throws
+func buildRouter(_ configuration: SyncServerConfiguration, store: any TableStore, changes: ChangeHub = ChangeHub())
+    async throws
     -> Router<SyncRequestContext>
 {
     let router = Router(context: SyncRequestContext.self)
@@ -131,7 +134,7 @@ func buildRouter(_ configuration: SyncServerConfiguration, store: any TableStore
     }
     let controller = TableController(
         store: store, maxBodySize: configuration.maxBodySize, queryLimits: configuration.queryLimits,
-        makeID: configuration.makeID, authenticates: configuration.auth != nil, changes: ChangeHub()
+        makeID: configuration.makeID, authenticates: configuration.auth != nil, changes: changes
     )
     controller.addRoutes(to: tables)
     router.get("changes") { request, context in try await controller.changes(request, context) }

@@ -6,6 +6,10 @@ import SyncSQLite
 /// requests that follow that key. A token is this instance's id and its change counter: a request with a token
 /// of another instance (or of this one before a restart) is answered at once with every table it follows, so
 /// that nothing is missed behind a load balancer; the client then pulls, which is cheap when nothing changed.
+///
+/// Instances that share one database tell each other of their writes through a relay
+/// (``PostgresChangeRelay``): a hub made `relaying` queues the keys it publishes in ``outgoing``, and the
+/// relay hands it the other instances' keys with ``receive(_:)``.
 final class ChangeHub: Sendable {
     private struct Waiter {
         let keys: Set<String>
@@ -15,18 +19,70 @@ final class ChangeHub: Sendable {
     private struct State {
         var generation: UInt64 = 0
         var lastChange: [String: UInt64] = [:]
+        /// The generation at which every key counts as changed (the relay may have missed notices).
+        var everything: UInt64 = 0
         var waiters: [UUID: Waiter] = [:]
+        /// Published keys the relay has not sent yet.
+        var outgoing: Set<String> = []
+
+        func changed(_ key: String, after since: UInt64) -> Bool {
+            max(lastChange[key] ?? 0, everything) > since
+        }
     }
 
     /// This instance, in tokens.
-    let instance = UUID().uuidString.lowercased().prefix(8)
+    let instance = String(UUID().uuidString.lowercased().prefix(8))
     private let state = Locked(State())
+    /// Yields after ``publish(_:)`` queued keys for the relay (nil when the hub does not relay).
+    let outgoing: AsyncStream<Void>?
+    private let outgoingSignal: AsyncStream<Void>.Continuation?
 
-    /// Notes a committed change of `key` and wakes whoever follows it.
+    /// A hub; `relaying` queues every published key for a relay to send to other instances.
+    init(relaying: Bool = false) {
+        if relaying {
+            let (stream, continuation) = AsyncStream.makeStream(of: Void.self, bufferingPolicy: .bufferingNewest(1))
+            (outgoing, outgoingSignal) = (stream, continuation)
+        } else {
+            (outgoing, outgoingSignal) = (nil, nil)
+        }
+    }
+
+    /// Notes a committed change of `key` on this instance, wakes whoever follows it here, and queues it for
+    /// the other instances when the hub relays.
     func publish(_ key: String) {
+        wake(key, relayed: outgoingSignal != nil)
+        outgoingSignal?.yield()
+    }
+
+    /// Notes a change of `key` that another instance committed, and wakes whoever follows it here.
+    func receive(_ key: String) {
+        wake(key, relayed: false)
+    }
+
+    /// Notes that any key may have changed (the relay was not listening for a while), and wakes everyone.
+    func receiveEverything() {
+        let woken = state.withLock { state in
+            state.generation += 1
+            state.everything = state.generation
+            defer { state.waiters = [:] }
+            return state.waiters.values.map(\.continuation)
+        }
+        for continuation in woken { continuation.resume() }
+    }
+
+    /// The keys published since the last call, for the relay to send.
+    func takeOutgoing() -> Set<String> {
+        state.withLock { state in
+            defer { state.outgoing = [] }
+            return state.outgoing
+        }
+    }
+
+    private func wake(_ key: String, relayed: Bool) {
         let woken = state.withLock { state -> [CheckedContinuation<Void, Never>] in
             state.generation += 1
             state.lastChange[key] = state.generation
+            if relayed { state.outgoing.insert(key) }
             let ids = state.waiters.filter { $0.value.keys.contains(key) }.map(\.key)
             return ids.compactMap { state.waiters.removeValue(forKey: $0)?.continuation }
         }
@@ -42,7 +98,7 @@ final class ChangeHub: Sendable {
             guard let since = Self.generation(token, instance: instance), since <= state.generation else {
                 return (keys, now)
             }
-            return (keys.filter { (state.lastChange[$0] ?? 0) > since }, now)
+            return (keys.filter { state.changed($0, after: since) }, now)
         }
     }
 
@@ -62,7 +118,7 @@ final class ChangeHub: Sendable {
                         let registered = self.state.withLock { state in
                             // A change between the check above and here is seen now, not missed.
                             guard let since = Self.generation(token!, instance: self.instance),
-                                !keys.contains(where: { (state.lastChange[$0] ?? 0) > since }), !Task.isCancelled
+                                !keys.contains(where: { state.changed($0, after: since) }), !Task.isCancelled
                             else { return false }
                             state.waiters[id] = Waiter(keys: keys, continuation: continuation)
                             return true
@@ -80,7 +136,7 @@ final class ChangeHub: Sendable {
         return changes(keys, since: token)
     }
 
-    private static func generation(_ token: String, instance: Substring) -> UInt64? {
+    private static func generation(_ token: String, instance: String) -> UInt64? {
         let parts = token.split(separator: ".", maxSplits: 1)
         guard parts.count == 2, parts[0] == instance else { return nil }
         return UInt64(parts[1])
