@@ -79,26 +79,34 @@ final class PostgresChangeRelay: Service {
             do {
                 let connection = try await PostgresConnection.connect(
                     configuration: store.probe, id: 1, logger: Logger(label: "sync-server.postgres.listen"))
-                try await withTaskCancellationHandler {
-                    try await connection.listen(on: Self.channel) { notices in
-                        if failing { logger.notice("Listening for the other instances' changes again") }
-                        failing = false
-                        delay = .milliseconds(250)
-                        hub.receiveEverything()
-                        for try await notice in notices {
-                            let parts = notice.payload.split(separator: " ", maxSplits: 1)
-                            guard parts.count == 2, parts[0] != hub.instance else { continue }
-                            hub.receive(String(parts[1]))
+                // Closed, and the close awaited, on every path: a connection dropped open leaks (and stops a debug
+                // build at PostgresNIO's assertion).
+                do {
+                    try await withTaskCancellationHandler {
+                        try await connection.listen(on: Self.channel) { notices in
+                            if failing { logger.notice("Listening for the other instances' changes again") }
+                            failing = false
+                            delay = .milliseconds(250)
+                            hub.receiveEverything()
+                            for try await notice in notices {
+                                let parts = notice.payload.split(separator: " ", maxSplits: 1)
+                                guard parts.count == 2, parts[0] != hub.instance else { continue }
+                                hub.receive(String(parts[1]))
+                            }
                         }
+                    } onCancel: {
+                        connection.close().whenComplete { _ in }
                     }
-                } onCancel: {
-                    connection.close().whenComplete { _ in }
+                } catch {
+                    try? await connection.close()
+                    throw error
                 }
                 try? await connection.close()
             } catch {
                 if Task.isCancelled { return }
                 if !failing {
-                    logger.warning("Not listening for the other instances' changes (retrying): \(error)")
+                    logger.warning(
+                        "Not listening for the other instances' changes (retrying): \(String(reflecting: error))")
                 }
                 failing = true
             }
