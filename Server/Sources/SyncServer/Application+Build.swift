@@ -104,7 +104,7 @@ func buildRouter(_ configuration: SyncServerConfiguration, store: any TableStore
     if let cors = configuration.cors { router.add(middleware: CORSMiddleware(configuration: cors)) }
     router.add(middleware: UnexpectedErrorMiddleware())
     router.add(middleware: TransferCodingMiddleware())
-    router.add(middleware: MethodNotAllowedMiddleware())
+    router.add(middleware: MethodNotAllowedMiddleware(batch: configuration.offersBatch))
     if let auth = configuration.auth {
         router.add(
             middleware: AuthenticationMiddleware(verifier: try await TokenVerifier(auth, now: configuration.now)))
@@ -127,16 +127,26 @@ func buildRouter(_ configuration: SyncServerConfiguration, store: any TableStore
             status: .ok, headers: [.contentType: "application/yaml; charset=utf-8"],
             body: .init(byteBuffer: ByteBuffer(string: openAPI)))
     }
-    let tables = router.group("tables")
-    if configuration.checksAPIVersion {
-        tables.add(
-            middleware: APIVersionMiddleware(acceptsQueryForChanges: configuration.acceptsVersionQueryForChanges))
-    }
     let controller = TableController(
         store: store, maxBodySize: configuration.maxBodySize, queryLimits: configuration.queryLimits,
         makeID: configuration.makeID, authenticates: configuration.auth != nil, changes: changes
     )
-    controller.addRoutes(to: tables)
+    // The batch's operations go through the same table routes, without the outer middleware (they are parts of
+    // one request that has passed it), except the refusal counting and the 500 for an unexpected error.
+    let batchTables = Router(context: SyncRequestContext.self)
+    batchTables.add(middleware: UnexpectedErrorMiddleware())
+    controller.addRoutes(to: batchTables.group("tables"))
+    let batch = BatchEndpoint(tables: batchTables.buildResponder(), maxBodySize: configuration.maxBodySize)
+    let versioned = [router.group("tables")] + (configuration.offersBatch ? [router.group("batch")] : [])
+    for group in versioned {
+        if configuration.checksAPIVersion {
+            group.add(
+                middleware: APIVersionMiddleware(acceptsQueryForChanges: configuration.acceptsVersionQueryForChanges))
+        }
+        if configuration.offersBatch { group.add(middleware: OfferBatchMiddleware(capability: batch.capability)) }
+    }
+    controller.addRoutes(to: versioned[0])
+    versioned.dropFirst().first?.post { request, context in try await batch.handle(request, context) }
     router.get("changes") { request, context in try await controller.changes(request, context) }
     return router
 }

@@ -103,7 +103,10 @@ struct Serve: AsyncParsableCommand {
     @Flag(help: "Accept ZUMO-API-VERSION as a query parameter on changes too (by default only a header: CSRF).")
     var allowVersionQueryForChanges = false
 
-    @Option(help: "The largest request body accepted, in bytes.")
+    @Flag(help: "Do not serve POST /batch (our extension): answer as a plain v2 backend does.")
+    var noBatch = false
+
+    @Option(help: "The largest request body accepted, in bytes (also of a batch).")
     var maxBodySize = 1 << 20
 
     @Option(help: "The most open connections; more are answered 503. (default: 10000, or the open-file limit - 512)")
@@ -151,6 +154,7 @@ struct Serve: AsyncParsableCommand {
         configuration.checksAPIVersion = !skipVersionCheck
         configuration.acceptsVersionQueryForChanges = allowVersionQueryForChanges
         configuration.maxBodySize = maxBodySize
+        configuration.offersBatch = !noBatch
         configuration.metricsRegistry = registry
         configuration.logger = Logger(label: "sync-server")
         do {

@@ -42,6 +42,9 @@ public struct SyncServerConfiguration: Sendable {
     public var acceptsVersionQueryForChanges = false
     /// The largest request body accepted; larger is a 413. Default 1 MiB.
     public var maxBodySize = 1 << 20
+    /// Whether `POST /batch` (docs/batch.md) is served and offered on table responses. Default true; false
+    /// answers as a plain v2 backend does.
+    public var offersBatch = true
     /// The limits of HTTP connections: how many, and how long and large a request's head and body may be.
     public var connectionLimits = ConnectionLimits()
     /// The bounds on one query's `$orderby` and `$filter`.

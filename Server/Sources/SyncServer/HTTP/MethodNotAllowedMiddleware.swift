@@ -5,6 +5,8 @@ import Hummingbird
 /// take (`PUT /tables/TodoItem`, `TRACE /metrics`), as the OpenAPI document says.
 struct MethodNotAllowedMiddleware: RouterMiddleware {
     typealias Context = SyncRequestContext
+    /// Whether `POST /batch` is served.
+    var batch = true
 
     func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws
         -> Response
@@ -12,7 +14,8 @@ struct MethodNotAllowedMiddleware: RouterMiddleware {
         do {
             return try await next(request, context)
         } catch let error as HTTPError where error.status == .notFound {
-            guard let allowed = Self.methods(forPath: request.uri.path), !allowed.contains(request.method) else {
+            guard let allowed = Self.methods(forPath: request.uri.path, batch: batch), !allowed.contains(request.method)
+            else {
                 throw error
             }
             var refusal = APIError(
@@ -23,10 +26,11 @@ struct MethodNotAllowedMiddleware: RouterMiddleware {
     }
 
     /// The methods of the route `path` matches, or nil for a path no route has.
-    static func methods(forPath path: String) -> [HTTPRequest.Method]? {
+    static func methods(forPath path: String, batch: Bool) -> [HTTPRequest.Method]? {
         let parts = path.split(separator: "/", omittingEmptySubsequences: false).dropFirst()
         switch (parts.count, parts.first) {
         case (1, "health"), (1, "metrics"), (1, "openapi.yaml"), (1, "changes"): return [.get]
+        case (1, "batch") where batch: return [.post]
         case (2, "tables") where !parts.last!.isEmpty: return [.get, .post]
         case (3, "tables") where !parts.dropFirst().contains(""): return [.get, .patch, .delete, .post]
         default: return nil

@@ -1,0 +1,195 @@
+import Foundation
+import HTTPTypes
+import Hummingbird
+import Logging
+import NIOCore
+import SyncCore
+import SyncOData
+
+/// `POST /batch` (docs/batch.md, our extension): an ordered list of table writes in one request, each answered
+/// exactly as the same request to `/tables/…` would be.
+///
+/// The operations run one after another, each in its own transaction, through the same handlers as single
+/// requests (so access rules, preconditions, conflicts and per-user scoping are the same). An operation on an
+/// item whose earlier operation in the batch failed is not applied (424). The first operation answered 5xx ends
+/// the batch: the answer lists the operations processed, and those after it were not applied.
+struct BatchEndpoint: Sendable {
+    /// The most operations in one batch.
+    static let maxOperations = 500
+    /// The header on table responses that offers the endpoint, with its limits.
+    static let capabilityHeader = HTTPField.Name("X-OfflineSync-Batch")!
+
+    /// Answers the table routes (a router of its own, without the outer middleware).
+    let tables: any HTTPResponder<SyncRequestContext>
+    let maxBodySize: Int
+
+    /// The value of ``capabilityHeader``: `max-operations=500, max-bytes=1048576`.
+    var capability: String { "max-operations=\(Self.maxOperations), max-bytes=\(maxBodySize)" }
+
+    private struct Operation {
+        let method: HTTPRequest.Method
+        let path: String
+        let headers: HTTPFields
+        let body: JSONValue?
+        /// `table/id` of the item it writes (nil when the server makes the id).
+        let item: String?
+    }
+
+    func handle(_ request: Request, _ context: SyncRequestContext) async throws -> Response {
+        let operations = try await parse(request)
+        var answers: [JSONValue] = []
+        answers.reserveCapacity(operations.count)
+        var failed: Set<String> = []
+        for operation in operations {
+            if let item = operation.item, failed.contains(item) {
+                answers.append(
+                    Self.answer(
+                        .init(code: 424, reasonPhrase: "Failed Dependency"),
+                        body: ["error": "Not applied: an earlier operation on this item in the batch failed"]))
+                continue
+            }
+            let response = await respond(operation, request, context)
+            let collected = Collected()
+            try await response.body.write(Collector(into: collected))
+            let json = collected.buffer.withUnsafeReadableBytes { raw in
+                raw.isEmpty ? nil : try? JSONValue(parsingUTF8: raw.bindMemory(to: UInt8.self))
+            }
+            answers.append(Self.answer(response.status, body: json, eTag: response.headers[.eTag]))
+            if response.status.kind == .serverError { break }
+            if response.status.kind != .successful, let item = operation.item {
+                failed.insert(item)
+            }
+        }
+        return JSONResponse.make(.ok, ["responses": .array(answers)])
+    }
+
+    /// One operation through the table routes; a thrown answer becomes its response, any other error a 500.
+    private func respond(_ operation: Operation, _ request: Request, _ context: SyncRequestContext) async -> Response {
+        var head = HTTPRequest(method: operation.method, scheme: nil, authority: request.head.authority, path: "/")
+        head.path = operation.path
+        head.headerFields = operation.headers
+        let body = operation.body.map { ByteBuffer(bytes: $0.serializedData()) } ?? ByteBuffer()
+        let inner = Request(head: head, body: .init(buffer: body))
+        do {
+            return try await tables.respond(to: inner, context: context)
+        } catch let error as any HTTPResponseError {
+            return (try? error.response(from: inner, context: context))
+                ?? JSONResponse.make(.internalServerError, ["error": "The server could not complete the operation"])
+        } catch {
+            context.logger.error(
+                "Unexpected error in a batch", metadata: ["sync.error": "\(String(reflecting: type(of: error)))"])
+            return JSONResponse.make(.internalServerError, ["error": "The server could not complete the operation"])
+        }
+    }
+
+    /// The request's operations, all checked before any runs: 400 for a malformed one, 413 past the limits.
+    private func parse(_ request: Request) async throws -> [Operation] {
+        let controllerLimit = maxBodySize
+        guard request.headers[.contentType]?.lowercased().hasPrefix("application/json") == true else {
+            throw APIError(.unsupportedMediaType, "The body must be JSON: send Content-Type: application/json")
+        }
+        let tooLarge = APIError(.contentTooLarge, "The batch is larger than \(controllerLimit) bytes")
+        if let length = request.headers[.contentLength], (Int(length) ?? .max) > controllerLimit { throw tooLarge }
+        var request = request
+        let buffer: ByteBuffer
+        do { buffer = try await request.collectBody(upTo: controllerLimit) } catch is NIOTooManyBytesError {
+            throw tooLarge
+        }
+        guard
+            let value = try? buffer.withUnsafeReadableBytes({ raw in
+                try JSONValue(parsingUTF8: raw.bindMemory(to: UInt8.self))
+            }),
+            let list = value["requests"]?.arrayValue
+        else {
+            throw APIError.badRequest(#"The body must be a JSON object with a "requests" array"#)
+        }
+        guard list.count <= Self.maxOperations else {
+            throw APIError(
+                .contentTooLarge, "A batch holds at most \(Self.maxOperations) operations, not \(list.count)")
+        }
+        let version = request.headers[HTTPField.Name("ZUMO-API-VERSION")!]
+        return try list.enumerated().map { index, entry in
+            try Self.operation(entry, number: index + 1, version: version)
+        }
+    }
+
+    private static func operation(_ entry: JSONValue, number: Int, version: String?) throws -> Operation {
+        func refuse(_ reason: String) -> APIError { .badRequest("Operation \(number): \(reason)") }
+        guard case .object(let members) = entry else { throw refuse("must be a JSON object") }
+        let methods: [String: HTTPRequest.Method] = ["POST": .post, "PATCH": .patch, "DELETE": .delete]
+        guard let name = members["method"]?.stringValue?.uppercased(), let method = methods[name] else {
+            throw refuse(#""method" must be POST, PATCH or DELETE"#)
+        }
+        guard var url = members["url"]?.stringValue else { throw refuse(#""url" must be a string"#) }
+        if !url.hasPrefix("/") { url = "/" + url }
+        let path = url.split(separator: "?", maxSplits: 1)[0].split(separator: "/", omittingEmptySubsequences: false)
+        guard path.count == 3 || path.count == 4, path[1] == "tables", !path[2].isEmpty,
+            path.count == 3 || !path[3].isEmpty
+        else { throw refuse(#""url" must be tables/{table} or tables/{table}/{id}"#) }
+        guard path.count == 4 || method == .post else { throw refuse("\(name) needs an item: tables/{table}/{id}") }
+        var headers: HTTPFields = [:]
+        if case .object(let given)? = members["headers"] {
+            for (field, value) in given {
+                guard let name = HTTPField.Name(field), let text = value.stringValue else {
+                    throw refuse("header \(field) must be a valid name with a string value")
+                }
+                headers[name] = text
+            }
+        } else if let given = members["headers"], given != .null {
+            throw refuse(#""headers" must be an object"#)
+        }
+        let body = members["body"].flatMap { $0 == .null ? nil : $0 }
+        if let body {
+            guard case .object = body else { throw refuse(#""body" must be a JSON object"#) }
+            headers[.contentType] = "application/json"
+        } else if method != .delete, path.count == 3 || method == .patch {
+            throw refuse("\(name) needs a body")
+        }
+        if let version { headers[HTTPField.Name("ZUMO-API-VERSION")!] = version }
+        let table = path[2].lowercased()
+        let item: String? =
+            path.count == 4
+            ? "\(table)/\(ODataQuery.percentDecode(String(path[3])) ?? String(path[3]))"
+            : body?["id"]?.stringValue.map { "\(table)/\($0)" }
+        return Operation(method: method, path: url, headers: headers, body: body, item: item)
+    }
+
+    private static func answer(_ status: HTTPResponse.Status, body: JSONValue?, eTag: String? = nil) -> JSONValue {
+        var answer: [String: JSONValue] = ["status": .int(Int64(status.code))]
+        if let eTag { answer["headers"] = ["ETag": .string(eTag)] }
+        if let body { answer["body"] = body }
+        return .object(answer)
+    }
+}
+
+/// A response body, collected by ``Collector``.
+private final class Collected: @unchecked Sendable {  // @unchecked: written by one task, read after.
+    var buffer = ByteBuffer()
+}
+
+/// Collects a response body into a ``Collected``.
+private struct Collector: ResponseBodyWriter {
+    let into: Collected
+
+    mutating func write(_ buffer: ByteBuffer) async throws {
+        var buffer = buffer
+        into.buffer.writeBuffer(&buffer)
+    }
+
+    consuming func finish(_ trailingHeaders: HTTPFields?) async throws {}
+}
+
+/// Offers `POST /batch` on every table response, with its limits (``BatchEndpoint/capabilityHeader``), so that
+/// a client learns of it without a request of its own.
+struct OfferBatchMiddleware: RouterMiddleware {
+    typealias Context = SyncRequestContext
+    let capability: String
+
+    func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws
+        -> Response
+    {
+        var response = try await next(request, context)
+        response.headers[BatchEndpoint.capabilityHeader] = capability
+        return response
+    }
+}
