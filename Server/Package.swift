@@ -133,6 +133,7 @@ let package = Package(
             name: "OfflineSyncTests",
             dependencies: [
                 .product(name: "OfflineSync", package: client),
+                .product(name: "SyncSQL", package: client),
                 "OfflineSyncAsyncHTTPClient",
                 .product(name: "OfflineSyncTesting", package: client),
                 .product(name: "SyncOData", package: client),

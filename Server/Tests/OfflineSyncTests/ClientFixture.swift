@@ -4,6 +4,7 @@ import HummingbirdTesting
 import OfflineSync
 import OfflineSyncTesting
 import SyncServer
+import Testing
 
 /// The to-do item of the tutorial.
 struct TodoItem: Codable, Sendable, Equatable {
@@ -32,13 +33,14 @@ final class Workspace: @unchecked Sendable {  // @unchecked: immutable after ini
 enum LiveServer {
     static func run<T: Sendable>(
         in workspace: Workspace, tables: [TableConfiguration] = [], auth: AuthConfiguration? = nil,
-        _ body: @Sendable (_ url: URL) async throws -> T
+        offersBatch: Bool = true, _ body: @Sendable (_ url: URL) async throws -> T
     ) async throws -> T {
         var configuration = SyncServerConfiguration()
         configuration.port = 0
         configuration.database = .sqlite(path: workspace.path("server.sqlite"))
         configuration.tables = tables
         configuration.auth = auth
+        configuration.offersBatch = offersBatch
         return try await buildApplication(configuration).test(.live) { client in
             try await body(URL(string: "http://127.0.0.1:\(client.port ?? 0)")!)
         }
@@ -56,8 +58,36 @@ extension SyncClient {
     ) async throws -> SyncClient {
         var configuration = SyncClient.Configuration()
         configuration.clock = ImmediateClock()  // retries without waiting; tests that check waits set their own
+        configuration.batchPush = PushPath.current
         configure(&configuration)
         return SyncClient(
             url: url, store: try SQLiteLocalStore(path: workspace.path(name)), configuration: configuration)
     }
+}
+
+/// How the clients a test makes push (``SyncClient/Configuration/batchPush``): set by ``onBothPushPaths``.
+enum PushPath {
+    @TaskLocal static var current = SyncClient.BatchPush.whenOffered
+}
+
+/// Runs each test of a suite twice: its clients pushing through the batch endpoint from the first operation
+/// (`.always`), then one request per operation (`.never`, the v2 wire) — so every push case (conflicts,
+/// refusals, lost replies, retries, ordering) is checked on both paths.
+struct OnBothPushPaths: SuiteTrait, TestTrait, TestScoping {
+    var isRecursive: Bool { true }
+
+    func provideScope(for test: Test, testCase: Test.Case?, performing function: @Sendable () async throws -> Void)
+        async throws
+    {
+        guard testCase != nil else { return try await function() }  // the suite itself
+        for path in [SyncClient.BatchPush.always, .never] {
+            print("\(test.name): pushing \(path == .always ? "in batches" : "one request per operation")")
+            try await PushPath.$current.withValue(path) { try await function() }
+        }
+    }
+}
+
+extension Trait where Self == OnBothPushPaths {
+    /// See ``OnBothPushPaths``.
+    static var onBothPushPaths: Self { OnBothPushPaths() }
 }

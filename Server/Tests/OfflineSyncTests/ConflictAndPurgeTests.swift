@@ -3,7 +3,7 @@ import OfflineSync
 import OfflineSyncTesting
 import Testing
 
-@Suite struct ConflictTests {
+@Suite(.onBothPushPaths) struct ConflictTests {
     /// Device B edits an item that device A changed first: B's push gets a 412 with A's copy.
     static func makeConflict(
         _ url: URL, _ workspace: Workspace, configureB: (inout SyncClient.Configuration) -> Void = { _ in }
@@ -149,7 +149,7 @@ import Testing
     }
 }
 
-@Suite struct MoreConflictTests {
+@Suite(.onBothPushPaths) struct MoreConflictTests {
     @Test func aDeleteOfAChangedItemConflictsAndCanBeRetriedOverTheServer() async throws {
         let workspace = try Workspace()
         try await LiveServer.run(in: workspace) { url in

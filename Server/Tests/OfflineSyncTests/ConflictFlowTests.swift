@@ -24,7 +24,7 @@ import Testing
 
     /// Point 2: the device kept the copy stored with the error ("from A"), or after a discard lost
     /// the item for good, and later pulls said "received 0".
-    @Test(arguments: ["takeServer", "discard"])
+    @Test(.onBothPushPaths, arguments: ["takeServer", "discard"])
     func resolvingWithTheServersItemFetchesItsCurrentRow(resolution: String) async throws {
         let workspace = try Workspace()
         try await LiveServer.run(in: workspace) { url in
@@ -39,7 +39,7 @@ import Testing
         }
     }
 
-    @Test func aResolutionMadeOfflineFetchesTheCurrentRowOnTheNextPull() async throws {
+    @Test(.onBothPushPaths) func aResolutionMadeOfflineFetchesTheCurrentRowOnTheNextPull() async throws {
         let workspace = try Workspace()
         try await LiveServer.run(in: workspace) { url in
             let (_, online) = try await Self.conflictThenNewerServerVersion(url, workspace)
@@ -77,7 +77,7 @@ import Testing
 
     /// Point 3: a 404 on the update was a refusal retried forever, and the failed implicit push
     /// kept the device from ever pulling again.
-    @Test func anUpdateOfAnItemDeletedElsewhereIsAConflictAndPullsGoOn() async throws {
+    @Test(.onBothPushPaths) func anUpdateOfAnItemDeletedElsewhereIsAConflictAndPullsGoOn() async throws {
         let workspace = try Workspace()
         try await LiveServer.run(in: workspace) { url in
             let (_, b) = try await Self.editOfDeletedItem(url, workspace)
@@ -97,7 +97,7 @@ import Testing
         }
     }
 
-    @Test func keepingMineOverADeletedItemBringsItBack() async throws {
+    @Test(.onBothPushPaths) func keepingMineOverADeletedItemBringsItBack() async throws {
         let workspace = try Workspace()
         try await LiveServer.run(in: workspace) { url in
             let (a, b) = try await Self.editOfDeletedItem(url, workspace)

@@ -20,6 +20,21 @@ import SyncSQLite
 /// try await todos.pull(queryID: "allTodoItems")                                 // 5. sync: push, then pull
 /// ```
 public final class SyncClient: Sendable {
+    /// When a push sends its operations in batches (``Configuration/batchPush``).
+    public enum BatchPush: Sendable, Hashable {
+        /// Once the server has offered its batch endpoint in a response header (`sync-server` does on every
+        /// table response, so no request is spent asking; the first operation of a new client's first push goes
+        /// alone). Against a server that does not offer it (any Azure Mobile Apps backend) every operation is
+        /// its own request.
+        case whenOffered
+        /// From the first operation, with limits of 100 operations and 1 MB until the server says its own. For
+        /// a backend known to be `sync-server`; against another, the first batch is refused (one failed request)
+        /// and the push goes on one operation per request.
+        case always
+        /// Never: every operation is its own request, as the v2 protocol has it.
+        case never
+    }
+
     /// Settings of a client, each with a default.
     public struct Configuration: Sendable {
         /// How requests are sent. Default: `URLSessionTransport()`.
@@ -46,6 +61,10 @@ public final class SyncClient: Sendable {
         public var clock: any Clock<Duration> = ContinuousClock()
         /// The jitter factor of each retry delay, in 0.9...1.1. Default: random.
         public var jitter: @Sendable () -> Double = { Double.random(in: 0.9...1.1) }
+        /// Whether a push sends many operations per request through the server's batch endpoint
+        /// (docs/batch.md); each operation keeps its own answer, precondition and conflict. Default:
+        /// ``BatchPush/whenOffered``.
+        public var batchPush = BatchPush.whenOffered
         /// Wall-clock time, recorded when a pull finishes (``SyncTable/lastSyncDate()``). Default: `Date()`.
         public var now: @Sendable () -> Date = { Date() }
 
@@ -90,7 +109,7 @@ public final class SyncClient: Sendable {
         endpoint = TableEndpoint(
             baseURL: url, transport: configuration.transport, installationID: InstallationID(store: store),
             tokenProvider: configuration.tokenProvider, timeout: configuration.requestTimeout,
-            logger: configuration.logger)
+            logger: configuration.logger, batchOffer: BatchOffer(configuration.batchPush))
         context = SyncContext(
             store: store, endpoint: endpoint, logger: configuration.logger,
             conflictHandler: configuration.conflictHandler,

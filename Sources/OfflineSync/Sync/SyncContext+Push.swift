@@ -24,6 +24,9 @@ extension SyncContext {
         var blocked: Set<String> = []  // items whose earlier operation failed: later ones wait
         let parked = Set(try await store.read { reader in try reader.operationErrors().map(\.operation.id) })
         var after: Int64?
+        // Operations for the next batch, of distinct items (a later one on an item waits for the batch's answer).
+        var run: [PendingOperation] = []
+        var runKeys: Set<String> = []
         logger.debug("Push started")
         do {
             while true {
@@ -32,21 +35,27 @@ extension SyncContext {
                 guard !operations.isEmpty else { break }
                 for operation in operations {
                     after = operation.id
-                    let key = "\(operation.table.canonical)/\(operation.itemID.rawValue)"
+                    let key = operation.key
+                    let batchLimit = operation.recreatesItem ? nil : endpoint.batchOffer.limits?.operations
+                    if !run.isEmpty, batchLimit == nil || runKeys.contains(key) || run.count >= batchLimit! {
+                        try await pushBatch(run, result: &result, blocked: &blocked)
+                        (run, runKeys) = ([], [])
+                    }
                     if blocked.contains(key) || parked.contains(operation.id) {
                         blocked.insert(key)
                         continue
                     }
                     if Task.isCancelled { throw SyncStop.cancelled }
-                    switch try await pushOne(operation, resolutionsLeft: 1) {
-                    case .pushed: result.pushedCount += 1
-                    case .failed(let error):
-                        result.errors.append(error)
-                        blocked.insert(key)
-                    case .resolved, .skipped: break
+                    if batchLimit != nil {
+                        run.append(operation)
+                        runKeys.insert(key)
+                    } else {
+                        let outcome = try await pushOne(operation, resolutionsLeft: 1)
+                        Self.record(outcome, of: operation, in: &result, blocked: &blocked)
                     }
                 }
             }
+            if !run.isEmpty { try await pushBatch(run, result: &result, blocked: &blocked) }
         } catch SyncStop.unavailable(let error) {
             logger.info("Push stopped: server unavailable", metadata: [SyncLogKey.operations: "\(result.pushedCount)"])
             throw PushError.serverUnavailable(error, result)
@@ -68,36 +77,50 @@ extension SyncContext {
     /// Freezes one operation (what it sends is kept before it is sent), sends it until a definitive
     /// reply, and records the outcome.
     func pushOne(_ queued: PendingOperation, resolutionsLeft: Int) async throws -> PushOutcome {
-        let prepared: PendingOperation? = try await store.write { writer in
-            guard var operation = try writer.operation(queued.id) else { return nil }
-            if operation.attempt != nil { return operation }  // sent before: send exactly that again
-            if operation.kind == .delete {
-                operation.attempt = .init(item: nil, version: operation.item?.version)
-            } else {
-                guard let row = try writer.item(operation.itemID, in: operation.table) else {
-                    try writer.removeOperation(operation.id)  // the row is gone (purged): nothing to send
-                    return nil
-                }
-                operation.attempt = .init(
-                    item: row.removing(SystemProperty.serverManaged),
-                    version: operation.kind == .update ? row.version : nil)
-            }
-            try writer.updateOperation(operation)
-            return operation
-        }
+        let prepared = try await store.write { writer in try Self.freeze(queued.id, writer: writer) }
         guard let operation = prepared, let attempt = operation.attempt else { return .skipped }
         let (decision, reply) = try await exchange(operation, attempt)
+        return try await settle(operation, decision, reply, resolutionsLeft: resolutionsLeft)
+    }
+
+    /// Records what a definitive reply decided: a success completes the operation, a conflict or a refusal
+    /// parks it.
+    func settle(
+        _ operation: PendingOperation, _ decision: PushDecision, _ reply: HTTPResponseData, resolutionsLeft: Int
+    )
+        async throws -> PushOutcome
+    {
         if case .succeeded(let serverItem) = decision {
             try await complete(operation, serverItem: serverItem)
             return .pushed
         }
-        // What else `exchange` returns: a conflict, with the server's row, or a refusal, with none.
+        // What else a definitive reply decides: a conflict, with the server's row, or a refusal, with none.
         var serverItem: JSONValue?
         if case .conflict(let item) = decision { serverItem = item }
         let error = OperationError(
             operation: operation, status: reply.status, message: reply.message,
-            sentItem: attempt.item ?? operation.item, serverItem: serverItem)
+            sentItem: operation.attempt?.item ?? operation.item, serverItem: serverItem)
         return try await park(operation, error, resolutionsLeft: resolutionsLeft)
+    }
+
+    /// Freezes an operation: what it sends is kept before it is first sent, and sent exactly so again after a
+    /// lost reply (PROTOCOL.md §8). Nil when it is gone, or when its row is (purged): then nothing is sent.
+    static func freeze(_ id: Int64, writer: any LocalStoreWriter) throws -> PendingOperation? {
+        guard var operation = try writer.operation(id) else { return nil }
+        if operation.attempt != nil { return operation }  // sent before: send exactly that again
+        if operation.kind == .delete {
+            operation.attempt = .init(item: nil, version: operation.item?.version)
+        } else {
+            guard let row = try writer.item(operation.itemID, in: operation.table) else {
+                try writer.removeOperation(operation.id)  // the row is gone (purged): nothing to send
+                return nil
+            }
+            operation.attempt = .init(
+                item: row.removing(SystemProperty.serverManaged),
+                version: operation.kind == .update ? row.version : nil)
+        }
+        try writer.updateOperation(operation)
+        return operation
     }
 
     /// Sends an operation until a definitive reply: re-creates the item first when asked, retries
@@ -130,15 +153,22 @@ extension SyncContext {
             PushDecision.decide(kind, status: reply.status, replyItem: reply.item, server: .unknown, sent: sent)
                 == .retry
         }
+        return (try await decide(kind, operation, reply, sent: sent, logger: log), reply)
+    }
+
+    /// What a reply to `operation` (sent as `kind`, with `sent`) decides, fetching the server's row when the
+    /// reply does not carry it.
+    func decide(
+        _ kind: OperationKind, _ operation: PendingOperation, _ reply: HTTPResponseData, sent: JSONValue?,
+        logger: Logger
+    ) async throws -> PushDecision {
         let item = reply.item
-        var decision = PushDecision.decide(
+        let decision = PushDecision.decide(
             kind, status: reply.status, replyItem: item,
             server: PushDecision.serverRow(status: reply.status, replyBody: reply.json, replyItem: item), sent: sent)
-        if decision == .fetchServerItem {
-            let server = try await fetchServerRow(operation.table, operation.itemID, logger: log)
-            decision = PushDecision.decide(kind, status: reply.status, replyItem: item, server: server, sent: sent)
-        }
-        return (decision, reply)
+        guard decision == .fetchServerItem else { return decision }
+        let server = try await fetchServerRow(operation.table, operation.itemID, logger: logger)
+        return PushDecision.decide(kind, status: reply.status, replyItem: item, server: server, sent: sent)
     }
 
     /// The server's current row of an item, tombstones included (PROTOCOL.md §5, §7).
@@ -202,10 +232,13 @@ extension SyncContext {
     /// Removes a pushed operation and stores the server's item, unless a newer operation for the item
     /// was queued meanwhile: then only the server's version is taken, for the next precondition.
     private func complete(_ operation: PendingOperation, serverItem: JSONValue?) async throws {
-        try await store.write { writer in
-            try writer.removeOperation(operation.id)
-            try Self.applyServerRow(serverItem, for: operation, writer: writer)
-        }
+        try await store.write { writer in try Self.complete(operation, serverItem: serverItem, writer: writer) }
+    }
+
+    /// ``complete(_:serverItem:)`` in the caller's transaction.
+    static func complete(_ operation: PendingOperation, serverItem: JSONValue?, writer: any LocalStoreWriter) throws {
+        try writer.removeOperation(operation.id)
+        try applyServerRow(serverItem, for: operation, writer: writer)
     }
 
     /// Stores the server's current row after `operation` left the queue (nil or a tombstone: the local

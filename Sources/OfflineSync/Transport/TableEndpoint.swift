@@ -16,6 +16,8 @@ struct TableEndpoint: Sendable {
     let tokenProvider: TokenProvider?
     let timeout: Duration
     let logger: Logger
+    /// The batch endpoint the server offers (learned from its responses).
+    let batchOffer: BatchOffer
 
     static let userAgent = "OfflineSync/1.0 (lang=Swift; os=\(osName))"
     #if os(Linux)
@@ -38,6 +40,14 @@ struct TableEndpoint: Sendable {
         return URL(string: text) ?? baseURL
     }
 
+    /// `tables/NAME[/ID]`: the path of a table or item relative to the base URL (for a batch's operations).
+    func path(_ table: TableName, id: ItemID? = nil) -> String {
+        "tables/" + table.rawValue + (id.map { "/" + ODataQuery.percentEncode($0.rawValue) } ?? "")
+    }
+
+    /// The URL of the batch endpoint (docs/batch.md).
+    var batchURL: URL { baseURL.appendingPathComponent("batch") }
+
     /// Sends a request; a 401 is retried once with a refreshed token.
     func send(
         _ method: String, _ url: URL, body: JSONValue? = nil, ifMatch: Version? = nil, features: [String]
@@ -59,6 +69,7 @@ struct TableEndpoint: Sendable {
             logger.trace("HTTP request", metadata: [SyncLogKey.method: "\(method)", SyncLogKey.url: "\(url.path)"])
             let response = try await transport.send(request)
             logger.trace("HTTP response", metadata: [SyncLogKey.status: "\(response.status)"])
+            if let offer = response.header(BatchOffer.header) { batchOffer.learn(offer) }
             if response.status == 401, attempt == 0, let tokenProvider {
                 attempt += 1
                 token = try await tokenProvider(true)
@@ -67,6 +78,44 @@ struct TableEndpoint: Sendable {
             return response
         }
     }
+}
+
+/// What the server said of its batch endpoint: its limits, from the `X-OfflineSync-Batch` header of its table
+/// responses (`max-operations=500, max-bytes=1048576`), or nothing yet.
+final class BatchOffer: Sendable {
+    static let header = "X-OfflineSync-Batch"
+
+    struct Limits: Sendable, Equatable {
+        var operations: Int
+        var bytes: Int
+    }
+
+    private let state: Locked<Limits?>
+    private let mode: SyncClient.BatchPush
+
+    init(_ mode: SyncClient.BatchPush) {
+        self.mode = mode
+        state = Locked(mode == .always ? Limits(operations: 100, bytes: 1 << 20) : nil)
+    }
+
+    /// The limits, when batches are to be sent.
+    var limits: Limits? { mode == .never ? nil : state.withLock { $0 } }
+
+    /// Takes the limits of a header value; one it cannot read withdraws the offer.
+    func learn(_ value: String) {
+        var fields: [String: Int] = [:]
+        for part in value.split(separator: ",") {
+            let pair = part.split(separator: "=", maxSplits: 1).map { $0.trimmingCharacters(in: .whitespaces) }
+            if pair.count == 2, let number = Int(pair[1]), number > 0 { fields[pair[0].lowercased()] = number }
+        }
+        let limits = fields["max-operations"].flatMap { operations in
+            fields["max-bytes"].map { Limits(operations: operations, bytes: $0) }
+        }
+        state.withLock { $0 = limits }
+    }
+
+    /// Forgets the offer (the server refused a batch: an older instance behind the same address, a proxy).
+    func withdraw() { state.withLock { $0 = nil } }
 }
 
 /// The installation id kept in the store, read (or created) once, on first use.

@@ -1,0 +1,141 @@
+import Foundation
+import Logging
+import SyncCore
+
+extension SyncContext {
+    /// Pushes `operations` (of distinct items, none re-creating its item) through the server's batch endpoint
+    /// (docs/batch.md), as many per request as its limits allow, and records each outcome as a single push
+    /// would: every answer is decided by the same rules (PROTOCOL.md §7), successes are stored together.
+    ///
+    /// An answer that is transient (5xx: the server stopped there) or 401 sends that operation alone, with the
+    /// single path's retries and token refresh; the operations after it go in the next batch. A batch the
+    /// server refuses as a whole (it no longer offers them) withdraws the offer, and the rest go one by one.
+    func pushBatch(_ operations: [PendingOperation], result: inout PushResult, blocked: inout Set<String>)
+        async throws
+    {
+        var pending = try await store.write { writer in
+            try operations.compactMap { try Self.freeze($0.id, writer: writer) }
+        }[...]
+        while let first = pending.first {
+            if Task.isCancelled { throw SyncStop.cancelled }
+            guard let limits = endpoint.batchOffer.limits else {
+                Self.record(try await pushOne(first, resolutionsLeft: 1), of: first, in: &result, blocked: &blocked)
+                pending = pending.dropFirst()
+                continue
+            }
+            var requests: [JSONValue] = []
+            var bytes = 16
+            for operation in pending.prefix(limits.operations) {
+                let request = batchRequest(operation)
+                let size = request.serializedData().count + 1
+                if !requests.isEmpty, bytes + size > limits.bytes { break }
+                requests.append(request)
+                bytes += size
+            }
+            let body: JSONValue = ["requests": .array(requests)]
+            let count = requests.count
+            // A success without a readable list of answers was cut short: sent again, as a single push would be.
+            let reply = try await sendRetrying(logger: logger) {
+                try await endpoint.send("POST", endpoint.batchURL, body: body, features: ["OL"])
+            } isTransient: { reply in
+                isTransientStatus(reply.status)
+                    || ((200..<300).contains(reply.status) && Self.answers(reply, count) == nil)
+            }
+            guard let answers = Self.answers(reply, count) else {
+                logger.notice(
+                    "The server refused a batch; pushing one operation per request",
+                    metadata: [SyncLogKey.status: "\(reply.status)"])
+                endpoint.batchOffer.withdraw()
+                continue
+            }
+            logger.trace("Batch answered", metadata: [SyncLogKey.operations: "\(answers.count)"])
+            var succeeded: [(PendingOperation, JSONValue?)] = []
+            for answer in answers {
+                let operation = pending.removeFirst()
+                let reply = Self.reply(answer)
+                let decision = try await decide(
+                    operation.kind, operation, reply, sent: operation.attempt?.item, logger: logger)
+                if case .succeeded(let serverItem) = decision {
+                    succeeded.append((operation, serverItem))
+                    continue
+                }
+                try await complete(succeeded, result: &result)
+                succeeded = []
+                let outcome =
+                    switch decision {
+                    case .retry, .unauthorized: try await pushOne(operation, resolutionsLeft: 1)
+                    default: try await settle(operation, decision, reply, resolutionsLeft: 1)
+                    }
+                Self.record(outcome, of: operation, in: &result, blocked: &blocked)
+                if case .retry = decision { break }  // the server stopped at this operation
+            }
+            try await complete(succeeded, result: &result)
+        }
+    }
+
+    /// Completes pushed operations in one transaction.
+    private func complete(_ pushed: [(PendingOperation, JSONValue?)], result: inout PushResult) async throws {
+        guard !pushed.isEmpty else { return }
+        try await store.write { writer in
+            for (operation, serverItem) in pushed {
+                try Self.complete(operation, serverItem: serverItem, writer: writer)
+            }
+        }
+        result.pushedCount += pushed.count
+    }
+
+    /// Counts an outcome; a failed operation blocks the later operations of its item.
+    static func record(
+        _ outcome: PushOutcome, of operation: PendingOperation, in result: inout PushResult,
+        blocked: inout Set<String>
+    ) {
+        switch outcome {
+        case .pushed: result.pushedCount += 1
+        case .failed(let error):
+            result.errors.append(error)
+            blocked.insert(operation.key)
+        case .resolved, .skipped: break
+        }
+    }
+
+    /// One operation of a batch: the request its frozen attempt makes as a single push.
+    private func batchRequest(_ operation: PendingOperation) -> JSONValue {
+        var request: [String: JSONValue] = [:]
+        let attempt = operation.attempt
+        switch operation.kind {
+        case .insert:
+            request = ["method": "POST", "url": .string(endpoint.path(operation.table))]
+        case .update:
+            request = ["method": "PATCH", "url": .string(endpoint.path(operation.table, id: operation.itemID))]
+        case .delete:
+            request = ["method": "DELETE", "url": .string(endpoint.path(operation.table, id: operation.itemID))]
+        }
+        if operation.kind != .insert, let version = attempt?.version {
+            request["headers"] = ["If-Match": .string(version.entityTag)]
+        }
+        if operation.kind != .delete, let item = attempt?.item { request["body"] = item }
+        return .object(request)
+    }
+
+    /// The answers of a batch reply of `count` operations: at least one, at most `count` (nil otherwise).
+    private static func answers(_ reply: HTTPResponseData, _ count: Int) -> [JSONValue]? {
+        guard reply.status == 200, let answers = reply.json?["responses"]?.arrayValue, !answers.isEmpty,
+            answers.count <= count, answers.allSatisfy({ $0["status"]?.intValue != nil })
+        else { return nil }
+        return answers
+    }
+
+    /// A batch answer as the response a single request would have had.
+    private static func reply(_ answer: JSONValue) -> HTTPResponseData {
+        var headers: [String: String] = [:]
+        for (name, value) in answer["headers"]?.objectValue ?? [:] { headers[name] = value.stringValue }
+        return HTTPResponseData(
+            status: Int(answer["status"]?.intValue ?? 0), headers: headers,
+            body: answer["body"].map { $0.serializedData() } ?? Data())
+    }
+}
+
+extension PendingOperation {
+    /// `table/id`: the later operations of an item wait while an earlier one failed.
+    var key: String { "\(table.canonical)/\(itemID.rawValue)" }
+}
