@@ -5,10 +5,13 @@ import OfflineSync
 /// moved — the round trips the operation needs at the least (one) × RTT, plus the bytes that crossed the proxy /
 /// bandwidth — so a ratio far below 1 is time lost to round trips or to bytes.
 extension Cases {
-    /// `push.sequential@LINK`: 1,000 queued inserts pushed through the link.
-    func linkPush(_ link: LinkProfile) async throws -> BenchResult {
+    /// `push.batch@LINK` or `push.sequential@LINK`: 1,000 queued inserts pushed through the link, in batches
+    /// (`POST /batch`, from the first operation) or one request per operation (the v2 wire).
+    func linkPush(_ link: LinkProfile, batched: Bool) async throws -> BenchResult {
         let count = quick ? 200 : 1000
-        return try await overLink(link, name: "push.sequential", rows: 0, n: count) { client, run in
+        let name = batched ? "push.batch" : "push.sequential"
+        return try await overLink(link, name: name, rows: 0, n: count, batchPush: batched ? .always : .never) {
+            client, run in
             try await client.syncTable("TodoItem", of: BenchItem.self).insert(
                 contentsOf: (0..<count).map { BenchItem(id: "l\(run)-\($0)", text: "Task \($0)", complete: false) })
             var result: PushResult?
@@ -37,7 +40,7 @@ extension Cases {
     /// requests cross a new `LinkProxy` to a server seeded with `rows`; the result is the medians of those
     /// seconds and of the link's reference for the bytes each run moved.
     private func overLink(
-        _ link: LinkProfile, name: String, rows: Int, n: Int,
+        _ link: LinkProfile, name: String, rows: Int, n: Int, batchPush: SyncClient.BatchPush = .whenOffered,
         _ measure: @escaping @Sendable (_ client: SyncClient, _ run: Int) async throws -> Double
     ) async throws -> BenchResult {
         let serverPath = path("link")
@@ -46,7 +49,8 @@ extension Cases {
             var runs: [(seconds: Double, reference: Double)] = []
             for run in 0..<repetitions {
                 let proxy = try await LinkProxy(profile: link, upstreamPort: server.url.port ?? 0)
-                let client = try await client(URL(string: "http://127.0.0.1:\(proxy.port)")!, store: "link")
+                let client = try await client(
+                    URL(string: "http://127.0.0.1:\(proxy.port)")!, store: "link", batchPush: batchPush)
                 let seconds = try await measure(client, run)
                 let bytes = proxy.bytes
                 await proxy.stop()

@@ -103,8 +103,7 @@ extension Cases {
         let ours = try await BenchServer.run(path: serverPath) { server in
             var runs: [Double] = []
             for run in 0..<repetitions {
-                let client = SyncClient(
-                    url: server.url, store: try SQLiteLocalStore(path: path("pushclient")))
+                let client = try await client(server.url, store: "pushclient", batchPush: .never)
                 try await client.syncTable("TodoItem", of: BenchItem.self).insert(
                     contentsOf: (0..<count).map {
                         BenchItem(id: "p\(run)-\($0)", text: "Task \($0)", complete: false)

@@ -22,9 +22,12 @@ struct Cases {
     let transport: String
 
     /// A client on a fresh store at `name`, with the chosen transport.
-    func client(_ url: URL, store name: String) async throws -> SyncClient {
+    func client(_ url: URL, store name: String, batchPush: SyncClient.BatchPush = .whenOffered) async throws
+        -> SyncClient
+    {
         var configuration = SyncClient.Configuration()
         configuration.transport = Self.transport(named: transport)
+        configuration.batchPush = batchPush
         return SyncClient(
             url: url, store: try SQLiteLocalStore(path: path(name)), configuration: configuration)
     }

@@ -42,9 +42,11 @@ struct SyncBenchCommand: AsyncParsableCommand {
 
     @Option(
         help: """
-            Instead of the loopback cases, run push.sequential and pull.initial through a simulated link:             4g (60 ms RTT, 20 Mbit/s down, 5 up) or 3g (150 ms RTT, 2 down, 0.5 up); lan is no shaping (the default).
+            Instead of the loopback cases, run the link cases (push.batch, push.sequential, pull.initial) through a \
+            proxy that simulates a link: lan (no shaping), 4g (60 ms RTT, 20 Mbit/s down, 5 up) or 3g (150 ms RTT, \
+            2 down, 0.5 up).
             """)
-    var link = "lan"
+    var link: String?
 
     @Option(help: "Repetitions of each case; the median is reported.")
     var repetitions = 3
@@ -63,14 +65,18 @@ struct SyncBenchCommand: AsyncParsableCommand {
         guard ["urlsession", "async-http-client"].contains(transport) else {
             throw ValidationError("--transport is urlsession or async-http-client")
         }
-        guard let profile = LinkProfile.all.first(where: { $0.name == link }) else {
-            throw ValidationError("--link is one of \(LinkProfile.all.map(\.name).joined(separator: ", "))")
+        let profile = try link.map { name in
+            guard let profile = LinkProfile.all.first(where: { $0.name == name }) else {
+                throw ValidationError("--link is one of \(LinkProfile.all.map(\.name).joined(separator: ", "))")
+            }
+            return profile
         }
         let cases = Cases(directory: directory, repetitions: max(repetitions, 1), quick: quick, transport: transport)
         var results: [BenchResult] = []
         func wanted(_ names: String...) -> Bool { only.map { names.contains($0) } ?? true }
-        if profile.isShaped {
-            if wanted("push.sequential") { results.append(try await cases.linkPush(profile)) }
+        if let profile {
+            if wanted("push.batch") { results.append(try await cases.linkPush(profile, batched: true)) }
+            if wanted("push.sequential") { results.append(try await cases.linkPush(profile, batched: false)) }
             if wanted("pull.initial") { results.append(try await cases.linkPull(profile, rows: rows)) }
         } else {
             if wanted("local.insert") { results.append(try await cases.localInsert()) }
