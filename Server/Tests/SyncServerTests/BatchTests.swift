@@ -81,7 +81,7 @@ import Testing
             }
             let many = JSONValue.object(["requests": .array(Array(repeating: valid, count: 501))])
             let tooMany = try await client.send(.post, "/batch", json: many)
-            #expect(tooMany.status == .contentTooLarge)
+            #expect(tooMany.status == .badRequest)
             #expect(tooMany.error?.contains("at most 500 operations") == true)
             let unversioned = try await client.send(.post, "/batch", json: ["requests": [valid]], versioned: false)
             #expect(unversioned.status == .badRequest)
@@ -90,6 +90,17 @@ import Testing
             #expect(text.status == .unsupportedMediaType)
             #expect(try await client.send(.get, "/tables/TodoItem/a").status == .notFound)  // nothing ran
             #expect(try await client.send(.get, "/batch").status == .methodNotAllowed)
+        }
+    }
+
+    /// schemathesis found it: a '/' followed by a combining mark is one Swift character, so splitting the URL by
+    /// characters missed the item, and a valid batch was refused with "DELETE needs an item".
+    @Test func anItemIDStartingWithACombiningMarkIsAnItem() async throws {
+        try await Fixture.withServer(.sqlite) { client in
+            let reply = try await client.send(
+                .post, "/batch", json: ["requests": [Self.operation("DELETE", "tables/TodoItem/\u{301}x")]])
+            #expect(reply.status == .ok)
+            #expect(Self.answers(reply).map { $0["status"]?.intValue } == [404])
         }
     }
 

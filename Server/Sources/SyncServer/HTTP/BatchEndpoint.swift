@@ -104,8 +104,7 @@ struct BatchEndpoint: Sendable {
             throw APIError.badRequest(#"The body must be a JSON object with a "requests" array"#)
         }
         guard list.count <= Self.maxOperations else {
-            throw APIError(
-                .contentTooLarge, "A batch holds at most \(Self.maxOperations) operations, not \(list.count)")
+            throw APIError.badRequest("A batch holds at most \(Self.maxOperations) operations, not \(list.count)")
         }
         let version = request.headers[HTTPField.Name("ZUMO-API-VERSION")!]
         return try list.enumerated().map { index, entry in
@@ -117,12 +116,14 @@ struct BatchEndpoint: Sendable {
         func refuse(_ reason: String) -> APIError { .badRequest("Operation \(number): \(reason)") }
         guard case .object(let members) = entry else { throw refuse("must be a JSON object") }
         let methods: [String: HTTPRequest.Method] = ["POST": .post, "PATCH": .patch, "DELETE": .delete]
-        guard let name = members["method"]?.stringValue?.uppercased(), let method = methods[name] else {
+        guard let name = members["method"]?.stringValue, let method = methods[name] else {
             throw refuse(#""method" must be POST, PATCH or DELETE"#)
         }
         guard var url = members["url"]?.stringValue else { throw refuse(#""url" must be a string"#) }
         if !url.hasPrefix("/") { url = "/" + url }
-        let path = url.split(separator: "?", maxSplits: 1)[0].split(separator: "/", omittingEmptySubsequences: false)
+        // Split by scalars, not characters: a '/' followed by a combining mark is one character, not a separator.
+        let path = url.unicodeScalars.split(separator: "?", maxSplits: 1, omittingEmptySubsequences: false)[0]
+            .split(separator: "/", omittingEmptySubsequences: false).map { String(String.UnicodeScalarView($0)) }
         guard path.count == 3 || path.count == 4, path[1] == "tables", !path[2].isEmpty,
             path.count == 3 || !path[3].isEmpty
         else { throw refuse(#""url" must be tables/{table} or tables/{table}/{id}"#) }
@@ -130,8 +131,13 @@ struct BatchEndpoint: Sendable {
         var headers: HTTPFields = [:]
         if case .object(let given)? = members["headers"] {
             for (field, value) in given {
-                guard let name = HTTPField.Name(field), let text = value.stringValue else {
-                    throw refuse("header \(field) must be a valid name with a string value")
+                // Names of letters, digits and '-'; values of printable ASCII (as the OpenAPI document says).
+                guard !field.isEmpty, field.utf8.allSatisfy({ $0 == UInt8(ascii: "-") || $0.isASCIIAlphanumeric }),
+                    let name = HTTPField.Name(field), let text = value.stringValue,
+                    text.utf8.allSatisfy({ (0x20...0x7e).contains($0) })
+                else {
+                    throw refuse(
+                        "header \(field) must be a name of letters, digits and '-' with a printable ASCII value")
                 }
                 headers[name] = text
             }
@@ -149,7 +155,7 @@ struct BatchEndpoint: Sendable {
         let table = path[2].lowercased()
         let item: String? =
             path.count == 4
-            ? "\(table)/\(ODataQuery.percentDecode(String(path[3])) ?? String(path[3]))"
+            ? "\(table)/\(ODataQuery.percentDecode(path[3]) ?? path[3])"
             : body?["id"]?.stringValue.map { "\(table)/\($0)" }
         return Operation(method: method, path: url, headers: headers, body: body, item: item)
     }
@@ -191,5 +197,12 @@ struct OfferBatchMiddleware: RouterMiddleware {
         var response = try await next(request, context)
         response.headers[BatchEndpoint.capabilityHeader] = capability
         return response
+    }
+}
+
+extension UInt8 {
+    fileprivate var isASCIIAlphanumeric: Bool {
+        (UInt8(ascii: "a")...UInt8(ascii: "z")).contains(self) || (UInt8(ascii: "A")...UInt8(ascii: "Z")).contains(self)
+            || (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(self)
     }
 }
