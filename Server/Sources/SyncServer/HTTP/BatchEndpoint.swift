@@ -185,7 +185,8 @@ private struct Collector: ResponseBodyWriter {
     consuming func finish(_ trailingHeaders: HTTPFields?) async throws {}
 }
 
-/// Offers `POST /batch` on every table response, with its limits (``BatchEndpoint/capabilityHeader``), so that
+/// Offers `POST /batch` on every table response that is not a refusal, with its limits
+/// (``BatchEndpoint/capabilityHeader``), so that
 /// a client learns of it without a request of its own.
 struct OfferBatchMiddleware: RouterMiddleware {
     typealias Context = SyncRequestContext
