@@ -186,8 +186,7 @@ private struct Collector: ResponseBodyWriter {
 }
 
 /// Offers `POST /batch` on every table response that is not a refusal, with its limits
-/// (``BatchEndpoint/capabilityHeader``), so that
-/// a client learns of it without a request of its own.
+/// (``BatchEndpoint/capabilityHeader``), so that a client learns of it without a request of its own.
 struct OfferBatchMiddleware: RouterMiddleware {
     typealias Context = SyncRequestContext
     let capability: String
