@@ -26,7 +26,7 @@ import Yams
                 }.joined(separator: "/")
             return (path, route.method.rawValue.lowercased())
         }
-        #expect(registered.count == 10)
+        #expect(registered.count == 11)
         for (path, method) in registered {
             let operations = paths[path] as? [String: Any]
             #expect(operations?[method] != nil, "\(method.uppercased()) \(path) is missing from openapi.yaml")
