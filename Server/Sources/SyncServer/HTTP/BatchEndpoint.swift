@@ -84,15 +84,14 @@ struct BatchEndpoint: Sendable {
 
     /// The request's operations, all checked before any runs: 400 for a malformed one, 413 past the limits.
     private func parse(_ request: Request) async throws -> [Operation] {
-        let controllerLimit = maxBodySize
         guard request.headers[.contentType]?.lowercased().hasPrefix("application/json") == true else {
             throw APIError(.unsupportedMediaType, "The body must be JSON: send Content-Type: application/json")
         }
-        let tooLarge = APIError(.contentTooLarge, "The batch is larger than \(controllerLimit) bytes")
-        if let length = request.headers[.contentLength], (Int(length) ?? .max) > controllerLimit { throw tooLarge }
+        let tooLarge = APIError(.contentTooLarge, "The batch is larger than \(maxBodySize) bytes")
+        if let length = request.headers[.contentLength], (Int(length) ?? .max) > maxBodySize { throw tooLarge }
         var request = request
         let buffer: ByteBuffer
-        do { buffer = try await request.collectBody(upTo: controllerLimit) } catch is NIOTooManyBytesError {
+        do { buffer = try await request.collectBody(upTo: maxBodySize) } catch is NIOTooManyBytesError {
             throw tooLarge
         }
         guard
