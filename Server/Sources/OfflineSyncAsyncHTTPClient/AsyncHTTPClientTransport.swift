@@ -2,6 +2,7 @@ public import AsyncHTTPClient
 import Foundation
 import NIOCore
 import NIOHTTP1
+import NIOHTTPCompression
 public import OfflineSync
 
 /// A transport on AsyncHTTPClient (SwiftNIO), for servers and Linux apps that already use NIO. Apple
@@ -12,6 +13,9 @@ public import OfflineSync
 /// var configuration = SyncClient.Configuration()
 /// configuration.transport = AsyncHTTPClientTransport()
 /// ```
+///
+/// Responses come compressed when the server offers it: the default client asks for gzip or deflate and
+/// decompresses. A client of your own does so when its configuration enables `decompression`.
 public struct AsyncHTTPClientTransport: HTTPTransport {
     private let client: HTTPClient
     /// The largest response body accepted.
@@ -20,12 +24,21 @@ public struct AsyncHTTPClientTransport: HTTPTransport {
     /// Creates a transport.
     ///
     /// - Parameters:
-    ///   - client: The client to send with; the shared one by default.
-    ///   - maxBodySize: The largest response body accepted; 64 MiB by default.
-    public init(client: HTTPClient = .shared, maxBodySize: Int = 64 << 20) {
+    ///   - client: The client to send with; ``sharedClient`` by default.
+    ///   - maxBodySize: The largest response body accepted, after decompression; 64 MiB by default.
+    public init(client: HTTPClient = Self.sharedClient, maxBodySize: Int = 64 << 20) {
         self.client = client
         self.maxBodySize = maxBodySize
     }
+
+    /// The client transports use by default: `HTTPClient.shared`'s settings, but with no limit on how far a
+    /// response may decompress (the shared client stops at 25 times its compressed size, and a page of rows
+    /// with repeated text compresses further); `maxBodySize` bounds the result instead. Never shut down.
+    public static let sharedClient: HTTPClient = {
+        var configuration = HTTPClient.Configuration.singletonConfiguration
+        configuration.decompression = .enabled(limit: .none)
+        return HTTPClient(eventLoopGroup: HTTPClient.defaultEventLoopGroup, configuration: configuration)
+    }()
 
     public func send(_ request: HTTPRequestData) async throws -> HTTPResponseData {
         var outgoing = HTTPClientRequest(url: request.url.absoluteString)

@@ -50,9 +50,12 @@ public func buildApplication(
     let router = try await buildRouter(configuration, store: store, changes: changes)
     logAccess(configuration)
     let limits = configuration.connectionLimits
+    let compression = configuration.compressionMinimumSize
     var app = Application(
         router: router,
-        server: HTTPServerBuilder { responder in GuardedHTTP1Channel(responder: responder, limits: limits) },
+        server: HTTPServerBuilder { responder in
+            GuardedHTTP1Channel(responder: responder, limits: limits, compressionMinimumSize: compression)
+        },
         configuration: .init(
             address: .hostname(configuration.host, port: configuration.port), serverName: "sync-server",
             // Past the limit, 128 more connections are accepted only to be told 503; then accepting waits.

@@ -106,6 +106,12 @@ struct Serve: AsyncParsableCommand {
     @Flag(help: "Do not serve POST /batch (our extension): answer as a plain v2 backend does.")
     var noBatch = false
 
+    @Option(help: "Compress responses (gzip) of at least this many bytes for clients that accept it.")
+    var compressFrom = 1024
+
+    @Flag(help: "Send every response uncompressed.")
+    var noCompression = false
+
     @Option(help: "The largest request body accepted, in bytes (also of a batch).")
     var maxBodySize = 1 << 20
 
@@ -155,6 +161,7 @@ struct Serve: AsyncParsableCommand {
         configuration.acceptsVersionQueryForChanges = allowVersionQueryForChanges
         configuration.maxBodySize = maxBodySize
         configuration.offersBatch = !noBatch
+        configuration.compressionMinimumSize = noCompression ? nil : max(0, compressFrom)
         configuration.metricsRegistry = registry
         configuration.logger = Logger(label: "sync-server")
         do {

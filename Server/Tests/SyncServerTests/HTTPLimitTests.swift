@@ -182,11 +182,13 @@ final class RawHTTP: @unchecked Sendable {  // @unchecked: one thread uses it at
 
     func close() { Glibc.close(socket) }
 
-    /// What came back: the text, whether the server closed the connection, and how long it took.
+    /// What came back: the bytes, whether the server closed the connection, and how long it took.
     struct Reply: Sendable {
-        let text: String
+        let bytes: [UInt8]
         let closed: Bool
         let elapsed: Duration
+
+        var text: String { String(decoding: bytes, as: UTF8.self) }
 
         /// The first response's status.
         var status: Int? {
@@ -229,7 +231,7 @@ final class RawHTTP: @unchecked Sendable {  // @unchecked: one thread uses it at
                     bytes += buffer[..<count]
                 }
                 continuation.resume(
-                    returning: Reply(text: String(decoding: bytes, as: UTF8.self), closed: false, elapsed: .zero).status
+                    returning: Reply(bytes: bytes, closed: false, elapsed: .zero).status
                 )
             }
         }
@@ -262,7 +264,7 @@ final class RawHTTP: @unchecked Sendable {  // @unchecked: one thread uses it at
             }
             bytes += buffer[..<count]
         }
-        return Reply(text: String(decoding: bytes, as: UTF8.self), closed: closed, elapsed: started.duration(to: .now))
+        return Reply(bytes: bytes, closed: closed, elapsed: started.duration(to: .now))
     }
 }
 

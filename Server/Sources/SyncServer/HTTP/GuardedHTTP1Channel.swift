@@ -12,11 +12,13 @@ import SyncSQLite
 /// (``ConnectionLimits``): a cap on open connections, deadlines for a request's head and body and
 /// for an idle connection, and bounded request lines and headers. Each refusal is an HTTP answer
 /// with the usual JSON error body, counted in `sync_refusals{sync_reason}`, and ends the connection.
+/// It also compresses responses (``ResponseCompression``).
 struct GuardedHTTP1Channel: HTTPChannelHandler {
     typealias Value = NIOAsyncChannel<HTTPRequestPart, HTTPResponsePart>
 
     let responder: Responder
     let limits: ConnectionLimits
+    let compressionMinimumSize: Int?
     let connections = ConnectionCounter()
     /// Made once, with the metrics factory of the task that builds the server.
     let refusals = Dictionary(
@@ -24,9 +26,10 @@ struct GuardedHTTP1Channel: HTTPChannelHandler {
             ($0, Counter(label: MetricLabel.refusals, dimensions: [(MetricLabel.reason, $0.rawValue)]))
         })
 
-    init(responder: @escaping Responder, limits: ConnectionLimits) {
+    init(responder: @escaping Responder, limits: ConnectionLimits, compressionMinimumSize: Int?) {
         self.responder = responder
         self.limits = limits
+        self.compressionMinimumSize = compressionMinimumSize
     }
 
     func setup(channel: any Channel, logger: Logger) -> EventLoopFuture<Value> {
@@ -40,6 +43,9 @@ struct GuardedHTTP1Channel: HTTPChannelHandler {
             try channel.pipeline.syncOperations.configureHTTPServerPipeline(
                 withPipeliningAssistance: false, withErrorHandling: false, withOutboundHeaderValidation: false,
                 withEncoderConfiguration: .init(), withDecoderLimitConfiguration: decoderLimits)
+            if let compressionMinimumSize {
+                try channel.pipeline.syncOperations.addHandlers(ResponseCompression.handlers(from: compressionMinimumSize))
+            }
             try channel.pipeline.syncOperations.addHandler(HTTP1ToHTTPServerCodec(secure: false))
             try channel.pipeline.syncOperations.addHandler(RequestPartGuard(guardState))
             try channel.pipeline.syncOperations.addHandler(HTTPConnectionStateHandler(logger: logger))

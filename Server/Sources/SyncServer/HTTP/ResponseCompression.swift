@@ -1,0 +1,63 @@
+import NIOCore
+import NIOHTTP1
+import NIOHTTPCompression
+
+/// Compression of responses (`SyncServerConfiguration.compressionMinimumSize`): a JSON or text body of at
+/// least the minimum size goes gzip-compressed to a client that accepts it (`Accept-Encoding`, with its
+/// q-values; `deflate` when the client prefers it), with `Content-Encoding` and a new `Content-Length`. Such
+/// responses say `Vary: Accept-Encoding` whether compressed or not, for caches between. Pages of rows shrink
+/// to about a seventh (BENCHMARKS.md, "Slow links").
+enum ResponseCompression {
+    /// The handlers for an HTTP/1.1 pipeline, in order, between the HTTP codec and the conversion to HTTP types.
+    static func handlers(from minimumSize: Int) -> [any ChannelHandler] {
+        let compressor = HTTPResponseCompressor(initialByteBufferCapacity: 16 * 1024) { head, _ in
+            guard isCompressible(head, minimumSize: minimumSize) else { return .doNotCompress }
+            head.headers.add(name: "Vary", value: "Accept-Encoding")
+            return .compressIfPossible
+        }
+        return [compressor, WholeResponseFlusher()]
+    }
+
+    /// Whether a response with `head` is worth compressing: JSON, YAML or text, not already encoded, and
+    /// `minimumSize` bytes or more (or of a length not known in advance).
+    static func isCompressible(_ head: HTTPResponseHead, minimumSize: Int) -> Bool {
+        guard !head.headers.contains(name: "Content-Encoding"),
+            let type = head.headers.first(name: "Content-Type")?.lowercased(),
+            type.hasPrefix("application/json") || type.hasPrefix("text/") || type.contains("yaml")
+        else { return false }
+        guard let length = head.headers.first(name: "Content-Length").flatMap({ Int($0) }) else { return true }
+        return length >= minimumSize
+    }
+}
+
+/// Holds back the flushes of a response of known length until its end, so that the compressor before it
+/// sees the whole response at once: Hummingbird flushes the head on its own, and the compressor then sends it
+/// with the uncompressed `Content-Length` (the client waits for bytes that never come). A response of unknown
+/// length (chunked) is flushed as written.
+final class WholeResponseFlusher: ChannelOutboundHandler, RemovableChannelHandler {
+    typealias OutboundIn = HTTPServerResponsePart
+    typealias OutboundOut = HTTPServerResponsePart
+
+    /// Whether a response of known length has begun and not ended.
+    private var holding = false
+
+    func write(context: ChannelHandlerContext, data: NIOAny, promise: EventLoopPromise<Void>?) {
+        switch unwrapOutboundIn(data) {
+        case .head(let head):
+            holding = head.headers.contains(name: "Content-Length")
+            context.write(data, promise: promise)
+        case .body:
+            context.write(data, promise: promise)
+        case .end:
+            context.write(data, promise: promise)
+            if holding {
+                holding = false
+                context.flush()
+            }
+        }
+    }
+
+    func flush(context: ChannelHandlerContext) {
+        if !holding { context.flush() }
+    }
+}
