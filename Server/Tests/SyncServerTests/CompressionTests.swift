@@ -47,8 +47,8 @@ import Testing
         try await Fixture.withServer(.sqlite, setup: .live, configure: { $0.compressionMinimumSize = minimumSize }) {
             client in
             for index in 0..<30 {
-                _ = try await client.send(
-                    .post, "/tables/TodoItem", json: ["id": .string("row-\(index)"), "text": .string("Item number \(index)")])
+                let row: JSONValue = ["id": .string("row-\(index)"), "text": .string("Item number \(index)")]
+                _ = try await client.send(.post, "/tables/TodoItem", json: row)
             }
             let port = try #require(client.port)
             try await body { path, acceptEncoding in

@@ -43,8 +43,8 @@ struct GuardedHTTP1Channel: HTTPChannelHandler {
             try channel.pipeline.syncOperations.configureHTTPServerPipeline(
                 withPipeliningAssistance: false, withErrorHandling: false, withOutboundHeaderValidation: false,
                 withEncoderConfiguration: .init(), withDecoderLimitConfiguration: decoderLimits)
-            if let compressionMinimumSize {
-                try channel.pipeline.syncOperations.addHandlers(ResponseCompression.handlers(from: compressionMinimumSize))
+            if let minimumSize = compressionMinimumSize {
+                try channel.pipeline.syncOperations.addHandlers(ResponseCompression.handlers(from: minimumSize))
             }
             try channel.pipeline.syncOperations.addHandler(HTTP1ToHTTPServerCodec(secure: false))
             try channel.pipeline.syncOperations.addHandler(RequestPartGuard(guardState))
