@@ -10,9 +10,9 @@ struct BenchServer {
     let url: URL
 
     /// The benchmark's table: declared columns, so that the seeded file and the server agree.
-    static func todoItem() throws -> TableConfiguration {
+    static func todoItem(pageSize: Int = 1000) throws -> TableConfiguration {
         try TableConfiguration(
-            name: "TodoItem", pageSize: 1000, maxTop: 1000, columns: ["text": .string, "complete": .bool])
+            name: "TodoItem", pageSize: pageSize, maxTop: pageSize, columns: ["text": .string, "complete": .bool])
     }
 
     /// Creates the server's file with `rows` TodoItem rows, stamped 1 ms apart.
@@ -36,9 +36,29 @@ struct BenchServer {
         }
     }
 
-    /// Runs `body` while the server serves `path`.
-    static func run<T: Sendable>(path: String, _ body: @Sendable (BenchServer) async throws -> T) async throws -> T {
-        try await run(.sqlite(path: path), body)
+    /// Changes `count` rows of the server's file from row `start` on, as another device's writes would: new text
+    /// (`tag`), a new version, and an `updatedAt` after every seeded row's.
+    static func changeRows(at path: String, from start: Int, count: Int, tag: String) async throws {
+        let database = try DatabaseQueue(path: path)
+        let base = Int64(Date().timeIntervalSince1970 * 1000)
+        try await database.write { db in
+            let statement = try db.makeStatement(
+                sql: "UPDATE todoitem SET text = ?, version = ?, updatedAt = ? WHERE id = ?")
+            for index in start..<(start + count) {
+                try statement.execute(arguments: [
+                    "\(tag) \(index)", "c\(base + Int64(index))", base + Int64(index - start),
+                    String(format: "item-%07d", index),
+                ])
+            }
+        }
+    }
+
+    /// Runs `body` while the server serves `path`, its table's pages of at most `pageSize` rows, compressing its
+    /// responses or not.
+    static func run<T: Sendable>(
+        path: String, pageSize: Int = 1000, compressing: Bool = true, _ body: @Sendable (BenchServer) async throws -> T
+    ) async throws -> T {
+        try await run(.sqlite(path: path), pageSize: pageSize, compressing: compressing, body)
     }
 
     /// The HS256 secret of a server run with `perUser`.
@@ -48,13 +68,14 @@ struct BenchServer {
     /// with `perUser`, `TodoItem` is a per-user table and requests need tokens signed with ``secret``.
     static func run<T: Sendable>(
         _ database: DatabaseLocation, stamping: PostgresTableStore.Stamping = .serialized, perUser: Bool = false,
-        _ body: @Sendable (BenchServer) async throws -> T
+        pageSize: Int = 1000, compressing: Bool = true, _ body: @Sendable (BenchServer) async throws -> T
     ) async throws -> T {
         var configuration = SyncServerConfiguration()
         configuration.port = 0
         configuration.database = database
         configuration.postgresStamping = stamping
-        var table = try todoItem()
+        configuration.compressionMinimumSize = compressing ? 1024 : nil
+        var table = try todoItem(pageSize: pageSize)
         table.perUser = perUser
         configuration.tables = [table]
         if perUser { configuration.auth = AuthConfiguration(hs256Secret: secret) }

@@ -17,7 +17,7 @@ struct SyncBenchCommand: AsyncParsableCommand {
 
     @Option(
         help:
-            "Run only this case (local.insert, local.query, pull.initial, pull.incremental, pull.noop, push.sequential, server.page, memory.pull, live.latency, live.subscribers; with --database: server.page.pg, pull.initial.pg, server.write.pg, server.write.peruser.pg)."
+            "Run only this case (local.insert, local.query, pull.initial, pull.incremental, pull.noop, push.sequential, server.page, memory.pull, live.latency, live.subscribers; with --database: server.page.pg, pull.initial.pg, server.write.pg, server.write.peruser.pg; with --link: push.batch, push.sequential, pull.initial, pull.initial.plain, sync.firstrun, sync.catchup)."
     )
     var only: String?
 
@@ -42,7 +42,8 @@ struct SyncBenchCommand: AsyncParsableCommand {
 
     @Option(
         help: """
-            Instead of the loopback cases, run the link cases (push.batch, push.sequential, pull.initial) through a \
+            Instead of the loopback cases, run the link cases (push.batch, push.sequential, pull.initial, \
+            pull.initial.plain, sync.firstrun, sync.catchup) through a \
             proxy that simulates a link: lan (no shaping), 4g (60 ms RTT, 20 Mbit/s down, 5 up) or 3g (150 ms RTT, \
             2 down, 0.5 up).
             """)
@@ -77,7 +78,14 @@ struct SyncBenchCommand: AsyncParsableCommand {
         if let profile {
             if wanted("push.batch") { results.append(try await cases.linkPush(profile, batched: true)) }
             if wanted("push.sequential") { results.append(try await cases.linkPush(profile, batched: false)) }
-            if wanted("pull.initial") { results.append(try await cases.linkPull(profile, rows: rows)) }
+            if wanted("pull.initial") {
+                results.append(try await cases.linkPull(profile, rows: rows, compressing: true))
+            }
+            if wanted("pull.initial.plain") {
+                results.append(try await cases.linkPull(profile, rows: rows, compressing: false))
+            }
+            if wanted("sync.firstrun") { results.append(try await cases.linkFirstRun(profile, rows: rows)) }
+            if wanted("sync.catchup") { results.append(try await cases.linkCatchUp(profile, rows: rows)) }
         } else {
             if wanted("local.insert") { results.append(try await cases.localInsert()) }
             if wanted("pull.initial", "pull.noop", "pull.incremental", "local.query") {

@@ -2,6 +2,8 @@ import Foundation
 import GRDB
 import OfflineSync
 import OfflineSyncTesting
+import SyncSQLite
+import SyncServer
 import Testing
 
 @Suite struct PullTests {
@@ -50,7 +52,7 @@ import Testing
             }
             let summary = try await client.syncTable("TodoItem", of: TodoItem.self).pull(queryID: "all")
             #expect(summary.appliedCount == 300)
-            #expect(transport.requests.count == 7)  // 6 full pages, then an empty one
+            #expect(transport.requests.count == 6)  // 6 full pages; the count says there are no more
             #expect(try await client.syncTable("TodoItem", of: TodoItem.self).count() == 300)
         }
     }
@@ -129,6 +131,108 @@ import Testing
             let summary = try await client.syncTable("TodoItem", of: TodoItem.self).pull(queryID: "all")
             #expect(summary.appliedCount == 120)
             #expect(transport.requests.count == 3)  // 50 + Link, 50 + Link, 20 without a Link
+        }
+    }
+}
+
+/// Pages sized by the link (issue 17, point 4): over a slow link a pull's pages grow, within the server's
+/// `maxTop`, and the server's count ends the pull without a request for an empty page.
+@Suite struct PullPageSizeTests {
+    /// A transport that waits `delay` before each request, as a link with that round trip does, and keeps the
+    /// `$top` and status of each page request.
+    final class SlowLink: HTTPTransport, Sendable {
+        let base = URLSessionTransport()
+        let delay: Duration
+        let pages = Locked<[(top: Int?, status: Int, rows: Int)]>([])
+
+        init(delay: Duration) { self.delay = delay }
+
+        func send(_ request: HTTPRequestData) async throws -> HTTPResponseData {
+            try await Task.sleep(for: delay)
+            let response = try await base.send(request)
+            if request.method == "GET" {
+                let top = URLComponents(url: request.url, resolvingAgainstBaseURL: false)?.queryItems?
+                    .first { $0.name == "$top" }?.value.flatMap { Int($0) }
+                let body = try? JSONSerialization.jsonObject(with: response.body)
+                let rows = ((body as? [Any]) ?? (body as? [String: Any])?["results"] as? [Any])?.count ?? 0
+                pages.withLock { $0.append((top, response.status, rows)) }
+            }
+            return response
+        }
+
+        var asked: [String] { pages.withLock { $0.map { "\($0.top.map(String.init) ?? "-") \($0.status)" } } }
+    }
+
+    /// Adds `count` rows to the server's TodoItem table, each with a later `updatedAt` than the rows before.
+    static func addRows(_ count: Int, from start: Int, to workspace: Workspace) async throws {
+        let server = try DatabaseQueue(path: workspace.path("server.sqlite"))
+        try await server.write { db in
+            for index in start..<(start + count) {
+                let stamp = 1_800_000_000_000 + Int64(index)
+                try db.execute(
+                    sql: """
+                        INSERT INTO todoitem (id, createdAt, updatedAt, version, deleted, text, complete)
+                        VALUES (?, ?, ?, ?, 0, ?, 0)
+                        """,
+                    arguments: [String(format: "s%05d", index), stamp, stamp, "v\(index)", "row \(index)"])
+            }
+        }
+    }
+
+    /// 1,700 rows over a link of 150 ms per request: a first page of 100 rows, which the store applies in far less
+    /// than the 150 ms it took, so the next page is several times larger (by the ratio of the times, at most 16);
+    /// 3 requests at most where pages of 100 take 17, and none for an empty page: the count said 1,700.
+    @Test func pagesGrowOverASlowLinkAndTheCountEndsThePull() async throws {
+        let workspace = try Workspace()
+        let tables = [try TableConfiguration(name: "TodoItem", pageSize: 10_000, maxTop: 10_000)]
+        try await LiveServer.run(in: workspace, tables: tables) { url in
+            try await PullTests.seed(url, workspace, count: 1)  // the table's columns
+            try await Self.addRows(1699, from: 0, to: workspace)
+            let link = SlowLink(delay: .milliseconds(150))
+            let client = try await SyncClient.make(url, workspace: workspace) {
+                $0.transport = link
+                $0.pullPageSize = 100
+            }
+            let table = try client.syncTable("TodoItem", of: TodoItem.self)
+            let summary = try await table.pull(queryID: "all")
+            #expect(summary.appliedCount == 1700)
+            let pages = link.pages.withLock { $0 }
+            #expect(pages.count <= 3, "\(link.asked)")
+            #expect(pages.count == summary.requestCount)
+            #expect(pages.first?.top == 100)
+            #expect(pages.dropFirst().allSatisfy { ($0.top ?? 0) >= 200 }, "\(link.asked)")
+            #expect(pages.allSatisfy { $0.status == 200 && $0.rows > 0 }, "\(link.asked)")
+            #expect(try await table.count() == 1700)
+        }
+    }
+
+    /// A server whose `maxTop` (300) is below where the pages grow: the 400 for the grown `$top` is answered by
+    /// asking the last size it took (100) — not by falling back to its default page size — and the next pull stays
+    /// within it. Every row arrives once.
+    @Test func pagesStopGrowingAtTheServersMaxTopAndRememberIt() async throws {
+        let workspace = try Workspace()
+        let tables = [try TableConfiguration(name: "TodoItem", pageSize: 1000, maxTop: 300)]
+        try await LiveServer.run(in: workspace, tables: tables) { url in
+            try await PullTests.seed(url, workspace, count: 1)
+            try await Self.addRows(999, from: 0, to: workspace)
+            let link = SlowLink(delay: .milliseconds(150))
+            let client = try await SyncClient.make(url, workspace: workspace) {
+                $0.transport = link
+                $0.pullPageSize = 100
+            }
+            let table = try client.syncTable("TodoItem", of: TodoItem.self)
+            #expect(try await table.pull(queryID: "all").appliedCount == 1000)
+            let asked = link.asked
+            #expect(asked.first == "100 200")
+            #expect(asked.dropFirst().first?.hasSuffix(" 400") == true, "\(asked)")
+            #expect(Array(asked.dropFirst(2)) == Array(repeating: "100 200", count: 9))
+            #expect(try await table.count() == 1000)
+
+            try await Self.addRows(700, from: 1000, to: workspace)
+            let before = link.asked.count
+            #expect(try await table.pull(queryID: "all").appliedCount == 700)
+            #expect(Array(link.asked.dropFirst(before)) == Array(repeating: "100 200", count: 7))
+            #expect(try await table.count() == 1700)
         }
     }
 }

@@ -43,8 +43,13 @@ public final class SyncClient: Sendable {
         public var tokenProvider: TokenProvider?
         /// Decides conflicts during a push. Default: none (a push with conflicts fails and parks them).
         public var conflictHandler: ConflictHandler?
-        /// Rows per pull request. Default 1000 (the client follows a server's smaller page).
+        /// Rows of a pull's first page request. Default 1000 (the client follows a server's smaller page).
         public var pullPageSize = 1000
+        /// The most rows a pull asks in one request: its pages double from ``pullPageSize`` while it waits for
+        /// the network more than for the store (a slow or distant link, where each request costs a round trip),
+        /// within the server's page size and `maxTop`. Bounds the memory a page takes: 10,000 rows by default,
+        /// and the server bounds a page's bytes too. Set it to ``pullPageSize`` for pages of one size.
+        public var maxPullPageSize = 10_000
         /// How long to wait for each response. Default 30 seconds.
         public var requestTimeout: Duration = .seconds(30)
         /// Where the SDK logs (trace: HTTP; debug: push and pull; info: retries and conflicts). Default: nowhere.

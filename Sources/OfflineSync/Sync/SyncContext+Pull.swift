@@ -12,14 +12,17 @@ extension SyncContext {
         var totalCount: Int?
         /// The server's page size, when this page showed it is smaller than asked.
         var serverPageSize: Int?
+        /// The `$top` the server refused (400) before it answered this page for a smaller one.
+        var refusedTop: Int?
     }
 
     /// Pulls a table (PROTOCOL.md §5, §8): push first when the table has pending operations (refused
     /// operations do not stop the pull; an unavailable server, a 401 or a cancellation do); fetch the
     /// items marked to be fetched again; then keyset pages by `(updatedAt, id)`, each applied with
-    /// its cursor in one transaction while the next page downloads.
+    /// its cursor in one transaction while the next page downloads. Pages start at `pageSize` rows and
+    /// double, up to `maxPageSize`, while the pull waits for the network rather than for the store.
     func pull(
-        _ table: TableName, filter: ODataExpression?, queryID: QueryID?, pageSize: Int,
+        _ table: TableName, filter: ODataExpression?, queryID: QueryID?, pageSize: Int, maxPageSize: Int,
         progress: (@Sendable (PullProgress) -> Void)?
     ) async throws -> PullSummary {
         var summary = PullSummary(appliedCount: 0, skippedCount: 0, requestCount: 1)
@@ -37,7 +40,9 @@ extension SyncContext {
                 }
             }
             try await refetchMarked(in: table)
-            try await pullPages(table, filter: filter, queryID: queryID, pageSize: pageSize, progress, &summary)
+            try await pullPages(
+                table, filter: filter, queryID: queryID, sizes: (pageSize, max(pageSize, maxPageSize)), progress,
+                &summary)
             let finished = WireDate(now()).description
             try await store.write { try $0.setSetting(finished, for: Self.lastPullKey(table)) }
         } catch SyncStop.unavailable(let error) {
@@ -50,48 +55,108 @@ extension SyncContext {
         return summary
     }
 
+    /// The pages of a pull. The first asks the count of matching rows too, so that the page that completes it
+    /// is known to be the last (no request for an empty page). Pages grow while the pull waits longer for a page
+    /// than the store takes to apply one — then each round trip, not the store, sets the pace, and bigger pages
+    /// mean fewer of them (a 60 ms link pays 60 ms per page) — by the ratio of the two times. The first page is
+    /// applied before the second is asked, so that the second is already sized by the link. Pages stop growing
+    /// at `sizes.max`, at a page the server cut short (its page size), and at a `$top` the server refuses (its
+    /// `maxTop`: the pull goes on with the largest size it took, remembered for the table's next pulls).
     private func pullPages(
-        _ table: TableName, filter: ODataExpression?, queryID: QueryID?, pageSize: Int,
+        _ table: TableName, filter: ODataExpression?, queryID: QueryID?, sizes: (first: Int, max: Int),
         _ progress: (@Sendable (PullProgress) -> Void)?, _ summary: inout PullSummary
     ) async throws {
-        var cursor: PullCursor?
-        let key = Self.pageSizeKey(table)
-        let (stored, remembered) = try await store.read { reader in
-            (try queryID.flatMap { try reader.cursor(for: table, queryID: $0) }, try reader.setting(key))
+        let pageSizeKey = Self.pageSizeKey(table)
+        let topLimitKey = Self.topLimitKey(table)
+        let (cursor, remembered, topLimit) = try await store.read { reader in
+            (
+                try queryID.flatMap { try reader.cursor(for: table, queryID: $0) },
+                try reader.setting(pageSizeKey).flatMap { Int($0) },
+                try reader.setting(topLimitKey).flatMap { Int($0) }
+            )
         }
-        cursor = stored
-        var size = min(pageSize, remembered.flatMap { Int($0) } ?? pageSize)
+        var size = min(sizes.first, remembered ?? sizes.first)
+        var maxSize = min(sizes.max, topLimit ?? sizes.max, remembered ?? sizes.max)
         var log = logger
         log[metadataKey: SyncLogKey.table] = "\(table)"
         log.debug("Pull started")
-        var page = try await fetch(table, filter: filter, after: cursor, pageSize: size, count: progress != nil)
+        let clock = ContinuousClock()
+        let started = clock.now
+        var page = try await fetch(table, filter: filter, after: cursor, pageSize: size, count: true)
+        // How long the pull waited for the current page after applying the one before (the first: all of it).
+        var waited = started.duration(to: clock.now)
         if let serverSize = page.serverPageSize, serverSize < size {
-            size = serverSize
+            (size, maxSize) = (serverSize, serverSize)
             log.info("Pull follows the server's page size", metadata: [SyncLogKey.pageSize: "\(size)"])
-            try await store.write { [size] in try $0.setSetting(String(size), for: key) }
+            try await store.write { [size] in try $0.setSetting(String(size), for: pageSizeKey) }
         }
         let total = page.totalCount
-        let nextSize = size
         var received = 0
+        var accepted = size  // the largest size asked and answered
+        var lastApply: Duration?
+        /// Grows the next pages when a full page took longer to arrive than the store took to apply one: by the
+        /// ratio of the two (at least 2, at most 16), up to `maxSize`.
+        func grow(after fullPage: Bool, applyTime: Duration) {
+            guard fullPage, waited > applyTime, size < maxSize else { return }
+            let ratio = applyTime > .zero ? waited / applyTime : 16
+            size = min(maxSize, size * Int(min(16, max(2, ratio))))
+            log.debug("Pull pages grow", metadata: [SyncLogKey.pageSize: "\(size)"])
+        }
         while !page.items.isEmpty {
             let items = page.items
             let last = try Self.cursor(of: items[items.count - 1].value)
-            let isLast = page.isLast
-            async let next: Page? =
-                isLast ? nil : fetch(table, filter: filter, after: last, pageSize: nextSize, count: false)
-            let (applied, skipped) = try await apply(items, to: table, cursor: last, queryID: queryID)
-            summary.appliedCount += applied
-            summary.skippedCount += skipped
             received += items.count
+            // The server's count says when this page is the last, unless rows changed meanwhile (then the
+            // page after tells, as without a count; a row changed after the count waits for the next pull).
+            let isLast = page.isLast || total.map { received >= $0 } == true
+            let fullPage = items.count == size
+            var applied: (count: Int, skipped: Int, time: Duration)?
+            if lastApply == nil, !isLast {
+                // The first page is applied before the next is asked, to size that one by the two times.
+                applied = try await apply(items, to: table, cursor: last, queryID: queryID, clock)
+                grow(after: fullPage, applyTime: applied!.time)
+            }
+            let (nextSize, fallback) = (size, accepted)
+            async let next: Page? =
+                isLast
+                ? nil : fetch(table, filter: filter, after: last, pageSize: nextSize, fallback: fallback, count: false)
+            if applied == nil { applied = try await apply(items, to: table, cursor: last, queryID: queryID, clock) }
+            let (count, skipped, applyTime) = applied!
+            lastApply = applyTime
+            summary.appliedCount += count
+            summary.skippedCount += skipped
             progress?(PullProgress(appliedCount: received, totalCount: total))
-            cursor = last
+            let waiting = clock.now
             guard let following = try await next else { break }
+            waited = waiting.duration(to: clock.now)
             summary.requestCount += 1
             page = following
+            if page.refusedTop != nil {
+                (size, maxSize) = (accepted, accepted)
+                log.info("Pull keeps below the server's maxTop", metadata: [SyncLogKey.pageSize: "\(size)"])
+                try await store.write { [size] in try $0.setSetting(String(size), for: topLimitKey) }
+                continue
+            }
+            accepted = max(accepted, nextSize)
+            if page.serverPageSize != nil {
+                maxSize = size  // the server cut the page: its page size is smaller
+            } else {
+                grow(after: page.items.count == nextSize, applyTime: applyTime)
+            }
         }
         log.debug(
             "Pull finished",
             metadata: [SyncLogKey.rows: "\(summary.appliedCount)", SyncLogKey.pages: "\(summary.requestCount)"])
+    }
+
+    /// Applies a page as ``apply(_:to:cursor:queryID:)`` does, and times it.
+    private func apply(
+        _ items: [(value: JSONValue, text: String)], to table: TableName, cursor: PullCursor, queryID: QueryID?,
+        _ clock: ContinuousClock
+    ) async throws -> (count: Int, skipped: Int, time: Duration) {
+        let started = clock.now
+        let (applied, skipped) = try await apply(items, to: table, cursor: cursor, queryID: queryID)
+        return (applied, skipped, started.duration(to: clock.now))
     }
 
     /// The setting that holds when a table's last pull finished.
@@ -99,6 +164,9 @@ extension SyncContext {
 
     /// The setting that remembers a server's smaller page size for a table.
     static func pageSizeKey(_ table: TableName) -> String { "pageSize.\(table.canonical)" }
+
+    /// The setting that remembers the largest `$top` a table's server took, once it refused a larger one.
+    static func topLimitKey(_ table: TableName) -> String { "topLimit.\(table.canonical)" }
 
     /// What a pull reads from each row; the rest is stored as the text that arrived.
     static let pulledFields: Set<String> = ["id", "updatedAt", "deleted", "version"]
@@ -109,11 +177,13 @@ extension SyncContext {
         return PullCursor(updatedAt: updatedAt, itemID: id)
     }
 
-    /// Downloads the page after `cursor`. A server that refuses the `$top` (400) is asked again
-    /// without one, and the page it then returns with a `Link` tells its page size (PROTOCOL.md §5).
-    func fetch(_ table: TableName, filter: ODataExpression?, after cursor: PullCursor?, pageSize: Int, count: Bool)
-        async throws -> Page
-    {
+    /// Downloads the page after `cursor`. A server that refuses the `$top` (400) is asked again with
+    /// `fallback` (a size it took before; the page then has `refusedTop`), or else without one, and the page
+    /// it then returns with a `Link` tells its page size (PROTOCOL.md §5).
+    func fetch(
+        _ table: TableName, filter: ODataExpression?, after cursor: PullCursor?, pageSize: Int, fallback: Int? = nil,
+        count: Bool
+    ) async throws -> Page {
         var query = ODataQuery(
             filter: filter, orderBy: [ODataOrdering("updatedAt"), ODataOrdering("id")], top: pageSize)
         query.includeDeleted = true
@@ -133,6 +203,15 @@ extension SyncContext {
         log[metadataKey: SyncLogKey.table] = "\(table)"
         var (response, parsed) = try await sendPage(endpoint.url(table, query: query.queryString), features, log)
         var asked: Int? = pageSize
+        var refusedTop: Int?
+        if response.status == 400, let fallback, fallback < pageSize {
+            query.top = fallback
+            let retried = try await sendPage(endpoint.url(table, query: query.queryString), features, log)
+            if retried.response.status == 200 {
+                (response, parsed) = retried
+                (asked, refusedTop) = (fallback, pageSize)
+            }
+        }
         if response.status == 400 {
             query.top = nil
             asked = nil
@@ -142,6 +221,7 @@ extension SyncContext {
         guard response.status == 200, var page = parsed else {
             throw PullError.rejected(status: response.status, message: response.message)
         }
+        page.refusedTop = refusedTop
         let hasLink = response.header("Link") != nil
         page.isLast = !hasLink && (asked.map { page.items.count < $0 } ?? true)
         if hasLink, page.items.count < (asked ?? Int.max) {
