@@ -6,6 +6,9 @@ import OfflineSync
 /// moved — the round trips the operation needs at the least × RTT, plus the bytes that crossed the proxy /
 /// bandwidth — so a ratio far below 1 is time lost to round trips or to bytes.
 extension Cases {
+    /// Makes a client on a new store whose requests cross the case's link.
+    typealias Device = @Sendable () async throws -> SyncClient
+
     /// The largest page the link cases' server gives (its `pageSize` and `maxTop`), which is also the client's
     /// default `maxPullPageSize`: a pull of N rows needs at least N / 10,000 round trips.
     static let linkPageSize = 10_000
@@ -94,8 +97,7 @@ extension Cases {
     private func overLink(
         _ link: LinkProfile, name: String, rows: Int, n: Int, batchPush: SyncClient.BatchPush = .whenOffered,
         compressing: Bool = true,
-        _ measure: @escaping @Sendable (_ run: Int, _ device: @Sendable () async throws -> SyncClient) async throws ->
-            LinkMeasurement
+        _ measure: @escaping @Sendable (_ run: Int, _ device: @escaping Device) async throws -> LinkMeasurement
     ) async throws -> BenchResult {
         var runs: [LinkMeasurement] = []
         for run in 0..<repetitions {

@@ -48,7 +48,7 @@ import Testing
             let server = try DatabaseQueue(path: workspace.path("server.sqlite"))
             try await server.write { db in try db.execute(sql: "UPDATE todoitem SET updatedAt = 1700000000000") }
             let client = try await SyncClient.make(url, workspace: workspace) {
-                $0.transport = transport; $0.pullPageSize = 50
+                $0.transport = transport; $0.pullPageSize = 50; $0.pullsAhead = false
             }
             let summary = try await client.syncTable("TodoItem", of: TodoItem.self).pull(queryID: "all")
             #expect(summary.appliedCount == 300)
@@ -126,8 +126,11 @@ import Testing
         let transport = ScriptedTransport(forwardingTo: URLSessionTransport())
         try await LiveServer.run(in: workspace) { url in  // the server's TodoItem pages hold 50 rows
             try await PullTests.seed(url, workspace, count: 120)
-            // The client asks for 1000 rows a page.
-            let client = try await SyncClient.make(url, workspace: workspace) { $0.transport = transport }
+            // The client asks for 1000 rows a page, one page at a time (pages are counted).
+            let client = try await SyncClient.make(url, workspace: workspace) {
+                $0.transport = transport
+                $0.pullsAhead = false
+            }
             let summary = try await client.syncTable("TodoItem", of: TodoItem.self).pull(queryID: "all")
             #expect(summary.appliedCount == 120)
             #expect(transport.requests.count == 3)  // 50 + Link, 50 + Link, 20 without a Link
@@ -144,15 +147,29 @@ import Testing
         let base = URLSessionTransport()
         let delay: Duration
         let pages = Locked<[(top: Int?, status: Int, rows: Int)]>([])
+        let skips = Locked<[Int]>([])
+        /// Page requests without a `$skip` answered so far.
+        let answered = Locked(0)
+        /// Runs before a page request that has a `$skip` is forwarded, with its URL.
+        let beforeSkip: @Sendable (SlowLink, URL) async throws -> Void
 
-        init(delay: Duration) { self.delay = delay }
+        init(delay: Duration, beforeSkip: @escaping @Sendable (SlowLink, URL) async throws -> Void = { _, _ in }) {
+            self.delay = delay
+            self.beforeSkip = beforeSkip
+        }
 
         func send(_ request: HTTPRequestData) async throws -> HTTPResponseData {
             try await Task.sleep(for: delay)
+            let items = URLComponents(url: request.url, resolvingAgainstBaseURL: false)?.queryItems ?? []
+            let skip = items.first { $0.name == "$skip" }?.value.flatMap { Int($0) }
+            if let skip {
+                skips.withLock { $0.append(skip) }
+                try await beforeSkip(self, request.url)
+            }
             let response = try await base.send(request)
+            if request.method == "GET", skip == nil { answered.withLock { $0 += 1 } }
             if request.method == "GET" {
-                let top = URLComponents(url: request.url, resolvingAgainstBaseURL: false)?.queryItems?
-                    .first { $0.name == "$top" }?.value.flatMap { Int($0) }
+                let top = items.first { $0.name == "$top" }?.value.flatMap { Int($0) }
                 let body = try? JSONSerialization.jsonObject(with: response.body)
                 let rows = ((body as? [Any]) ?? (body as? [String: Any])?["results"] as? [Any])?.count ?? 0
                 pages.withLock { $0.append((top, response.status, rows)) }
@@ -225,14 +242,82 @@ import Testing
             let asked = link.asked
             #expect(asked.first == "100 200")
             #expect(asked.dropFirst().first?.hasSuffix(" 400") == true, "\(asked)")
-            #expect(Array(asked.dropFirst(2)) == Array(repeating: "100 200", count: 9))
+            #expect(asked.count > 2 && asked.dropFirst(2).allSatisfy { $0 == "100 200" }, "\(asked)")
             #expect(try await table.count() == 1000)
 
             try await Self.addRows(700, from: 1000, to: workspace)
             let before = link.asked.count
             #expect(try await table.pull(queryID: "all").appliedCount == 700)
-            #expect(Array(link.asked.dropFirst(before)) == Array(repeating: "100 200", count: 7))
+            let again = link.asked.dropFirst(before)
+            #expect(!again.isEmpty && again.allSatisfy { $0 == "100 200" }, "\(again)")
             #expect(try await table.count() == 1700)
+        }
+    }
+
+    /// Pages at their largest (400 here) and still waiting for the network: each round trip carries the next page
+    /// and the one after it (`$skip=399`, its first row the next page's last). 3,000 rows arrive, each once, in
+    /// fewer requests than one page per round trip takes.
+    @Test func atTheLargestPagesTwoPagesShareARoundTrip() async throws {
+        let workspace = try Workspace()
+        try await LiveServer.run(in: workspace, tables: [try TableConfiguration(name: "TodoItem", pageSize: 400)]) {
+            url in
+            try await PullTests.seed(url, workspace, count: 1)
+            try await Self.addRows(2999, from: 0, to: workspace)
+            let link = SlowLink(delay: .milliseconds(100))
+            let client = try await SyncClient.make(url, workspace: workspace) {
+                $0.transport = link
+                $0.pullPageSize = 100
+                $0.maxPullPageSize = 400
+            }
+            let table = try client.syncTable("TodoItem", of: TodoItem.self)
+            let summary = try await table.pull(queryID: "all")
+            #expect(summary.appliedCount == 3000)
+            #expect(try await table.count() == 3000)
+            let skips = link.skips.withLock { $0 }
+            #expect(!skips.isEmpty && skips.allSatisfy { $0 == 399 }, "\(skips)")
+            #expect(link.pages.withLock { $0.allSatisfy { $0.status == 200 } })
+        }
+    }
+
+    /// A row of the next page's range changes between the two requests of a round trip (another device's write,
+    /// made after the server answered the next page and before the request for the one after it reaches it):
+    /// every later row sits one place earlier, so that page no longer starts at the next page's last row. The pull
+    /// drops it and goes on one page at a time; every row arrives, the changed one in its new version. (Joining
+    /// the two pages anyway loses a row for good: checked by breaking the join.)
+    @Test func aRowThatMovesBetweenTheTwoRequestsIsNotSkipped() async throws {
+        let workspace = try Workspace()
+        try await LiveServer.run(in: workspace, tables: [try TableConfiguration(name: "TodoItem", pageSize: 400)]) {
+            url in
+            try await PullTests.seed(url, workspace, count: 1)
+            try await Self.addRows(2999, from: 0, to: workspace)
+            let moved = Locked<String?>(nil)
+            let link = SlowLink(delay: .milliseconds(100)) { link, url in
+                guard moved.withLock({ $0 == nil }) else { return }
+                // The cursor both requests start after: the next page holds the 400 rows after it.
+                let query = url.query?.removingPercentEncoding ?? ""
+                let start = try #require(query.range(of: "id gt 's")?.upperBound)
+                let cursor = try #require(Int(query[start...].prefix(5)))
+                let before = link.answered.withLock { $0 }
+                while link.answered.withLock({ $0 }) == before { try await Task.sleep(for: .milliseconds(5)) }
+                let id = String(format: "s%05d", cursor + 100)
+                let server = try DatabaseQueue(path: workspace.path("server.sqlite"))
+                try await server.write { db in
+                    try db.execute(
+                        sql: "UPDATE todoitem SET text = 'moved', version = 'v-moved', updatedAt = ? WHERE id = ?",
+                        arguments: [1_900_000_000_000, id])
+                }
+                moved.withLock { $0 = id }
+            }
+            let client = try await SyncClient.make(url, workspace: workspace) {
+                $0.transport = link
+                $0.pullPageSize = 100
+                $0.maxPullPageSize = 400
+            }
+            let table = try client.syncTable("TodoItem", of: TodoItem.self)
+            _ = try await table.pull(queryID: "all")
+            let id = try #require(moved.withLock { $0 })
+            #expect(try await table.count() == 3000)
+            #expect(try await table.items().first { $0.id == id }?.text == "moved")
         }
     }
 }

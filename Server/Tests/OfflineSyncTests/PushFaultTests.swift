@@ -131,7 +131,10 @@ import Testing
         let tables = [try TableConfiguration(name: "TodoItem", pageSize: 50, maxTop: 200)]
         try await LiveServer.run(in: workspace, tables: tables) { url in
             try await PullTests.seed(url, workspace, count: 120)
-            let client = try await SyncClient.make(url, workspace: workspace) { $0.transport = transport }
+            let client = try await SyncClient.make(url, workspace: workspace) {
+                $0.transport = transport
+                $0.pullsAhead = false  // pages are counted
+            }
             let table = try client.syncTable("TodoItem", of: TodoItem.self)
             try await table.insert(Self.todo("mine", "pushed first"))
             let summary = try await table.pull(queryID: "all")

@@ -50,6 +50,11 @@ public final class SyncClient: Sendable {
         /// within the server's page size and `maxTop`. Bounds the memory a page takes: 10,000 rows by default,
         /// and the server bounds a page's bytes too. Set it to ``pullPageSize`` for pages of one size.
         public var maxPullPageSize = 10_000
+        /// Whether a pull whose pages are as large as they may be, and which still waits for the network, asks
+        /// two pages per round trip: the next one, and the one after it with `$skip` — used only when its first
+        /// row is the next page's last, which proves no row fell between them. Default true; false sends one page
+        /// request at a time (for a backend where `$skip` is costly).
+        public var pullsAhead = true
         /// How long to wait for each response. Default 30 seconds.
         public var requestTimeout: Duration = .seconds(30)
         /// Where the SDK logs (trace: HTTP; debug: push and pull; info: retries and conflicts). Default: nowhere.

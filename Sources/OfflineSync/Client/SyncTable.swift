@@ -199,7 +199,7 @@ public struct SyncTable<Item: Codable & Sendable>: Sendable {
         return try await client.activity.pull(name) { report in
             try await client.context.pull(
                 name, filter: filter, queryID: queryID, pageSize: client.configuration.pullPageSize,
-                maxPageSize: client.configuration.maxPullPageSize,
+                maxPageSize: client.configuration.maxPullPageSize, ahead: client.configuration.pullsAhead,
                 progress: { page in
                     report(page)
                     progress?(page)

@@ -23,7 +23,7 @@ extension SyncContext {
     /// double, up to `maxPageSize`, while the pull waits for the network rather than for the store.
     func pull(
         _ table: TableName, filter: ODataExpression?, queryID: QueryID?, pageSize: Int, maxPageSize: Int,
-        progress: (@Sendable (PullProgress) -> Void)?
+        ahead: Bool, progress: (@Sendable (PullProgress) -> Void)?
     ) async throws -> PullSummary {
         var summary = PullSummary(appliedCount: 0, skippedCount: 0, requestCount: 1)
         do {
@@ -41,8 +41,8 @@ extension SyncContext {
             }
             try await refetchMarked(in: table)
             try await pullPages(
-                table, filter: filter, queryID: queryID, sizes: (pageSize, max(pageSize, maxPageSize)), progress,
-                &summary)
+                table, filter: filter, queryID: queryID, sizes: (pageSize, max(pageSize, maxPageSize)), ahead: ahead,
+                progress, &summary)
             let finished = WireDate(now()).description
             try await store.write { try $0.setSetting(finished, for: Self.lastPullKey(table)) }
         } catch SyncStop.unavailable(let error) {
@@ -61,9 +61,11 @@ extension SyncContext {
     /// mean fewer of them (a 60 ms link pays 60 ms per page) — by the ratio of the two times. The first page is
     /// applied before the second is asked, so that the second is already sized by the link. Pages stop growing
     /// at `sizes.max`, at a page the server cut short (its page size), and at a `$top` the server refuses (its
-    /// `maxTop`: the pull goes on with the largest size it took, remembered for the table's next pulls).
+    /// `maxTop`: the pull goes on with the largest size it took, remembered for the table's next pulls). Once
+    /// they cannot grow and the network still sets the pace, each round trip carries two pages (`ahead`,
+    /// ``prefetch(_:filter:after:pageSize:)``, ``join(_:_:size:)``).
     private func pullPages(
-        _ table: TableName, filter: ODataExpression?, queryID: QueryID?, sizes: (first: Int, max: Int),
+        _ table: TableName, filter: ODataExpression?, queryID: QueryID?, sizes: (first: Int, max: Int), ahead: Bool,
         _ progress: (@Sendable (PullProgress) -> Void)?, _ summary: inout PullSummary
     ) async throws {
         let pageSizeKey = Self.pageSizeKey(table)
@@ -94,6 +96,8 @@ extension SyncContext {
         var received = 0
         var accepted = size  // the largest size asked and answered
         var lastApply: Duration?
+        var networkBound = false
+        var speculating = ahead
         /// Grows the next pages when a full page took longer to arrive than the store took to apply one: by the
         /// ratio of the two (at least 2, at most 16), up to `maxSize`.
         func grow(after fullPage: Bool, applyTime: Duration) {
@@ -120,6 +124,10 @@ extension SyncContext {
             async let next: Page? =
                 isLast
                 ? nil : fetch(table, filter: filter, after: last, pageSize: nextSize, fallback: fallback, count: false)
+            // Pages as large as they may be, and still the network sets the pace: the page after the next is asked
+            // at the same time, so that two pages share each round trip.
+            let ahead = !isLast && networkBound && size == maxSize && speculating
+            async let afterNext: Page? = ahead ? prefetch(table, filter: filter, after: last, pageSize: nextSize) : nil
             if applied == nil { applied = try await apply(items, to: table, cursor: last, queryID: queryID, clock) }
             let (count, skipped, applyTime) = applied!
             lastApply = applyTime
@@ -129,8 +137,18 @@ extension SyncContext {
             let waiting = clock.now
             guard let following = try await next else { break }
             waited = waiting.duration(to: clock.now)
+            networkBound = waited > applyTime
             summary.requestCount += 1
             page = following
+            if ahead {
+                summary.requestCount += 1
+                if let second = await afterNext, let joined = try Self.join(following, second, size: nextSize) {
+                    page = joined
+                } else {
+                    speculating = false  // the server moved rows meanwhile, or does not take $skip: one at a time
+                    log.debug("Pull stops asking ahead")
+                }
+            }
             if page.refusedTop != nil {
                 (size, maxSize) = (accepted, accepted)
                 log.info("Pull keeps below the server's maxTop", metadata: [SyncLogKey.pageSize: "\(size)"])
@@ -147,6 +165,20 @@ extension SyncContext {
         log.debug(
             "Pull finished",
             metadata: [SyncLogKey.rows: "\(summary.appliedCount)", SyncLogKey.pages: "\(summary.requestCount)"])
+    }
+
+    /// The next page and the one after it as one, when they are contiguous: the next page is full (`size` rows,
+    /// not cut by the server) and the second's first row is its last row, in the same version. Since rows
+    /// never appear behind rows already visible (PROTOCOL.md §5: a changed or new row sorts after every row
+    /// seen), a row that moved out of the next page's range between the two requests would have shifted the
+    /// second by one; so the shared row proves no row fell between them. nil otherwise.
+    static func join(_ next: Page, _ second: Page, size: Int) throws -> Page? {
+        guard next.items.count == size, next.serverPageSize == nil, next.refusedTop == nil, !next.isLast,
+            let last = next.items.last, let first = second.items.first,
+            try cursor(of: last.value) == cursor(of: first.value),
+            last.value["version"] == first.value["version"]
+        else { return nil }
+        return Page(items: next.items + second.items.dropFirst(), isLast: second.isLast)
     }
 
     /// Applies a page as ``apply(_:to:cursor:queryID:)`` does, and times it.
@@ -184,20 +216,8 @@ extension SyncContext {
         _ table: TableName, filter: ODataExpression?, after cursor: PullCursor?, pageSize: Int, fallback: Int? = nil,
         count: Bool
     ) async throws -> Page {
-        var query = ODataQuery(
-            filter: filter, orderBy: [ODataOrdering("updatedAt"), ODataOrdering("id")], top: pageSize)
-        query.includeDeleted = true
+        var query = Self.pageQuery(filter: filter, after: cursor, pageSize: pageSize)
         query.includeTotalCount = count
-        if let cursor {
-            let updatedAt = ODataExpression.member("updatedAt")
-            let stamp = ODataExpression.literal(.date(cursor.updatedAt, .datetimeoffset))
-            let after = ODataExpression.binary(
-                .or, .binary(.gt, updatedAt, stamp),
-                .binary(
-                    .and, .binary(.eq, updatedAt, stamp),
-                    .binary(.gt, .member("id"), .literal(.string(cursor.itemID.rawValue)))))
-            query.filter = filter.map { .binary(.and, $0, after) } ?? after
-        }
         let features = cursor == nil ? ["TQ", "OL"] : ["TQ", "OL", "IP"]
         var log = logger
         log[metadataKey: SyncLogKey.table] = "\(table)"
@@ -229,6 +249,38 @@ extension SyncContext {
         } else if asked == nil {
             page.serverPageSize = min(pageSize, Self.protocolPageSize)
         }
+        return page
+    }
+
+    /// The keyset query of the `pageSize` rows after `cursor` (all rows, deleted ones too, in cursor order).
+    static func pageQuery(filter: ODataExpression?, after cursor: PullCursor?, pageSize: Int) -> ODataQuery {
+        var query = ODataQuery(
+            filter: filter, orderBy: [ODataOrdering("updatedAt"), ODataOrdering("id")], top: pageSize)
+        query.includeDeleted = true
+        if let cursor {
+            let updatedAt = ODataExpression.member("updatedAt")
+            let stamp = ODataExpression.literal(.date(cursor.updatedAt, .datetimeoffset))
+            let after = ODataExpression.binary(
+                .or, .binary(.gt, updatedAt, stamp),
+                .binary(
+                    .and, .binary(.eq, updatedAt, stamp),
+                    .binary(.gt, .member("id"), .literal(.string(cursor.itemID.rawValue)))))
+            query.filter = filter.map { .binary(.and, $0, after) } ?? after
+        }
+        return query
+    }
+
+    /// Asks, once and without retries, the page that follows the next one: the `pageSize` rows after `cursor`
+    /// from the `pageSize`-th on (`$skip`), so that its first row is the next page's last. nil on any failure:
+    /// it is only a head start (see `pullPages`).
+    func prefetch(_ table: TableName, filter: ODataExpression?, after cursor: PullCursor, pageSize: Int) async -> Page? {
+        var query = Self.pageQuery(filter: filter, after: cursor, pageSize: pageSize)
+        query.skip = pageSize - 1
+        guard let response = try? await endpoint.send(
+            "GET", endpoint.url(table, query: query.queryString), features: ["TQ", "OL", "IP"]),
+            response.status == 200, var page = Self.page(of: response), !page.items.isEmpty
+        else { return nil }
+        page.isLast = response.header("Link") == nil && page.items.count < pageSize
         return page
     }
 
