@@ -273,11 +273,13 @@ extension SyncContext {
     /// Asks, once and without retries, the page that follows the next one: the `pageSize` rows after `cursor`
     /// from the `pageSize`-th on (`$skip`), so that its first row is the next page's last. nil on any failure:
     /// it is only a head start (see `pullPages`).
-    func prefetch(_ table: TableName, filter: ODataExpression?, after cursor: PullCursor, pageSize: Int) async -> Page? {
+    func prefetch(_ table: TableName, filter: ODataExpression?, after cursor: PullCursor, pageSize: Int) async -> Page?
+    {
         var query = Self.pageQuery(filter: filter, after: cursor, pageSize: pageSize)
         query.skip = pageSize - 1
-        guard let response = try? await endpoint.send(
-            "GET", endpoint.url(table, query: query.queryString), features: ["TQ", "OL", "IP"]),
+        guard
+            let response = try? await endpoint.send(
+                "GET", endpoint.url(table, query: query.queryString), features: ["TQ", "OL", "IP"]),
             response.status == 200, var page = Self.page(of: response), !page.items.isEmpty
         else { return nil }
         page.isLast = response.header("Link") == nil && page.items.count < pageSize
