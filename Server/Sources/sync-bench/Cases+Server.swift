@@ -50,18 +50,22 @@ extension Cases {
     }
 
     /// `server.page`: filtered 50-row pages at 16 connections, against a bare Hummingbird route that
-    /// returns the same 50 items from memory.
-    func serverPage(rows: Int) async throws -> BenchResult {
+    /// returns the same 50 items from memory (uncompressed, as both were before compression); with
+    /// `compressing`, `server.page.gzip`: the same with the server's default compression (the pages are about
+    /// 7 KB, and the client accepts gzip), against the same reference — the CPU price of compression per request.
+    func serverPage(rows: Int, compressing: Bool = false) async throws -> BenchResult {
         let serverPath = path("page")
         try await BenchServer.seed(path: serverPath, rows: rows)
-        return try await serverPage(name: "server.page", database: .sqlite(path: serverPath))
+        return try await serverPage(
+            name: compressing ? "server.page.gzip" : "server.page", database: .sqlite(path: serverPath),
+            compressing: compressing)
     }
 
     /// `server.page` on a seeded `database`.
-    func serverPage(name: String, database: DatabaseLocation) async throws -> BenchResult {
+    func serverPage(name: String, database: DatabaseLocation, compressing: Bool = false) async throws -> BenchResult {
         let requests = quick ? 800 : 3200
         let filter = ODataQuery.percentEncode("complete eq false and startswith(text,'Task')")
-        let ours = try await BenchServer.run(database) { server in
+        let ours = try await BenchServer.run(database, compressing: compressing) { server in
             let url = URL(string: server.url.absoluteString + "/tables/TodoItem?$filter=\(filter)&$top=50")!
             var runs: [Double] = []
             for _ in 0..<repetitions {
@@ -71,7 +75,7 @@ extension Cases {
             return Measure.median(runs)
         }
         // The reference: the same 50 items, from memory, on a bare route.
-        let page = try await BenchServer.run(database) { server in
+        let page = try await BenchServer.run(database, compressing: false) { server in
             var request = URLRequest(
                 url: URL(string: server.url.absoluteString + "/tables/TodoItem?$filter=\(filter)&$top=50")!)
             request.setValue("2.0.0", forHTTPHeaderField: "ZUMO-API-VERSION")
