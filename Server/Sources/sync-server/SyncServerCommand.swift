@@ -106,7 +106,10 @@ struct Serve: AsyncParsableCommand {
     @Flag(help: "Do not serve POST /batch (our extension): answer as a plain v2 backend does.")
     var noBatch = false
 
-    @Option(help: "Compress responses (gzip) of at least this many bytes for clients that accept it.")
+    @Option(
+        help:
+            "Compress JSON and text responses (gzip or deflate) of at least this many bytes for clients that accept it."
+    )
     var compressFrom = 1024
 
     @Flag(help: "Send every response uncompressed.")

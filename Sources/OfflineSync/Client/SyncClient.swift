@@ -45,15 +45,17 @@ public final class SyncClient: Sendable {
         public var conflictHandler: ConflictHandler?
         /// Rows of a pull's first page request. Default 1000 (the client follows a server's smaller page).
         public var pullPageSize = 1000
-        /// The most rows a pull asks in one request: its pages double from ``pullPageSize`` while it waits for
-        /// the network more than for the store (a slow or distant link, where each request costs a round trip),
-        /// within the server's page size and `maxTop`. Bounds the memory a page takes: 10,000 rows by default,
-        /// and the server bounds a page's bytes too. Set it to ``pullPageSize`` for pages of one size.
+        /// The most rows a pull asks in one request: its pages grow from ``pullPageSize`` (by the ratio of the
+        /// two times, 2 to 16 at once) while it waits for the network more than for the store (a slow or distant
+        /// link, where each request costs a round trip), within the server's page size and `maxTop`. Bounds the
+        /// memory a page takes: 10,000 rows by default, and the server bounds a page's bytes too. Set it to
+        /// ``pullPageSize`` for pages of one size.
         public var maxPullPageSize = 10_000
         /// Whether a pull whose pages are as large as they may be, and which still waits for the network, asks
         /// two pages per round trip: the next one, and the one after it with `$skip` — used only when its first
-        /// row is the next page's last, which proves no row fell between them. Default true; false sends one page
-        /// request at a time (for a backend where `$skip` is costly).
+        /// row is the next page's last, which proves no row fell between them (otherwise it is dropped and the
+        /// pull goes on one page at a time). Two pages are then in memory at once. Default true; false sends one
+        /// page request at a time (for a backend where `$skip` is costly).
         public var pullsAhead = true
         /// How long to wait for each response. Default 30 seconds.
         public var requestTimeout: Duration = .seconds(30)

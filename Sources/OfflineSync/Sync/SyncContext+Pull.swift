@@ -20,7 +20,7 @@ extension SyncContext {
     /// operations do not stop the pull; an unavailable server, a 401 or a cancellation do); fetch the
     /// items marked to be fetched again; then keyset pages by `(updatedAt, id)`, each applied with
     /// its cursor in one transaction while the next page downloads. Pages start at `pageSize` rows and
-    /// double, up to `maxPageSize`, while the pull waits for the network rather than for the store.
+    /// grow, up to `maxPageSize`, while the pull waits for the network rather than for the store.
     func pull(
         _ table: TableName, filter: ODataExpression?, queryID: QueryID?, pageSize: Int, maxPageSize: Int,
         ahead: Bool, progress: (@Sendable (PullProgress) -> Void)?

@@ -45,8 +45,8 @@ public struct SyncServerConfiguration: Sendable {
     /// Whether `POST /batch` (docs/batch.md) is served and offered on table responses. Default true; false
     /// answers as a plain v2 backend does.
     public var offersBatch = true
-    /// Responses whose body has at least this many bytes are sent gzip-compressed (`Content-Encoding: gzip`)
-    /// to clients that accept it (`Accept-Encoding: gzip` or `deflate`), when their body is JSON or text. nil
+    /// Responses whose body has at least this many bytes are sent compressed (`Content-Encoding: gzip` or
+    /// `deflate`) to clients that accept it (`Accept-Encoding`), when their body is JSON or text. nil
     /// sends every response as is. Default 1024: below that, the gzip framing and the CPU are not worth it.
     public var compressionMinimumSize: Int? = 1024
     /// The limits of HTTP connections: how many, and how long and large a request's head and body may be.

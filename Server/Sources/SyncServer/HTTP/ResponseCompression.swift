@@ -3,10 +3,10 @@ import NIOHTTP1
 import NIOHTTPCompression
 
 /// Compression of responses (`SyncServerConfiguration.compressionMinimumSize`): a JSON or text body of at
-/// least the minimum size goes gzip-compressed to a client that accepts it (`Accept-Encoding`, with its
-/// q-values; `deflate` when the client prefers it), with `Content-Encoding` and a new `Content-Length`. Such
-/// responses say `Vary: Accept-Encoding` whether compressed or not, for caches between. Pages of rows shrink
-/// to about a seventh (BENCHMARKS.md, "Slow links").
+/// least the minimum size goes compressed to a client that accepts it — gzip or deflate, as its
+/// `Accept-Encoding` prefers them (deflate when both are equally welcome, as from curl and FoundationNetworking) —
+/// with `Content-Encoding` and a new `Content-Length`. Such responses say `Vary: Accept-Encoding` whether
+/// compressed or not, for caches between. Pages of rows shrink about tenfold (BENCHMARKS.md, "Slow links").
 enum ResponseCompression {
     /// The handlers for an HTTP/1.1 pipeline, in order, between the HTTP codec and the conversion to HTTP types.
     static func handlers(from minimumSize: Int) -> [any ChannelHandler] {
