@@ -116,12 +116,12 @@ struct ChaosRun {
             report.failures.append("another user sees \(seen.count) of this user's rows")
         }
 
-        let (faults, passed) = proxy.tally
+        let (faults, passed, pagesAhead) = proxy.tally
         let faultText = FaultProxy.Fault.allCases.map { "\(faults[$0, default: 0]) \($0.rawValue)" }
         report.lines = [
             "seed \(seed): \(settings.devices) devices × \(settings.steps) steps\(settings.perUser ? " (one user, per-user table)" : ""), "
                 + "\(devices.map(\.commands).reduce(0, +)) todo commands, \(devices.map(\.syncs).reduce(0, +)) syncs",
-            "  requests through the proxy: \(passed + faults.values.reduce(0, +)); faults: "
+            "  requests through the proxy: \(passed + faults.values.reduce(0, +)) (\(pagesAhead) pages asked ahead); faults: "
                 + faultText.joined(separator: ", "),
             "  kills: \(devices.map(\.killedSyncs).reduce(0, +)) devices mid-sync, "
                 + "\(devices.map(\.killedWrites).reduce(0, +)) mid-write, \(chaos.serverKills) server (SIGKILL, restarted); "

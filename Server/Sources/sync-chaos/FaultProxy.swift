@@ -29,6 +29,7 @@ final class FaultProxy: @unchecked Sendable {  // @unchecked: mutable state behi
     private var isPartitioned = false
     private var counts: [Fault: Int] = [:]
     private var passed = 0
+    private var pagesAhead = 0
 
     /// Starts listening; `faultRate` is the chance that a request meets one of the four faults.
     init(upstreamPort: Int, seed: UInt64, faultRate: Double) throws {
@@ -57,8 +58,11 @@ final class FaultProxy: @unchecked Sendable {  // @unchecked: mutable state behi
         }
     }
 
-    /// Faults injected so far, by kind, and requests passed.
-    var tally: (faults: [Fault: Int], passed: Int) { lock.withLock { (counts, passed) } }
+    /// Faults injected so far, by kind, requests passed, and page requests that asked ahead (`$skip`: a pull
+    /// asking the page after the next one in the same round trip).
+    var tally: (faults: [Fault: Int], passed: Int, pagesAhead: Int) {
+        lock.withLock { (counts, passed, pagesAhead) }
+    }
 
     private func acceptLoop() {
         while true {
@@ -92,6 +96,7 @@ final class FaultProxy: @unchecked Sendable {  // @unchecked: mutable state behi
 
     private func handle(_ client: Int32) {
         guard let request = Socket.readMessage(client, isRequest: true) else { return }
+        if request.headText.prefix(while: { $0 != "\r" }).contains("$skip=") { lock.withLock { pagesAhead += 1 } }
         let fault = decide()
         switch fault {
         case .partitioned?, .dropRequest?:

@@ -47,6 +47,11 @@ struct GlobalOptions: ParsableArguments {
         configuration.requestTimeout = .seconds(10)
         configuration.retryLimit = 2
         let environment = ProcessInfo.processInfo.environment
+        // Small pages make a short list take several pages (the chaos test uses them to fault multi-page pulls).
+        if let size = environment["TODO_PULL_PAGE_SIZE"].flatMap({ Int($0) }), size > 0 {
+            configuration.pullPageSize = size
+            configuration.maxPullPageSize = environment["TODO_MAX_PULL_PAGE_SIZE"].flatMap { Int($0) } ?? size
+        }
         let tokenFile = (tokenFile ?? environment["TODO_TOKEN_FILE"]).map { ($0 as NSString).expandingTildeInPath }
         let token = token ?? environment["TODO_TOKEN"]
         if let tokenFile {
