@@ -9,35 +9,40 @@ extension ODataExpression {
     /// (`((a eq 1) or (a eq 2) or (a eq 3))`), function arguments are separated by `,` alone, and
     /// dates are written with three fraction digits and `Z`. A double that is not finite renders as
     /// `null`.
-    public var odataText: String {
+    public var odataText: String { odataText(dialect: .v2) }
+
+    /// The canonical OData text of the expression in `dialect`: as ``odataText``, but under
+    /// ``ODataDialect/v3`` every date is `cast(2024-01-31T12:00:00.000Z,Edm.DateTimeOffset)` (unquoted, as the
+    /// Datasync client writes it) and a guid a string.
+    public func odataText(dialect: ODataDialect) -> String {
         var output = ""
-        render(into: &output)
+        render(into: &output, dialect)
         return output
     }
 
-    private func render(into output: inout String) {
+    private func render(into output: inout String, _ dialect: ODataDialect) {
         switch self {
         case .literal(let literal):
-            output += literal.odataText
+            output += literal.odataText(dialect: dialect)
         case .member(let path):
             output += path
         case .not(let operand):
             output += "not("
-            operand.render(into: &output)
+            operand.render(into: &output, dialect)
             output += ")"
         case .negate(let operand):
             output += "-("
-            operand.render(into: &output)
+            operand.render(into: &output, dialect)
             output += ")"
         case .binary(let op, let left, let right):
             output += "("
-            renderChain(op, left, right, into: &output)
+            renderChain(op, left, right, into: &output, dialect)
             output += ")"
         case .function(let function, let arguments):
             output += function.rawValue + "("
             for (index, argument) in arguments.enumerated() {
                 if index > 0 { output += "," }
-                argument.render(into: &output)
+                argument.render(into: &output, dialect)
             }
             output += ")"
         }
@@ -45,15 +50,16 @@ extension ODataExpression {
 
     /// `a op b`, flattening a left operand that is the same logical operator: `a or b or c`.
     private func renderChain(
-        _ op: ODataBinaryOperator, _ left: ODataExpression, _ right: ODataExpression, into output: inout String
+        _ op: ODataBinaryOperator, _ left: ODataExpression, _ right: ODataExpression, into output: inout String,
+        _ dialect: ODataDialect
     ) {
         if op.isLogical, case .binary(let leftOp, let leftLeft, let leftRight) = left, leftOp == op {
-            renderChain(op, leftLeft, leftRight, into: &output)
+            renderChain(op, leftLeft, leftRight, into: &output, dialect)
         } else {
-            left.render(into: &output)
+            left.render(into: &output, dialect)
         }
         output += " \(op.rawValue) "
-        right.render(into: &output)
+        right.render(into: &output, dialect)
     }
 }
 
@@ -70,6 +76,15 @@ extension ODataLiteral {
         case .date(let date, .datetimeoffset): "datetimeoffset'\(date)'"
         case .date(let date, .cast): "cast('\(date)',Edm.DateTimeOffset)"
         case .guid(let guid): "guid'\(guid)'"
+        }
+    }
+
+    /// The literal as OData text in `dialect` (see ``ODataExpression/odataText(dialect:)``).
+    public func odataText(dialect: ODataDialect) -> String {
+        switch (self, dialect) {
+        case (.date(let date, _), .v3): "cast(\(date),Edm.DateTimeOffset)"
+        case (.guid(let guid), .v3): "'\(guid)'"
+        default: odataText
         }
     }
 }

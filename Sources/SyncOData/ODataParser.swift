@@ -13,17 +13,20 @@ extension ODataExpression {
     /// ```swift
     /// let filter = try ODataExpression(parsing: "startswith(name,'b') and (Count add 200) gt 350")
     /// ```
-    /// - Parameter text: The filter, already percent-decoded.
+    /// - Parameters:
+    ///   - text: The filter, already percent-decoded.
+    ///   - dialect: The syntax it is written in; v2's (OData v3) by default.
     /// - Throws: ``ODataError`` saying what is wrong and where, such as
     ///   `unexpected token 'eq' at position 14`.
-    public init(parsing text: String) throws(ODataError) {
-        var parser = try ODataParser(text)
+    public init(parsing text: String, dialect: ODataDialect = .v2) throws(ODataError) {
+        var parser = try ODataParser(text, dialect: dialect)
         self = try parser.parseFilter()
     }
 }
 
 /// A recursive-descent parser for `$filter`, precedence climbing from `or` up to unary operators.
 struct ODataParser {
+    private let dialect: ODataDialect
     private var lexer: ODataLexer
     private var token: ODataToken
     private var position: Int
@@ -33,7 +36,8 @@ struct ODataParser {
     private static let keywords: Set<String> = Set(ODataBinaryOperator.allCases.map(\.rawValue))
         .union(["not", "true", "false", "null"])
 
-    init(_ text: String) throws(ODataError) {
+    init(_ text: String, dialect: ODataDialect) throws(ODataError) {
+        self.dialect = dialect
         lexer = ODataLexer(text)
         (token, position) = try lexer.next()
     }
@@ -107,7 +111,30 @@ struct ODataParser {
             try countNode()
             return .negate(operand)
         }
-        return try parsePrimary()
+        let primary = try parsePrimary()
+        if dialect == .v3, token == .identifier("in") { return try parseIn(primary) }
+        return primary
+    }
+
+    /// `value in (a, b, …)` (OData v4), read as `(value eq a) or (value eq b) …`: a list of one or more
+    /// literals.
+    private mutating func parseIn(_ value: ODataExpression) throws(ODataError) -> ODataExpression {
+        try advance()  // 'in'
+        try expect(.leftParenthesis)
+        var result: ODataExpression?
+        while true {
+            let start = position
+            let item = try parseUnary()
+            guard case .literal = item else { throw ODataError("'in' takes a list of literals", position: start) }
+            try countNode()
+            let test = ODataExpression.binary(.eq, value, item)
+            result = result.map { .binary(.or, $0, test) } ?? test
+            guard token == .comma else { break }
+            try advance()
+        }
+        try expect(.rightParenthesis)
+        guard let result else { throw unexpected() }
+        return result
     }
 
     private mutating func parsePrimary() throws(ODataError) -> ODataExpression {
@@ -126,6 +153,12 @@ struct ODataParser {
             try advance()
             return .literal(try Self.number(text, isInteger: isInteger, at: start))
         case .typed(let prefix, let text):
+            if dialect == .v3 {
+                throw ODataError(
+                    "\(prefix)'…' is OData v3 syntax; under ZUMO-API-VERSION 3.0 write dates as "
+                        + "cast(2024-01-31T12:00:00.000Z,Edm.DateTimeOffset) and ids as strings",
+                    position: start)
+            }
             try advance()
             return .literal(try Self.typedLiteral(prefix: prefix, text: text, at: start))
         case .identifier(let name):
@@ -148,6 +181,11 @@ struct ODataParser {
         if name == "cast" { return try parseCast() }
         guard let function = ODataFunction(rawValue: name) else {
             throw ODataError("unknown function '\(name)'", position: start)
+        }
+        if dialect == .v3, function == .substringof {
+            throw ODataError(
+                "substringof is OData v3 syntax; under ZUMO-API-VERSION 3.0 write contains(field,'text')",
+                position: start)
         }
         try advance()  // '('
         var arguments: [ODataExpression] = []

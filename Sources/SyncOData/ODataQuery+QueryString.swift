@@ -7,31 +7,48 @@ extension ODataQuery {
     /// values percent-encoded (space as `%20`; `'(),` left as they are).
     ///
     /// For example `$filter=(name%20eq%20'bob')&$top=0&$inlinecount=allpages`.
-    public var queryString: String {
-        queryItems.map { "\($0.name)=\(Self.percentEncode($0.value))" }.joined(separator: "&")
+    public var queryString: String { queryString(dialect: .v2) }
+
+    /// The query as a URL query string in `dialect`: under ``ODataDialect/v3``, `$count=true`,
+    /// `__includedeleted=true` and dates as `cast(…,Edm.DateTimeOffset)`.
+    public func queryString(dialect: ODataDialect) -> String {
+        queryItems(dialect: dialect).map { "\($0.name)=\(Self.percentEncode($0.value))" }.joined(separator: "&")
     }
 
     /// The query's options as name–value pairs, not yet percent-encoded, in ``queryString``'s order.
-    public var queryItems: [(name: String, value: String)] {
+    public var queryItems: [(name: String, value: String)] { queryItems(dialect: .v2) }
+
+    /// The query's options in `dialect` as name–value pairs, not yet percent-encoded.
+    public func queryItems(dialect: ODataDialect) -> [(name: String, value: String)] {
         var items: [(name: String, value: String)] = []
-        if let filter { items.append(("$filter", filter.odataText)) }
+        if let filter { items.append(("$filter", filter.odataText(dialect: dialect))) }
         if !orderBy.isEmpty { items.append(("$orderby", orderBy.map(\.odataText).joined(separator: ","))) }
         if let skip { items.append(("$skip", String(skip))) }
         if let top { items.append(("$top", String(top))) }
         if let select { items.append(("$select", select.joined(separator: ","))) }
-        if includeTotalCount { items.append(("$inlinecount", "allpages")) }
-        if includeDeleted { items.append(("__includeDeleted", "true")) }
+        switch dialect {
+        case .v2:
+            if includeTotalCount { items.append(("$inlinecount", "allpages")) }
+            if includeDeleted { items.append(("__includeDeleted", "true")) }
+        case .v3:
+            if includeTotalCount { items.append(("$count", "true")) }
+            if includeDeleted { items.append(("__includedeleted", "true")) }
+        }
         return items
     }
 
     /// Reads the query options from a URL query string (with or without the leading `?`).
     ///
-    /// Percent-escapes are decoded (a `+` stays a `+`, as RFC 3986 says). Unknown `$` options, a
-    /// repeated option, and any malformed value are errors; `__includeDeleted` is matched
-    /// case-insensitively and must be `true` or `false`; other parameters are ignored.
-    /// - Parameter queryString: The URL's query component.
+    /// Percent-escapes are decoded (a `+` stays a `+`, as RFC 3986 says). A repeated option and any malformed
+    /// value are errors; `__includeDeleted` is matched case-insensitively and must be `true` or `false`; other
+    /// parameters are ignored. Under ``ODataDialect/v2`` unknown `$` options are errors; under
+    /// ``ODataDialect/v3`` option names are case-insensitive, `$count` (`true` or `false`) asks for the count,
+    /// and other `$` options (`$inlinecount` among them) are ignored, as OData v4 servers do.
+    /// - Parameters:
+    ///   - queryString: The URL's query component.
+    ///   - dialect: The protocol the request speaks; v2 by default.
     /// - Throws: ``ODataError`` naming the option and what is wrong with it.
-    public init(parsing queryString: String) throws(ODataError) {
+    public init(parsing queryString: String, dialect: ODataDialect = .v2) throws(ODataError) {
         self.init()
         var seen: Set<String> = []
         let text = queryString.hasPrefix("?") ? String(queryString.dropFirst()) : queryString
@@ -43,19 +60,27 @@ extension ODataQuery {
             let rawValue = parts.count > 1 ? String(parts[1]) : ""
             let isOption = name.hasPrefix("$") || name.lowercased() == "__includedeleted"
             guard isOption else { continue }
-            let key = name.lowercased() == "__includedeleted" ? "__includedeleted" : name
+            let key = name.lowercased() == "__includedeleted" || dialect == .v3 ? name.lowercased() : name
+            if dialect == .v3, !Self.v3Options.contains(key) { continue }
             guard seen.insert(key).inserted else { throw ODataError("option given more than once", option: name) }
             guard let value = Self.percentDecode(rawValue) else {
                 throw ODataError("invalid percent-encoding", option: name)
             }
-            try apply(key, value: value, name: name)
+            try apply(key, value: value, name: name, dialect: dialect)
         }
     }
 
-    private mutating func apply(_ key: String, value: String, name: String) throws(ODataError) {
+    /// The options a v3 request may give; others are ignored.
+    private static let v3Options: Set<String> = [
+        "$filter", "$orderby", "$skip", "$top", "$select", "$count", "__includedeleted",
+    ]
+
+    private mutating func apply(_ key: String, value: String, name: String, dialect: ODataDialect)
+        throws(ODataError)
+    {
         switch key {
         case "$filter":
-            do { filter = try ODataExpression(parsing: value) } catch { throw error.in(option: name) }
+            do { filter = try ODataExpression(parsing: value, dialect: dialect) } catch { throw error.in(option: name) }
         case "$orderby":
             orderBy = try Self.parseOrderBy(value)
         case "$skip":
@@ -64,6 +89,12 @@ extension ODataQuery {
             top = try Self.parseCount(value, option: name)
         case "$select":
             select = try Self.parseSelect(value)
+        case "$count" where dialect == .v3:
+            switch value.lowercased() {
+            case "true": includeTotalCount = true
+            case "false": includeTotalCount = false
+            default: throw ODataError("expected 'true' or 'false'", option: name)
+            }
         case "$inlinecount":
             switch value {
             case "allpages": includeTotalCount = true

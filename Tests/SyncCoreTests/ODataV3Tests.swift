@@ -1,0 +1,76 @@
+import SyncCore
+import SyncOData
+import Testing
+
+/// The v3 dialect of queries (PROTOCOL-v3.md §4, §8: OData v4 syntax under `ZUMO-API-VERSION: 3.0.x`): what it
+/// adds, what it refuses that v2 takes, and how queries render for it.
+@Suite struct ODataV3Tests {
+    /// v4 forms → the canonical v2 rendering of what they mean.
+    @Test(arguments: [
+        (
+            "updatedAt gt cast(2024-08-23T20:22:54.291Z,Edm.DateTimeOffset)",
+            "(updatedAt gt cast('2024-08-23T20:22:54.291Z',Edm.DateTimeOffset))"
+        ),
+        ("rating in ('G','PG')", "((rating eq 'G') or (rating eq 'PG'))"),
+        ("year in (1999) and contains(title,'a')", "((year eq 1999) and contains(title,'a'))"),
+        ("not (rating in ('R'))", "not((rating eq 'R'))"),
+        ("a add b in (1, 2)", "(a add ((b eq 1) or (b eq 2)))"),
+    ])
+    func readsV4Forms(_ text: String, _ rendered: String) throws {
+        #expect(try ODataExpression(parsing: text, dialect: .v3).odataText == rendered)
+    }
+
+    /// v2-only forms are refused under v3 with a message that names the v4 form; `in` is refused under v2.
+    @Test(arguments: [
+        ("substringof('a', title)", ODataDialect.v3, "write contains(field,'text')"),
+        ("updatedAt gt datetimeoffset'2024-01-01T00:00:00Z'", .v3, "cast("),
+        ("updatedAt gt datetime'2024-01-01T00:00:00Z'", .v3, "cast("),
+        ("id eq guid'01234567-89ab-cdef-0123-456789abcdef'", .v3, "ids as strings"),
+        ("rating in ('G')", .v2, "unexpected token 'in'"),
+        ("rating in ()", .v3, "unexpected token ')'"),
+        ("rating in (title)", .v3, "'in' takes a list of literals"),
+    ])
+    func refusesTheOtherDialectsForms(_ text: String, _ dialect: ODataDialect, _ message: String) {
+        let error = #expect(throws: ODataError.self) { try ODataExpression(parsing: text, dialect: dialect) }
+        #expect(error?.description.contains(message) == true, "\(error.map(String.init(describing:)) ?? "")")
+    }
+
+    @Test func queryOptionsFollowV4Rules() throws {
+        let query = try ODataQuery(
+            parsing: "$Filter=year%20gt%202000&$COUNT=true&$inlinecount=none&$apply=x&$top=5&__includedeleted=TRUE",
+            dialect: .v3)
+        #expect(query.filter?.odataText == "(year gt 2000)")
+        #expect(query.includeTotalCount)
+        #expect(query.includeDeleted)
+        #expect(query.top == 5)
+        // Under v2 the same unknown option is refused, and `$count` is unknown.
+        #expect(throws: ODataError.self) { try ODataQuery(parsing: "$apply=x") }
+        #expect(throws: ODataError.self) { try ODataQuery(parsing: "$count=true") }
+        #expect(throws: ODataError.self) { try ODataQuery(parsing: "$count=yes", dialect: .v3) }
+        #expect(throws: ODataError.self) { try ODataQuery(parsing: "$top=1&$TOP=2", dialect: .v3) }
+    }
+
+    /// What a v3 client sends: the keyset filter of a pull with its date as an unquoted cast, `$count=true`,
+    /// `__includedeleted=true`; and it parses back to the same query under v3.
+    @Test func rendersAQueryForV3AndReadsItBack() throws {
+        let stamp = try #require(WireDate(parsing: "2024-08-23T20:22:54.291Z"))
+        let after = ODataExpression.binary(
+            .or, .binary(.gt, .member("updatedAt"), .literal(.date(stamp, .datetimeoffset))),
+            .binary(
+                .and, .binary(.eq, .member("updatedAt"), .literal(.date(stamp, .datetimeoffset))),
+                .binary(.gt, .member("id"), .literal(.string("a1")))))
+        let query = ODataQuery(
+            filter: after, orderBy: [ODataOrdering("updatedAt"), ODataOrdering("id")], top: 100,
+            includeTotalCount: true, includeDeleted: true)
+        let text = query.queryString(dialect: .v3)
+        #expect(
+            text
+                == "$filter=((updatedAt%20gt%20cast(2024-08-23T20%3A22%3A54.291Z,Edm.DateTimeOffset))%20or%20"
+                + "((updatedAt%20eq%20cast(2024-08-23T20%3A22%3A54.291Z,Edm.DateTimeOffset))%20and%20(id%20gt%20'a1')))"
+                + "&$orderby=updatedAt%20asc,id%20asc&$top=100&$count=true&__includedeleted=true")
+        let back = try ODataQuery(parsing: text, dialect: .v3)
+        #expect(back.filter?.odataText(dialect: .v3) == after.odataText(dialect: .v3))
+        #expect(back.top == 100 && back.includeTotalCount && back.includeDeleted)
+        #expect(query.queryString == query.queryString(dialect: .v2))
+    }
+}
