@@ -117,7 +117,8 @@ struct ODataParser {
     }
 
     /// `value in (a, b, …)` (OData v4), read as `(value eq a) or (value eq b) …`: a list of one or more
-    /// literals.
+    /// literals. Each copy of `value` counts its nodes against the filter's limit, so that a large value in a
+    /// long list cannot make a query far larger than its text.
     private mutating func parseIn(_ value: ODataExpression) throws(ODataError) -> ODataExpression {
         try advance()  // 'in'
         try expect(.leftParenthesis)
@@ -127,6 +128,9 @@ struct ODataParser {
             let item = try parseUnary()
             guard case .literal = item else { throw ODataError("'in' takes a list of literals", position: start) }
             try countNode()
+            if result != nil {
+                for _ in 0..<Self.size(of: value) { try countNode() }
+            }
             let test = ODataExpression.binary(.eq, value, item)
             result = result.map { .binary(.or, $0, test) } ?? test
             guard token == .comma else { break }
@@ -135,6 +139,16 @@ struct ODataParser {
         try expect(.rightParenthesis)
         guard let result else { throw unexpected() }
         return result
+    }
+
+    /// The nodes of `expression`.
+    private static func size(of expression: ODataExpression) -> Int {
+        switch expression {
+        case .literal, .member: 1
+        case .not(let operand), .negate(let operand): 1 + size(of: operand)
+        case .binary(_, let left, let right): 1 + size(of: left) + size(of: right)
+        case .function(_, let arguments): 1 + arguments.map(size(of:)).reduce(0, +)
+        }
     }
 
     private mutating func parsePrimary() throws(ODataError) -> ODataExpression {

@@ -29,6 +29,12 @@ import Testing
         ("rating in ('G')", .v2, "unexpected token 'in'"),
         ("rating in ()", .v3, "unexpected token ')'"),
         ("rating in (title)", .v3, "'in' takes a list of literals"),
+        // Each copy of the value counts: 60 items × a 20-node value pass the 1,000-term limit.
+        (
+            "concat(concat(concat(concat(concat(concat(a,b),c),d),e),f),concat(g,concat(h,concat(i,j)))) in ("
+                + (0..<60).map { "'\($0)'" }.joined(separator: ",") + ")",
+            .v3, "more than 1000 terms"
+        ),
     ])
     func refusesTheOtherDialectsForms(_ text: String, _ dialect: ODataDialect, _ message: String) {
         let error = #expect(throws: ODataError.self) { try ODataExpression(parsing: text, dialect: dialect) }
