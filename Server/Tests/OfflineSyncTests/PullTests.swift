@@ -177,7 +177,16 @@ import Testing
             return response
         }
 
-        var asked: [String] { pages.withLock { $0.map { "\($0.top.map(String.init) ?? "-") \($0.status)" } } }
+        /// The page requests answered, as "top status", leaving out transient answers (a busy test machine's 503
+        /// or 408), which the pull sends again.
+        var asked: [String] {
+            answeredPages.map { "\($0.top.map(String.init) ?? "-") \($0.status)" }
+        }
+
+        /// The page requests answered other than transiently.
+        var answeredPages: [(top: Int?, status: Int, rows: Int)] {
+            pages.withLock { $0.filter { ![408, 429].contains($0.status) && $0.status < 500 } }
+        }
     }
 
     /// Adds `count` rows to the server's TodoItem table, each with a later `updatedAt` than the rows before.
@@ -196,8 +205,8 @@ import Testing
         }
     }
 
-    /// 1,700 rows over a link of 150 ms per request: a first page of 100 rows, which the store applies in far less
-    /// than the 150 ms it took, so the next page is several times larger (by the ratio of the times, at most 16);
+    /// 1,700 rows over a link of 300 ms per request: a first page of 100 rows, which the store applies in far less
+    /// than the 300 ms it took, so the next page is several times larger (by the ratio of the times, at most 16);
     /// 3 requests at most where pages of 100 take 17, and none for an empty page: the count said 1,700.
     @Test func pagesGrowOverASlowLinkAndTheCountEndsThePull() async throws {
         let workspace = try Workspace()
@@ -205,7 +214,7 @@ import Testing
         try await LiveServer.run(in: workspace, tables: tables) { url in
             try await PullTests.seed(url, workspace, count: 1)  // the table's columns
             try await Self.addRows(1699, from: 0, to: workspace)
-            let link = SlowLink(delay: .milliseconds(150))
+            let link = SlowLink(delay: .milliseconds(300))
             let client = try await SyncClient.make(url, workspace: workspace) {
                 $0.transport = link
                 $0.pullPageSize = 100
@@ -213,9 +222,8 @@ import Testing
             let table = try client.syncTable("TodoItem", of: TodoItem.self)
             let summary = try await table.pull(queryID: "all")
             #expect(summary.appliedCount == 1700)
-            let pages = link.pages.withLock { $0 }
+            let pages = link.answeredPages
             #expect(pages.count <= 3, "\(link.asked)")
-            #expect(pages.count == summary.requestCount)
             #expect(pages.first?.top == 100)
             #expect(pages.dropFirst().allSatisfy { ($0.top ?? 0) >= 200 }, "\(link.asked)")
             #expect(pages.allSatisfy { $0.status == 200 && $0.rows > 0 }, "\(link.asked)")
@@ -223,16 +231,16 @@ import Testing
         }
     }
 
-    /// A server whose `maxTop` (300) is below where the pages grow: the 400 for the grown `$top` is answered by
+    /// A server whose `maxTop` (150) is below where the pages grow: the 400 for the grown `$top` is answered by
     /// asking the last size it took (100) — not by falling back to its default page size — and the next pull stays
     /// within it. Every row arrives once.
     @Test func pagesStopGrowingAtTheServersMaxTopAndRememberIt() async throws {
         let workspace = try Workspace()
-        let tables = [try TableConfiguration(name: "TodoItem", pageSize: 1000, maxTop: 300)]
+        let tables = [try TableConfiguration(name: "TodoItem", pageSize: 1000, maxTop: 150)]
         try await LiveServer.run(in: workspace, tables: tables) { url in
             try await PullTests.seed(url, workspace, count: 1)
             try await Self.addRows(999, from: 0, to: workspace)
-            let link = SlowLink(delay: .milliseconds(150))
+            let link = SlowLink(delay: .milliseconds(300))
             let client = try await SyncClient.make(url, workspace: workspace) {
                 $0.transport = link
                 $0.pullPageSize = 100
@@ -256,14 +264,15 @@ import Testing
 
     /// Pages at their largest (400 here) and still waiting for the network: each round trip carries the next page
     /// and the one after it (`$skip=399`, its first row the next page's last). 3,000 rows arrive, each once, in
-    /// fewer requests than one page per round trip takes.
+    /// fewer requests than one page per round trip takes, and no request returns nothing (before, the last round
+    /// trip asked ahead past the end of the rows — also the flaky failure of the test above on a loaded machine).
     @Test func atTheLargestPagesTwoPagesShareARoundTrip() async throws {
         let workspace = try Workspace()
         try await LiveServer.run(in: workspace, tables: [try TableConfiguration(name: "TodoItem", pageSize: 400)]) {
             url in
             try await PullTests.seed(url, workspace, count: 1)
             try await Self.addRows(2999, from: 0, to: workspace)
-            let link = SlowLink(delay: .milliseconds(100))
+            let link = SlowLink(delay: .milliseconds(300))
             let client = try await SyncClient.make(url, workspace: workspace) {
                 $0.transport = link
                 $0.pullPageSize = 100
@@ -275,7 +284,9 @@ import Testing
             #expect(try await table.count() == 3000)
             let skips = link.skips.withLock { $0 }
             #expect(!skips.isEmpty && skips.allSatisfy { $0 == 399 }, "\(skips)")
-            #expect(link.pages.withLock { $0.allSatisfy { $0.status == 200 } })
+            #expect(link.answeredPages.allSatisfy { $0.status == 200 }, "\(link.asked)")
+            // Nothing is asked past the end: once the count says the next page is the last, no page after it.
+            #expect(link.answeredPages.allSatisfy { $0.rows > 0 }, "\(link.pages.withLock { $0 })")
         }
     }
 
@@ -291,7 +302,7 @@ import Testing
             try await PullTests.seed(url, workspace, count: 1)
             try await Self.addRows(2999, from: 0, to: workspace)
             let moved = Locked<String?>(nil)
-            let link = SlowLink(delay: .milliseconds(100)) { link, url in
+            let link = SlowLink(delay: .milliseconds(300)) { link, url in
                 guard moved.withLock({ $0 == nil }) else { return }
                 // The cursor both requests start after: the next page holds the 400 rows after it.
                 let query = url.query?.removingPercentEncoding ?? ""

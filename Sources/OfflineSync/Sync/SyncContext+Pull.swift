@@ -125,8 +125,10 @@ extension SyncContext {
                 isLast
                 ? nil : fetch(table, filter: filter, after: last, pageSize: nextSize, fallback: fallback, count: false)
             // Pages as large as they may be, and still the network sets the pace: the page after the next is asked
-            // at the same time, so that two pages share each round trip.
-            let ahead = !isLast && networkBound && size == maxSize && speculating
+            // at the same time, so that two pages share each round trip — unless the count says the next is the last.
+            let ahead =
+                !isLast && networkBound && size == maxSize && speculating
+                && total.map { $0 - received > nextSize } != false
             async let afterNext: Page? = ahead ? prefetch(table, filter: filter, after: last, pageSize: nextSize) : nil
             if applied == nil { applied = try await apply(items, to: table, cursor: last, queryID: queryID, clock) }
             let (count, skipped, applyTime) = applied!
