@@ -1,8 +1,11 @@
 import HTTPTypes
 import Hummingbird
+import SyncOData
 
-/// Requires `ZUMO-API-VERSION: 2.0.x` on table requests, as a header or a query parameter (any case); changes
-/// need the header unless `acceptsQueryForChanges` (a web page can make a browser send the parameter, not the header).
+/// Requires `ZUMO-API-VERSION` on table requests, as a header or a query parameter (any case; the parameter wins,
+/// as in PROTOCOL-v3.md §2): `2.0.x` speaks v2 (PROTOCOL.md), `3.0.x` the Datasync dialect (PROTOCOL-v3.md), which
+/// is served for reads so far; changes need the header unless `acceptsQueryForChanges` (a web page can make a
+/// browser send the parameter, not the header).
 struct APIVersionMiddleware: RouterMiddleware {
     typealias Context = SyncRequestContext
 
@@ -14,7 +17,7 @@ struct APIVersionMiddleware: RouterMiddleware {
         -> Response
     {
         let header = request.headers[Self.headerName]
-        let version = header ?? Self.queryVersion(request.uri.query ?? "")
+        let version = Self.queryVersion(request.uri.query ?? "").map { ODataQuery.percentDecode($0) ?? $0 } ?? header
         if header == nil, version != nil, !acceptsQueryForChanges, request.method != .get, request.method != .head {
             throw Self.refusal(
                 "Changes need the ZUMO-API-VERSION header: the query parameter is accepted for reads only, since any "
@@ -25,23 +28,36 @@ struct APIVersionMiddleware: RouterMiddleware {
                 "The request could not be completed because it needs to specify a ZUMO-API-VERSION of 2.0.0 "
                     + "(header or query parameter)")
         }
-        if version.hasPrefix("3.0.") {
-            throw Self.refusal(
-                "ZUMO-API-VERSION \(version) (the Datasync protocol) is not supported yet; use 2.0.0")
+        switch Self.dialect(of: version) {
+        case .v2?:
+            return try await next(request, context)
+        case .v3?:
+            guard request.method == .get || request.method == .head else {
+                throw Self.refusal(
+                    "ZUMO-API-VERSION \(version) (the Datasync protocol) is served for reads only so far; "
+                        + "send changes with 2.0.0")
+            }
+            var context = context
+            context.dialect = .v3
+            return try await next(request, context)
+        case nil:
+            throw Self.refusal("ZUMO-API-VERSION \(version) is not supported; use 2.0.0 or 3.0.0")
         }
-        guard Self.isSupported(version) else {
-            throw Self.refusal("ZUMO-API-VERSION \(version) is not supported; use 2.0.0")
-        }
-        return try await next(request, context)
     }
 
     /// A 400 counted as an `api_version` refusal.
     static func refusal(_ message: String) -> APIError { APIError.badRequest(message, reason: "api_version") }
 
-    static func isSupported(_ version: String) -> Bool {
+    /// The dialect of a `ZUMO-API-VERSION`: `2.0.x` or `3.0.x` (`x` digits); nil for any other.
+    static func dialect(of version: String) -> ODataDialect? {
         let parts = version.split(separator: ".", omittingEmptySubsequences: false)
-        return parts.count == 3 && parts[0] == "2" && parts[1] == "0" && !parts[2].isEmpty
-            && parts[2].allSatisfy(\.isASCIIDigitCharacter)
+        guard parts.count == 3, parts[1] == "0", !parts[2].isEmpty, parts[2].allSatisfy(\.isASCIIDigitCharacter)
+        else { return nil }
+        switch parts[0] {
+        case "2": return .v2
+        case "3": return .v3
+        default: return nil
+        }
     }
 
     static func queryVersion(_ query: String) -> String? {

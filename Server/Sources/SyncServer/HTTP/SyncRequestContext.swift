@@ -1,4 +1,5 @@
 public import Hummingbird
+import SyncOData
 
 /// The per-request context of the sync server's routes.
 public struct SyncRequestContext: RequestContext {
@@ -6,6 +7,9 @@ public struct SyncRequestContext: RequestContext {
     public var coreContext: CoreRequestContextStorage
     /// Who called, when the request carried a valid token (see ``AuthConfiguration``); nil otherwise.
     public var caller: Caller?
+    /// The protocol the request speaks, from its `ZUMO-API-VERSION` (``APIVersionMiddleware``): v2 unless it
+    /// asked for 3.0.x.
+    var dialect = ODataDialect.v2
 
     /// Creates the context of a request.
     ///

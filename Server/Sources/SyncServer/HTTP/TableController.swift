@@ -31,10 +31,11 @@ struct TableController: Sendable {
     func query(_ request: Request, _ context: SyncRequestContext) async throws -> Response {
         let schema = try await schema(context)
         let owner = try authorize(.read, schema, context)
-        let query: ODataQuery
-        do { query = try ODataQuery(parsing: request.uri.query ?? "") } catch {
+        var query: ODataQuery
+        do { query = try ODataQuery(parsing: request.uri.query ?? "", dialect: context.dialect) } catch {
             throw APIError.badRequest(error.description)
         }
+        if context.dialect == .v3 { query = try Self.v3Query(query) }
         if let refusal = queryLimits.refusal(query) { throw APIError.badRequest(refusal, reason: "query_cost") }
         let configuration = schema.configuration
         if let top = query.top, top > configuration.maxTop {
@@ -46,6 +47,7 @@ struct TableController: Sendable {
         }
         Counter(label: MetricLabel.rowsReturned, dimensions: [(MetricLabel.table, schema.name.canonical)])
             .increment(by: page.itemCount)
+        if context.dialect == .v3 { return try v3Page(request, query: query, page: page) }
         var body = page.itemsJSON
         if let total = page.totalCount {
             body = Array(#"{"count":\#(total),"results":"#.utf8) + body + [UInt8(ascii: "}")]
@@ -61,6 +63,7 @@ struct TableController: Sendable {
     func read(_ request: Request, _ context: SyncRequestContext) async throws -> Response {
         let (schema, id) = try await target(context)
         let owner = try authorize(.read, schema, context)
+        if context.dialect == .v3 { return try await v3Read(request, schema: schema, id: id, owner: owner) }
         let includeDeleted = try includesDeleted(request)
         guard
             let item = try await perform({

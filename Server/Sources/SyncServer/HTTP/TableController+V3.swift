@@ -1,0 +1,150 @@
+import Foundation
+import HTTPTypes
+import Hummingbird
+import SyncCore
+import SyncOData
+
+/// The Datasync dialect of the table routes (`ZUMO-API-VERSION: 3.0.x`, PROTOCOL-v3.md), on the same tables and
+/// stores as v2: a v2 client and a v3 client see each other's rows. Reads so far (§3 read, §4 queries, §5 paging):
+/// items without `createdAt` (a v2 field), pages as `{"items","count","nextLink"}`, tombstones answered 410,
+/// `ETag` and `Last-Modified` on an item and its conditional requests.
+extension TableController {
+    /// A page of a v3 query: the rows (as ``v3Item(_:select:)`` shows them), `count` when `$count=true` (else
+    /// null), and `nextLink` — this query's own options with `$skip` advanced and `$top` reduced, as a query
+    /// string without `?` (§5) — when more rows match and `$top` has rows left.
+    func v3Page(_ request: Request, query: ODataQuery, page: QueryPage) throws -> Response {
+        let rows = try JSONValue(parsing: Data(page.itemsJSON)).arrayValue ?? []
+        var next: String?
+        if page.hasMore, query.top.map({ $0 > page.itemCount }) ?? true {
+            var following = query
+            following.skip = (query.skip ?? 0) + page.itemCount
+            following.top = query.top.map { $0 - page.itemCount }
+            next = following.queryString(dialect: .v3)
+        }
+        let body: JSONValue = [
+            "items": .array(rows.map { Self.v3Item($0, select: query.select) }),
+            "count": page.totalCount.map { .int(Int64($0)) } ?? .null,
+            "nextLink": next.map(JSONValue.string) ?? .null,
+        ]
+        return JSONResponse.make(.ok, body)
+    }
+
+    /// A v3 query with its member names as the store knows them: system properties named in any case (v3
+    /// resolves names without regard to case; user columns already do); `createdAt` is refused, as v3 has no
+    /// such property.
+    static func v3Query(_ query: ODataQuery) throws -> ODataQuery {
+        func name(_ member: String) throws -> String {
+            guard let system = SystemProperty.allCases.first(where: { $0.rawValue.lowercased() == member.lowercased() })
+            else { return member }
+            if system == .createdAt {
+                throw APIError.badRequest(
+                    "'\(member)' is not a property under ZUMO-API-VERSION 3.0 (createdAt is v2's)")
+            }
+            return system.rawValue
+        }
+        func rewrite(_ expression: ODataExpression) throws -> ODataExpression {
+            switch expression {
+            case .literal: expression
+            case .member(let member): .member(try name(member))
+            case .not(let operand): .not(try rewrite(operand))
+            case .negate(let operand): .negate(try rewrite(operand))
+            case .binary(let op, let left, let right): .binary(op, try rewrite(left), try rewrite(right))
+            case .function(let function, let arguments): .function(function, try arguments.map(rewrite))
+            }
+        }
+        var result = query
+        result.filter = try query.filter.map(rewrite)
+        result.orderBy = try query.orderBy.map { ODataOrdering(try name($0.field), $0.direction) }
+        result.select = try query.select?.map(name)
+        return result
+    }
+
+    /// An item as v3 shows it: without `createdAt`, and with exactly the `$select`ed properties when there is a
+    /// selection (names matched without regard to case, as v3 resolves them).
+    static func v3Item(_ item: JSONValue, select: [String]?) -> JSONValue {
+        guard case .object(var fields) = item else { return item }
+        fields[SystemProperty.createdAt.rawValue] = nil
+        if let select {
+            let wanted = Set(select.map { $0.lowercased() })
+            fields = fields.filter { wanted.contains($0.key.lowercased()) }
+        }
+        return .object(fields)
+    }
+
+    /// `GET /tables/T/{id}` under v3 (§3 read, §2 conditional requests): 404 when missing, 410 when soft-deleted
+    /// (unless `__includedeleted=true`); then `If-Match` (none matches: 412 with the item), `If-None-Match`
+    /// (one matches: 304), and, only without those, `If-Unmodified-Since` (modified after the date: 412) and
+    /// `If-Modified-Since` (not modified after it: 304). The dates compare in whole seconds, as RFC 9110 §13.1.3–4
+    /// has it [ours]: `Last-Modified` has whole seconds, so a client that sends back the date it got must pass
+    /// (the toolkit compares its milliseconds, PROTOCOL-v3.md §2). The item comes with `ETag` and `Last-Modified`.
+    func v3Read(_ request: Request, schema: TableSchema, id: ItemID, owner: String?) async throws -> Response {
+        let includeDeleted = try includesDeleted(request)
+        guard
+            let item = try await perform({
+                try await store.item(id, in: schema.name, owner: owner, includeDeleted: true)
+            })
+        else {
+            throw APIError(.notFound, TableStoreError.notFound.description)
+        }
+        if item.isDeleted, schema.configuration.softDelete, !includeDeleted {
+            throw APIError(.gone, "The item is deleted; ask with __includedeleted=true to read it")
+        }
+        let version = item.version
+        let updatedAt = item.updatedAt?.date
+        if let ifMatch = request.headers[.ifMatch] {
+            if !Self.entityTags(ifMatch, match: version, weakMatches: false) {
+                throw APIError(conflict: .preconditionFailed, storedItem: Self.v3Item(item, select: nil))
+            }
+        } else if let since = request.headers[.ifUnmodifiedSince].flatMap(Self.httpDate), let updatedAt,
+            Self.wholeSeconds(updatedAt) > since
+        {
+            throw APIError(conflict: .preconditionFailed, storedItem: Self.v3Item(item, select: nil))
+        }
+        var notModified = false
+        if let ifNoneMatch = request.headers[.ifNoneMatch] {
+            notModified = Self.entityTags(ifNoneMatch, match: version, weakMatches: true)
+        } else if let since = request.headers[.ifModifiedSince].flatMap(Self.httpDate), let updatedAt {
+            notModified = Self.wholeSeconds(updatedAt) <= since
+        }
+        var response =
+            notModified
+            ? Response(status: .notModified, headers: [.cacheControl: "no-cache"])
+            : JSONResponse.item(.ok, Self.v3Item(item, select: nil))
+        if let version { response.headers[.eTag] = version.entityTag }
+        if let updatedAt { response.headers[.lastModified] = Self.httpDate(updatedAt) }
+        return response
+    }
+
+    /// Whether a list of entity tags (`If-Match`, `If-None-Match`) names `version`: `*` names any, a weak tag
+    /// (`W/"…"`) only when `weakMatches`; tags may be quoted or bare.
+    static func entityTags(_ header: String, match version: Version?, weakMatches: Bool) -> Bool {
+        for entry in header.split(separator: ",") {
+            var tag = entry.trimmingCharacters(in: .whitespaces)
+            if tag == "*" { return true }
+            if tag.hasPrefix("W/") {
+                guard weakMatches else { continue }
+                tag.removeFirst(2)
+            }
+            if tag.count >= 2, tag.hasPrefix("\""), tag.hasSuffix("\"") { tag = String(tag.dropFirst().dropLast()) }
+            if let version, tag == version.rawValue { return true }
+        }
+        return false
+    }
+
+    /// `date` without its fraction of a second.
+    static func wholeSeconds(_ date: Date) -> Date {
+        Date(timeIntervalSince1970: date.timeIntervalSince1970.rounded(.down))
+    }
+
+    /// An HTTP date (RFC 9110 §5.6.7, IMF-fixdate: `Sun, 06 Nov 1994 08:49:37 GMT`), written or read.
+    static func httpDate(_ date: Date) -> String { httpDateFormat.string(from: date) }
+    static func httpDate(_ text: String) -> Date? { httpDateFormat.date(from: text) }
+
+    private static var httpDateFormat: DateFormatter {
+        let formatter = DateFormatter()
+        formatter.locale = Locale(identifier: "en_US_POSIX")
+        formatter.timeZone = TimeZone(identifier: "GMT")
+        formatter.dateFormat = "EEE, dd MMM yyyy HH:mm:ss 'GMT'"
+        return formatter
+    }
+}
