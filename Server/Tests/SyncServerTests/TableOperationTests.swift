@@ -330,19 +330,17 @@ import Testing
                 try await client.send(
                     .get, "/tables/TodoItem", headers: [HTTPField.Name("ZUMO-API-VERSION")!: "2.0.7"], versioned: false
                 ).status == .ok)
-            // 3.0.x is the Datasync dialect (V3ReadTests); its changes are not served yet.
+            // 3.0.x is the Datasync dialect (V3ReadTests, V3WriteTests).
             let v3 = try await client.send(
                 .get, "/tables/TodoItem", headers: [HTTPField.Name("ZUMO-API-VERSION")!: "3.0.0"], versioned: false)
             #expect(v3.status == .ok)
             #expect(v3.json?["items"] != nil)
-            let v3Write = try await client.send(
-                .post, "/tables/TodoItem", json: ["text": "x"], headers: [HTTPField.Name("ZUMO-API-VERSION")!: "3.0.0"],
-                versioned: false)
-            #expect(v3Write.status == .badRequest)
-            #expect(v3Write.error?.contains("Datasync") == true)
             #expect(
                 try await client.send(.get, "/tables/TodoItem?ZUMO-API-VERSION=4.0.0", versioned: false).status
                     == .badRequest)
+            // The parameter wins over the header, an empty one too (schemathesis found it taken for absent).
+            #expect(try await client.send(.get, "/tables/TodoItem?ZUMO-API-VERSION=").status == .badRequest)
+            #expect(try await client.send(.get, "/tables/TodoItem?ZUMO-API-VERSION=9.0.0").status == .badRequest)
             #expect(
                 try await client.send(.get, "/tables/TodoItem?ZUMO-API-VERSION=1.0.0", versioned: false).status
                     == .badRequest)

@@ -3,9 +3,9 @@ import Hummingbird
 import SyncOData
 
 /// Requires `ZUMO-API-VERSION` on table requests, as a header or a query parameter (any case; the parameter wins,
-/// as in PROTOCOL-v3.md §2): `2.0.x` speaks v2 (PROTOCOL.md), `3.0.x` the Datasync dialect (PROTOCOL-v3.md), which
-/// is served for reads so far; changes need the header unless `acceptsQueryForChanges` (a web page can make a
-/// browser send the parameter, not the header).
+/// as in PROTOCOL-v3.md §2): `2.0.x` speaks v2 (PROTOCOL.md), `3.0.x` the Datasync dialect (PROTOCOL-v3.md;
+/// not for `POST /batch`); changes need the header unless `acceptsQueryForChanges` (a web page can make a browser
+/// send the parameter, not the header).
 struct APIVersionMiddleware: RouterMiddleware {
     typealias Context = SyncRequestContext
 
@@ -32,10 +32,8 @@ struct APIVersionMiddleware: RouterMiddleware {
         case .v2?:
             return try await next(request, context)
         case .v3?:
-            guard request.method == .get || request.method == .head else {
-                throw Self.refusal(
-                    "ZUMO-API-VERSION \(version) (the Datasync protocol) is served for reads only so far; "
-                        + "send changes with 2.0.0")
+            guard !request.uri.path.hasPrefix("/batch") else {
+                throw Self.refusal("POST /batch speaks ZUMO-API-VERSION 2.0.0 only (docs/batch.md)")
             }
             var context = context
             context.dialect = .v3
@@ -62,7 +60,8 @@ struct APIVersionMiddleware: RouterMiddleware {
 
     static func queryVersion(_ query: String) -> String? {
         for pair in query.split(separator: "&") {
-            let parts = pair.split(separator: "=", maxSplits: 1)
+            // An empty value is a version given (and refused), not an absent one: the parameter wins.
+            let parts = pair.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
             if parts.count == 2, parts[0].lowercased() == "zumo-api-version" { return String(parts[1]) }
         }
         return nil

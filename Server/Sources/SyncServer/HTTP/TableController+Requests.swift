@@ -118,8 +118,10 @@ extension TableController {
     /// `conflictStatus` (412 when the precondition came from `If-Match`, 409 from a body `version`).
     func perform<T>(
         table: TableName? = nil, conflictStatus: HTTPResponse.Status = .preconditionFailed,
-        _ body: () async throws -> T
+        dialect: ODataDialect = .v2, _ body: () async throws -> T
     ) async throws -> T {
+        // A v3 client gets the stored item as v3 shows it.
+        let shown = { (item: JSONValue) in dialect == .v3 ? Self.v3Item(item, select: nil) : item }
         do {
             return try await body()
         } catch let error as TableStoreError {
@@ -127,13 +129,13 @@ extension TableController {
             case .unknownTable, .notFound: throw APIError(.notFound, error.description)
             case .alreadyExists(let stored):
                 countConflict(table)
-                throw APIError(conflict: .conflict, storedItem: stored)
+                throw APIError(conflict: .conflict, storedItem: shown(stored))
             case .idTaken:
                 countConflict(table)
                 throw APIError(.conflict, error.description)
             case .preconditionFailed(let stored):
                 countConflict(table)
-                throw APIError(conflict: conflictStatus, storedItem: stored)
+                throw APIError(conflict: conflictStatus, storedItem: shown(stored))
             case .invalidItem, .invalidQuery: throw APIError.badRequest(error.description)
             case .unavailable: throw APIError(.serviceUnavailable, error.description)
             }

@@ -5,10 +5,105 @@ import SyncCore
 import SyncOData
 
 /// The Datasync dialect of the table routes (`ZUMO-API-VERSION: 3.0.x`, PROTOCOL-v3.md), on the same tables and
-/// stores as v2: a v2 client and a v3 client see each other's rows. Reads so far (§3 read, §4 queries, §5 paging):
-/// items without `createdAt` (a v2 field), pages as `{"items","count","nextLink"}`, tombstones answered 410,
-/// `ETag` and `Last-Modified` on an item and its conditional requests.
+/// stores as v2: a v2 client and a v3 client see each other's rows. Items without `createdAt` (a v2 field), pages
+/// as `{"items","count","nextLink"}`, tombstones answered 410, `ETag` and `Last-Modified` on an item, conditional
+/// requests, `PUT` replace and `DELETE` answered 204.
 extension TableController {
+    /// `PUT /tables/T/{id}` under v3 (§3 replace, undelete): the stored item becomes the body — fields it leaves
+    /// out become null, `deleted` is stored as given (absent: false), so a PUT with `__includedeleted=true` brings a
+    /// tombstone back and one with `deleted: true` soft-deletes. 400 when the body's `id` differs from the URL's,
+    /// 404 when missing (no upsert), 410 for a tombstone without `__includedeleted=true`, 412 with the item when
+    /// `If-Match` names another version; a body `version` is not a precondition. Under v2, PUT is not a route (405).
+    func v3Replace(_ request: Request, _ context: SyncRequestContext) async throws -> Response {
+        guard context.dialect == .v3 else { throw HTTPError(.notFound) }  // answered 405 by MethodNotAllowedMiddleware
+        let (schema, id) = try await target(context)
+        let owner = try authorize(.update, schema, context)
+        var fields = try await body(request)
+        try checkSystemProperties(fields)
+        if let bodyID = fields[SystemProperty.id.rawValue], bodyID != .null,
+            bodyID.stringValue.map({ !$0.utf8.elementsEqual(id.rawValue.utf8) }) ?? true
+        {
+            throw APIError.badRequest("The item ID and querystring ID did not match")
+        }
+        let includeDeleted = try includesDeleted(request)
+        try await v3CheckLive(schema: schema, id: id, owner: owner, includeDeleted: includeDeleted)
+        // A replace: every user field the body leaves out becomes null; the system properties are the server's.
+        for column in schema.columns.keys where fields[column] == nil && column != TableConfiguration.ownerColumn {
+            fields[column] = .null
+        }
+        for property in SystemProperty.allCases where property != .deleted { fields[property.rawValue] = nil }
+        fields[SystemProperty.deleted.rawValue] = .bool(fields[SystemProperty.deleted.rawValue]?.boolValue ?? false)
+        let precondition = try ifMatch(request)
+        let item = try await perform(table: schema.name, dialect: .v3) {
+            try await store.update(
+                id, with: fields, in: schema.name, owner: owner, precondition: precondition, includeDeleted: true)
+        }
+        changes.publish(Self.changeKey(schema, owner: owner))
+        return Self.v3ItemResponse(.ok, item)
+    }
+
+    /// `DELETE /tables/T/{id}` under v3 (§3 delete): 204 with no body; 404 when missing, 410 when already a
+    /// tombstone, 412 with the item when `If-Match` names another version.
+    func v3Delete(_ request: Request, _ context: SyncRequestContext) async throws -> Response {
+        let (schema, id) = try await target(context)
+        let owner = try authorize(.delete, schema, context)
+        try await v3CheckLive(schema: schema, id: id, owner: owner, includeDeleted: false)
+        let precondition = try ifMatch(request)
+        _ = try await perform(table: schema.name, dialect: .v3) {
+            try await store.delete(id, from: schema.name, owner: owner, precondition: precondition)
+        }
+        changes.publish(Self.changeKey(schema, owner: owner))
+        return Response(status: .noContent, headers: [.cacheControl: "no-cache"])
+    }
+
+    /// 404 when the item is missing, 410 when it is a tombstone and `includeDeleted` is false (v3 tells the two
+    /// apart; v2 answers 404 for both).
+    func v3CheckLive(schema: TableSchema, id: ItemID, owner: String?, includeDeleted: Bool) async throws {
+        let stored = try await perform {
+            try await store.item(id, in: schema.name, owner: owner, includeDeleted: true)
+        }
+        guard let stored else { throw APIError(.notFound, TableStoreError.notFound.description) }
+        if stored.isDeleted, schema.configuration.softDelete, !includeDeleted {
+            throw APIError(.gone, "The item is deleted; send __includedeleted=true to change it")
+        }
+    }
+
+    /// A v3 item response: the item without `createdAt`, its `ETag` and `Last-Modified`, and a `Location`.
+    static func v3ItemResponse(_ status: HTTPResponse.Status, _ item: JSONValue, location: String? = nil) -> Response {
+        var response = JSONResponse.item(status, v3Item(item, select: nil), location: location)
+        if let updatedAt = item.updatedAt?.date { response.headers[.lastModified] = httpDate(updatedAt) }
+        return response
+    }
+
+    /// 405 for a v2 method under v3 (PATCH, POST on an item): the dialect replaces with PUT and undeletes with it.
+    static func v3MethodNotAllowed(_ request: Request) -> APIError {
+        var refusal = APIError(
+            .methodNotAllowed,
+            "\(request.method) is v2's; under ZUMO-API-VERSION 3.0 an item is read (GET), replaced or undeleted (PUT) "
+                + "and deleted (DELETE)")
+        refusal.headers[.allow] = "GET, PUT, DELETE"
+        return refusal
+    }
+
+    /// Ids a v3 client can hold (PROTOCOL-v3.md §1: the toolkit client takes only these): 400 for others [ours].
+    static func v3CheckID(_ id: ItemID) throws {
+        let bytes = Array(id.rawValue.utf8)
+        func allowed(_ byte: UInt8, first: Bool) -> Bool {
+            let alphanumeric =
+                (UInt8(ascii: "a")...UInt8(ascii: "z")).contains(byte)
+                || (UInt8(ascii: "A")...UInt8(ascii: "Z")).contains(byte)
+                || (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(byte)
+            return alphanumeric || (!first && "_.|:-".utf8.contains(byte))
+        }
+        guard (1...127).contains(bytes.count), allowed(bytes[0], first: true),
+            bytes.dropFirst().allSatisfy({ allowed($0, first: false) })
+        else {
+            throw APIError.badRequest(
+                "Invalid item id for ZUMO-API-VERSION 3.0: 1 to 127 letters, digits and _ . | : -, starting with a "
+                    + "letter or digit")
+        }
+    }
+
     /// A page of a v3 query: the rows (as ``v3Item(_:select:)`` shows them), `count` when `$count=true` (else
     /// null), and `nextLink` — this query's own options with `$skip` advanced and `$top` reduced, as a query
     /// string without `?` (§5) — when more rows match and `$top` has rows left.
@@ -109,7 +204,7 @@ extension TableController {
         var response =
             notModified
             ? Response(status: .notModified, headers: [.cacheControl: "no-cache"])
-            : JSONResponse.item(.ok, Self.v3Item(item, select: nil))
+            : Self.v3ItemResponse(.ok, item)
         if let version { response.headers[.eTag] = version.entityTag }
         if let updatedAt { response.headers[.lastModified] = Self.httpDate(updatedAt) }
         return response

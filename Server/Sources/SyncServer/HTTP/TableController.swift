@@ -22,6 +22,7 @@ struct TableController: Sendable {
         group.post("{name}") { request, context in try await insert(request, context) }
         group.get("{name}/{id}") { request, context in try await read(request, context) }
         group.patch("{name}/{id}") { request, context in try await update(request, context) }
+        group.put("{name}/{id}") { request, context in try await v3Replace(request, context) }
         group.delete("{name}/{id}") { request, context in try await delete(request, context) }
         group.post("{name}/{id}") { request, context in try await undelete(request, context) }
     }
@@ -90,17 +91,21 @@ struct TableController: Sendable {
             throw APIError.badRequest("Invalid item: 'id' must be a string")
         }
         fields[SystemProperty.id.rawValue] = nil
-        let item = try await perform(table: schema.name) {
+        if context.dialect == .v3 { try Self.v3CheckID(id) }
+        let item = try await perform(table: schema.name, dialect: context.dialect) {
             try await store.insert(fields, id: id, into: schema.name, owner: owner)
         }
         changes.publish(Self.changeKey(schema, owner: owner))
+        if context.dialect == .v3 { return Self.v3ItemResponse(.created, item, location: itemURL(request, id: id)) }
         return JSONResponse.item(.created, item, location: itemURL(request, id: id))
     }
 
     func update(_ request: Request, _ context: SyncRequestContext) async throws -> Response {
+        if context.dialect == .v3 { throw Self.v3MethodNotAllowed(request) }
         let (schema, id) = try await target(context)
         let owner = try authorize(.update, schema, context)
         var fields = try await body(request)
+        fields[SystemProperty.deleted.rawValue] = nil  // v2 changes the flag by DELETE and undelete only
         try checkSystemProperties(fields)
         // Compared as bytes: two normalizations of one text are two ids (issue 14, point 9).
         if let bodyID = fields[SystemProperty.id.rawValue], bodyID != .null,
@@ -128,6 +133,7 @@ struct TableController: Sendable {
     }
 
     func delete(_ request: Request, _ context: SyncRequestContext) async throws -> Response {
+        if context.dialect == .v3 { return try await v3Delete(request, context) }
         let (schema, id) = try await target(context)
         let owner = try authorize(.delete, schema, context)
         let precondition = try ifMatch(request)
@@ -139,6 +145,7 @@ struct TableController: Sendable {
     }
 
     func undelete(_ request: Request, _ context: SyncRequestContext) async throws -> Response {
+        if context.dialect == .v3 { throw Self.v3MethodNotAllowed(request) }
         let (schema, id) = try await target(context)
         let owner = try authorize(.update, schema, context)
         let precondition = try ifMatch(request)

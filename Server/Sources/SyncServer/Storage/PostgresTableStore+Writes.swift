@@ -76,9 +76,10 @@ extension PostgresTableStore {
         let fields = StoreSQL.withoutOwner(fields, schema: cached)
         if let plan = try? cached.plan(fields), !plan.changesSchema {
             let first = Self.stampParameterCount(cached) + 1
-            let assignments = plan.values.enumerated().map { "\(StoreSQL.quoted($1.column)) = $\($0 + first)" }
+            let changes = plan.values + StoreSQL.deletedAssignment(fields, schema: cached)
+            let assignments = changes.enumerated().map { "\(StoreSQL.quoted($1.column)) = $\($0 + first)" }
             return try await conditionalUpdate(
-                id, in: cached, owner: owner, set: assignments, values: plan.values.map(\.value),
+                id, in: cached, owner: owner, set: assignments, values: changes.map(\.value),
                 precondition: precondition, includeDeleted: includeDeleted)
         }
         let (item, schema) = try await lockedWrite(cached, owner: owner) { connection, stamp, stored, logger in
@@ -89,7 +90,7 @@ extension PostgresTableStore {
                 for: fields, schema: stored, on: connection, logger: logger)
             var assignments = ["\"updatedAt\" = $1", "\"version\" = $2"]
             var values: [SQLValue] = [.int(stamp), .text(StoreSQL.version(stamp))]
-            for (column, value) in plan.values {
+            for (column, value) in plan.values + StoreSQL.deletedAssignment(fields, schema: schema) {
                 values.append(value)
                 assignments.append("\(StoreSQL.quoted(column)) = $\(values.count)")
             }

@@ -51,7 +51,7 @@ extension SQLiteTableStore {
             let stamp = try Self.nextStamp(for: schema, now: now, in: db)
             var assignments = ["\"updatedAt\" = ?", "\"version\" = ?"]
             var values: [SQLValue] = [.int(stamp), .text(StoreSQL.version(stamp))]
-            for (column, value) in plan.values {
+            for (column, value) in plan.values + StoreSQL.deletedAssignment(fields, schema: schema) {
                 assignments.append("\(StoreSQL.quoted(column)) = ?")
                 values.append(value)
             }

@@ -44,6 +44,17 @@ enum StoreSQL {
     }
 
     /// Drops a write's value for the owner column of a per-user table: the server sets it.
+    /// The `deleted` flag an update sets, when its fields give one and the table keeps tombstones (a replace
+    /// under v3 stores the flag it is given, PROTOCOL-v3.md §3; v2 never passes it).
+    static func deletedAssignment(_ fields: [String: JSONValue], schema: TableSchema) -> [(
+        column: String, value: SQLValue
+    )] {
+        guard schema.configuration.softDelete, let flag = fields[SystemProperty.deleted.rawValue]?.boolValue else {
+            return []
+        }
+        return [(SystemProperty.deleted.rawValue, .bool(flag))]
+    }
+
     static func withoutOwner(_ fields: [String: JSONValue], schema: TableSchema) -> [String: JSONValue] {
         guard schema.configuration.perUser else { return fields }
         var fields = fields

@@ -64,7 +64,8 @@ public protocol TableStore: Sendable {
     func insert(_ fields: [String: JSONValue], id: ItemID, into table: TableName, owner: String?) async throws
         -> JSONValue
 
-    /// Changes the given fields of an item; absent fields stay as they are.
+    /// Changes the given fields of an item; absent fields stay as they are. A `deleted` flag among them is
+    /// stored in a soft-delete table (a v3 replace); other system properties are ignored.
     ///
     /// - Parameters:
     ///   - id: The item's id.
