@@ -79,6 +79,35 @@ import Testing
         }
     }
 
+    /// The other conditions on a change (§2): `If-None-Match` naming the version, `If-Unmodified-Since` before
+    /// the last change, `If-Modified-Since` not before it — each a 412 with the item, and nothing changed.
+    @Test(arguments: Backend.all) func conditionalChanges(_ backend: Backend) async throws {
+        try await Fixture.withServer(backend) { client in
+            let created = try await send(client, .post, "/tables/TodoItem", json: ["id": "c1", "text": "a"])
+            let tag = try #require(created["ETag"])
+            let lastModified = try #require(created["Last-Modified"])
+            let past = "Sat, 01 Jan 2000 00:00:00 GMT"
+            for (name, value) in [
+                ("If-None-Match", tag), ("If-None-Match", "*"), ("If-Unmodified-Since", past),
+                ("If-Modified-Since", lastModified),
+            ] {
+                let headers: HTTPFields = [HTTPField.Name(name)!: value]
+                let put = try await send(client, .put, "/tables/TodoItem/c1", json: ["text": "b"], headers)
+                #expect(put.status == .preconditionFailed, "PUT with \(name): \(value)")
+                #expect(put.json?["text"] == "a")
+                let delete = try await send(client, .delete, "/tables/TodoItem/c1", headers)
+                #expect(delete.status == .preconditionFailed, "DELETE with \(name): \(value)")
+            }
+            // Conditions that hold let the change through.
+            let put = try await send(
+                client, .put, "/tables/TodoItem/c1", json: ["text": "b"],
+                [.ifNoneMatch: "\"other\"", .ifUnmodifiedSince: lastModified])
+            #expect(put.status == .ok)
+            #expect(
+                try await send(client, .delete, "/tables/TodoItem/c1", [.ifModifiedSince: past]).status == .noContent)
+        }
+    }
+
     /// One table, two dialects: each client reads the other's writes, and v2 keeps createdAt.
     @Test(arguments: Backend.all) func v2AndV3ClientsSeeEachOthersWrites(_ backend: Backend) async throws {
         try await Fixture.withServer(backend) { client in

@@ -13,7 +13,8 @@ extension TableController {
     /// out become null, `deleted` is stored as given (absent: false), so a PUT with `__includedeleted=true` brings a
     /// tombstone back and one with `deleted: true` soft-deletes. 400 when the body's `id` differs from the URL's,
     /// 404 when missing (no upsert), 410 for a tombstone without `__includedeleted=true`, 412 with the item when
-    /// `If-Match` names another version; a body `version` is not a precondition. Under v2, PUT is not a route (405).
+    /// `If-Match` names another version or another condition fails (``v3CheckLive(_:schema:id:owner:includeDeleted:)``);
+    /// a body `version` is not a precondition. Under v2, PUT is not a route (405).
     func v3Replace(_ request: Request, _ context: SyncRequestContext) async throws -> Response {
         guard context.dialect == .v3 else { throw HTTPError(.notFound) }  // answered 405 by MethodNotAllowedMiddleware
         let (schema, id) = try await target(context)
@@ -26,7 +27,7 @@ extension TableController {
             throw APIError.badRequest("The item ID and querystring ID did not match")
         }
         let includeDeleted = try includesDeleted(request)
-        try await v3CheckLive(schema: schema, id: id, owner: owner, includeDeleted: includeDeleted)
+        try await v3CheckLive(request, schema: schema, id: id, owner: owner, includeDeleted: includeDeleted)
         // A replace: every user field the body leaves out becomes null; the system properties are the server's.
         for column in schema.columns.keys where fields[column] == nil && column != TableConfiguration.ownerColumn {
             fields[column] = .null
@@ -43,11 +44,11 @@ extension TableController {
     }
 
     /// `DELETE /tables/T/{id}` under v3 (§3 delete): 204 with no body; 404 when missing, 410 when already a
-    /// tombstone, 412 with the item when `If-Match` names another version.
+    /// tombstone, 412 with the item when `If-Match` names another version or another condition fails.
     func v3Delete(_ request: Request, _ context: SyncRequestContext) async throws -> Response {
         let (schema, id) = try await target(context)
         let owner = try authorize(.delete, schema, context)
-        try await v3CheckLive(schema: schema, id: id, owner: owner, includeDeleted: false)
+        try await v3CheckLive(request, schema: schema, id: id, owner: owner, includeDeleted: false)
         let precondition = try ifMatch(request)
         _ = try await perform(table: schema.name, dialect: .v3) {
             try await store.delete(id, from: schema.name, owner: owner, precondition: precondition)
@@ -56,9 +57,14 @@ extension TableController {
         return Response(status: .noContent, headers: [.cacheControl: "no-cache"])
     }
 
-    /// 404 when the item is missing, 410 when it is a tombstone and `includeDeleted` is false (v3 tells the two
-    /// apart; v2 answers 404 for both).
-    func v3CheckLive(schema: TableSchema, id: ItemID, owner: String?, includeDeleted: Bool) async throws {
+    /// Before a change: 404 when the item is missing, 410 when it is a tombstone and `includeDeleted` is false (v3
+    /// tells the two apart; v2 answers 404 for both); then the conditions other than `If-Match` (which the store
+    /// checks with the write): `If-None-Match` naming the item's version, `If-Unmodified-Since` before its last
+    /// change (without `If-Match`), `If-Modified-Since` not before it (without `If-None-Match`) — each a 412 with
+    /// the item (§2).
+    func v3CheckLive(
+        _ request: Request, schema: TableSchema, id: ItemID, owner: String?, includeDeleted: Bool
+    ) async throws {
         let stored = try await perform {
             try await store.item(id, in: schema.name, owner: owner, includeDeleted: true)
         }
@@ -66,6 +72,19 @@ extension TableController {
         if stored.isDeleted, schema.configuration.softDelete, !includeDeleted {
             throw APIError(.gone, "The item is deleted; send __includedeleted=true to change it")
         }
+        let changed = stored.updatedAt.map { Self.wholeSeconds($0.date) }
+        var failed = false
+        if let ifNoneMatch = request.headers[.ifNoneMatch] {
+            failed = Self.entityTags(ifNoneMatch, match: stored.version, weakMatches: true)
+        } else if let since = request.headers[.ifModifiedSince].flatMap(Self.httpDate), let changed {
+            failed = changed <= since
+        }
+        if request.headers[.ifMatch] == nil, let since = request.headers[.ifUnmodifiedSince].flatMap(Self.httpDate),
+            let changed, changed > since
+        {
+            failed = true
+        }
+        if failed { throw APIError(conflict: .preconditionFailed, storedItem: Self.v3Item(stored, select: nil)) }
     }
 
     /// A v3 item response: the item without `createdAt`, its `ETag` and `Last-Modified`, and a `Location`.

@@ -105,8 +105,8 @@ struct TableController: Sendable {
         let (schema, id) = try await target(context)
         let owner = try authorize(.update, schema, context)
         var fields = try await body(request)
-        fields[SystemProperty.deleted.rawValue] = nil  // v2 changes the flag by DELETE and undelete only
         try checkSystemProperties(fields)
+        fields[SystemProperty.deleted.rawValue] = nil  // v2 changes the flag by DELETE and undelete only
         // Compared as bytes: two normalizations of one text are two ids (issue 14, point 9).
         if let bodyID = fields[SystemProperty.id.rawValue], bodyID != .null,
             bodyID.stringValue.map({ !$0.utf8.elementsEqual(id.rawValue.utf8) }) ?? true
