@@ -19,13 +19,7 @@ extension TableController {
         guard context.dialect == .v3 else { throw HTTPError(.notFound) }  // answered 405 by MethodNotAllowedMiddleware
         let (schema, id) = try await target(context)
         let owner = try authorize(.update, schema, context)
-        var fields = try await body(request)
-        try checkSystemProperties(fields)
-        if let bodyID = fields[SystemProperty.id.rawValue], bodyID != .null,
-            bodyID.stringValue.map({ !$0.utf8.elementsEqual(id.rawValue.utf8) }) ?? true
-        {
-            throw APIError.badRequest("The item ID and querystring ID did not match")
-        }
+        var fields = try await changeFields(request, id: id)
         let includeDeleted = try includesDeleted(request)
         try await v3CheckLive(request, schema: schema, id: id, owner: owner, includeDeleted: includeDeleted)
         // A replace: every user field the body leaves out becomes null; the system properties are the server's.

@@ -104,15 +104,8 @@ struct TableController: Sendable {
         if context.dialect == .v3 { throw Self.v3MethodNotAllowed(request) }
         let (schema, id) = try await target(context)
         let owner = try authorize(.update, schema, context)
-        var fields = try await body(request)
-        try checkSystemProperties(fields)
+        var fields = try await changeFields(request, id: id)
         fields[SystemProperty.deleted.rawValue] = nil  // v2 changes the flag by DELETE and undelete only
-        // Compared as bytes: two normalizations of one text are two ids (issue 14, point 9).
-        if let bodyID = fields[SystemProperty.id.rawValue], bodyID != .null,
-            bodyID.stringValue.map({ !$0.utf8.elementsEqual(id.rawValue.utf8) }) ?? true
-        {
-            throw APIError.badRequest("The item ID and querystring ID did not match")
-        }
         fields[SystemProperty.id.rawValue] = nil
         var precondition = try ifMatch(request)
         let fromHeader = precondition != nil
