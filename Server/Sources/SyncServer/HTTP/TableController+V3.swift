@@ -30,8 +30,10 @@ extension TableController {
         fields[SystemProperty.deleted.rawValue] = .bool(fields[SystemProperty.deleted.rawValue]?.boolValue ?? false)
         let precondition = try ifMatch(request)
         let item = try await perform(table: schema.name, dialect: .v3) {
+            // A tombstone only when asked: one deleted since the check is then a 404, not brought back.
             try await store.update(
-                id, with: fields, in: schema.name, owner: owner, precondition: precondition, includeDeleted: true)
+                id, with: fields, in: schema.name, owner: owner, precondition: precondition,
+                includeDeleted: includeDeleted)
         }
         changes.publish(Self.changeKey(schema, owner: owner))
         return Self.v3ItemResponse(.ok, item)
