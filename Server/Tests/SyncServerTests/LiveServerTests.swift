@@ -93,7 +93,19 @@ import Testing
         try await TestDatabase.with(backend) { database in try await cursorRace(database, perUser: perUser) }
     }
 
-    func cursorRace(_ database: DatabaseLocation, perUser: Bool) async throws {
+    /// The same race (250 writes per writer) with the reader speaking v3 (`ZUMO-API-VERSION=3.0.0`, its keyset filter with
+    /// `cast(…,Edm.DateTimeOffset)`, pages as `{"items": …}`) while the writers write through v2: §5's guarantee
+    /// holds for v3 reads (issue 18).
+    @Test(.timeLimit(.minutes(2)), arguments: Backend.all)
+    func aV3CursorReaderMissesNothingWhileEightWritersWrite(_ backend: Backend) async throws {
+        try await TestDatabase.with(backend) { database in
+            try await cursorRace(database, perUser: false, v3: true, writesPerWriter: 250)
+        }
+    }
+
+    func cursorRace(_ database: DatabaseLocation, perUser: Bool, v3: Bool = false, writesPerWriter: Int = 500)
+        async throws
+    {
         var table = Fixture.table("Race", pageSize: 200, maxTop: 200)
         table.perUser = perUser
         var configuration = Fixture.configuration(database, tables: [table])
@@ -104,8 +116,8 @@ import Testing
         }
         try await buildApplication(configuration).test(.live) { [tokens] client in
             let http = HTTP(port: try #require(client.port))
-            let (writers, writesPerWriter) = (8, 500)
-            let reader = CursorReader(token: tokens[0])
+            let writers = 8
+            let reader = CursorReader(token: tokens[0], v3: v3)
             let writing = Locked(true)
             async let polls: Int = {
                 var polls = 0
@@ -143,7 +155,7 @@ import Testing
             // After the writers stop, the reader catches up incrementally, from its cursor.
             while try await reader.pullPage(http) > 0 {}
             // A fresh full read is the truth to compare with.
-            let truth = CursorReader(token: tokens[0])
+            let truth = CursorReader(token: tokens[0], v3: v3)
             while try await truth.pullPage(http) > 0 {}
             let expectedRows = (perUser ? writers / 4 : writers) * (writesPerWriter - writesPerWriter / 3)
             #expect(await truth.versions.count == expectedRows)
@@ -161,18 +173,27 @@ import Testing
         /// Rows that came back at or behind the cursor (a skipped or re-read row).
         private(set) var outOfOrder = 0
 
-        init(token: String? = nil) { self.token = token }
+        /// Whether it reads in the v3 dialect.
+        let v3: Bool
+
+        init(token: String? = nil, v3: Bool = false) {
+            self.token = token
+            self.v3 = v3
+        }
 
         /// Pulls one page after the cursor and applies it; returns how many rows it had.
         func pullPage(_ http: HTTP) async throws -> Int {
             var path = "/tables/Race?__includeDeleted=true&$orderby=updatedAt%20asc,id%20asc&$top=200"
+            if v3 { path += "&ZUMO-API-VERSION=3.0.0" }  // the parameter wins over the helper's 2.0.0 header
             if let (t, i) = cursor {
-                let filter =
-                    "(updatedAt gt datetimeoffset'\(t)') or ((updatedAt eq datetimeoffset'\(t)') and (id gt '\(i)'))"
+                let stamp = v3 ? "cast(\(t),Edm.DateTimeOffset)" : "datetimeoffset'\(t)'"
+                let filter = "(updatedAt gt \(stamp)) or ((updatedAt eq \(stamp)) and (id gt '\(i)'))"
                 path += "&$filter=" + ODataQuery.percentEncode(filter)
             }
             let (status, body) = try await http.send("GET", path, token: token)
-            guard status == 200, let items = body?.arrayValue else { throw HTTPError(.badGateway) }
+            guard status == 200, let items = v3 ? body?["items"]?.arrayValue : body?.arrayValue else {
+                throw HTTPError(.badGateway)
+            }
             for item in items {
                 guard let id = item["id"]?.stringValue, let updatedAt = item["updatedAt"]?.stringValue else { continue }
                 if let (t, i) = cursor, (updatedAt, id) <= (t, i) { outOfOrder += 1 }
