@@ -205,21 +205,34 @@ import Testing
         }
     }
 
+    /// Runs `body` with a server whose TodoItem table holds `rows` rows, gives pages of up to `pageSize` rows and
+    /// takes a `$top` up to `maxTop`, and a client table whose requests cross `link` (made with the workspace) and
+    /// whose pulls start at pages of 100 rows and grow to `maxPullPageSize`.
+    func withSlowPull(
+        pageSize: Int, maxTop: Int = 1000, rows: Int, maxPullPageSize: Int = 10_000,
+        link makeLink: @Sendable (Workspace) -> SlowLink = { _ in SlowLink(delay: .milliseconds(300)) },
+        _ body: @Sendable (SyncTable<TodoItem>, SlowLink, Workspace) async throws -> Void
+    ) async throws {
+        let workspace = try Workspace()
+        let tables = [try TableConfiguration(name: "TodoItem", pageSize: pageSize, maxTop: maxTop)]
+        try await LiveServer.run(in: workspace, tables: tables) { url in
+            try await PullTests.seed(url, workspace, count: 1)  // the table's columns
+            try await Self.addRows(rows - 1, from: 0, to: workspace)
+            let link = makeLink(workspace)
+            let client = try await SyncClient.make(url, workspace: workspace) {
+                $0.transport = link
+                $0.pullPageSize = 100
+                $0.maxPullPageSize = maxPullPageSize
+            }
+            try await body(try client.syncTable("TodoItem", of: TodoItem.self), link, workspace)
+        }
+    }
+
     /// 1,700 rows over a link of 300 ms per request: a first page of 100 rows, which the store applies in far less
     /// than the 300 ms it took, so the next page is several times larger (by the ratio of the times, at most 16);
     /// 3 requests at most where pages of 100 take 17, and none for an empty page: the count said 1,700.
     @Test func pagesGrowOverASlowLinkAndTheCountEndsThePull() async throws {
-        let workspace = try Workspace()
-        let tables = [try TableConfiguration(name: "TodoItem", pageSize: 10_000, maxTop: 10_000)]
-        try await LiveServer.run(in: workspace, tables: tables) { url in
-            try await PullTests.seed(url, workspace, count: 1)  // the table's columns
-            try await Self.addRows(1699, from: 0, to: workspace)
-            let link = SlowLink(delay: .milliseconds(300))
-            let client = try await SyncClient.make(url, workspace: workspace) {
-                $0.transport = link
-                $0.pullPageSize = 100
-            }
-            let table = try client.syncTable("TodoItem", of: TodoItem.self)
+        try await withSlowPull(pageSize: 10_000, maxTop: 10_000, rows: 1700) { table, link, _ in
             let summary = try await table.pull(queryID: "all")
             #expect(summary.appliedCount == 1700)
             let pages = link.answeredPages
@@ -235,17 +248,7 @@ import Testing
     /// asking the last size it took (100) — not by falling back to its default page size — and the next pull stays
     /// within it. Every row arrives once.
     @Test func pagesStopGrowingAtTheServersMaxTopAndRememberIt() async throws {
-        let workspace = try Workspace()
-        let tables = [try TableConfiguration(name: "TodoItem", pageSize: 1000, maxTop: 150)]
-        try await LiveServer.run(in: workspace, tables: tables) { url in
-            try await PullTests.seed(url, workspace, count: 1)
-            try await Self.addRows(999, from: 0, to: workspace)
-            let link = SlowLink(delay: .milliseconds(300))
-            let client = try await SyncClient.make(url, workspace: workspace) {
-                $0.transport = link
-                $0.pullPageSize = 100
-            }
-            let table = try client.syncTable("TodoItem", of: TodoItem.self)
+        try await withSlowPull(pageSize: 1000, maxTop: 150, rows: 1000) { table, link, workspace in
             #expect(try await table.pull(queryID: "all").appliedCount == 1000)
             let asked = link.asked
             #expect(asked.first == "100 200")
@@ -267,18 +270,7 @@ import Testing
     /// fewer requests than one page per round trip takes, and no request returns nothing (before, the last round
     /// trip asked ahead past the end of the rows — also the flaky failure of the test above on a loaded machine).
     @Test func atTheLargestPagesTwoPagesShareARoundTrip() async throws {
-        let workspace = try Workspace()
-        try await LiveServer.run(in: workspace, tables: [try TableConfiguration(name: "TodoItem", pageSize: 400)]) {
-            url in
-            try await PullTests.seed(url, workspace, count: 1)
-            try await Self.addRows(2999, from: 0, to: workspace)
-            let link = SlowLink(delay: .milliseconds(300))
-            let client = try await SyncClient.make(url, workspace: workspace) {
-                $0.transport = link
-                $0.pullPageSize = 100
-                $0.maxPullPageSize = 400
-            }
-            let table = try client.syncTable("TodoItem", of: TodoItem.self)
+        try await withSlowPull(pageSize: 400, rows: 3000, maxPullPageSize: 400) { table, link, _ in
             let summary = try await table.pull(queryID: "all")
             #expect(summary.appliedCount == 3000)
             #expect(try await table.count() == 3000)
@@ -296,13 +288,9 @@ import Testing
     /// drops it and goes on one page at a time; every row arrives, the changed one in its new version. (Joining
     /// the two pages anyway loses a row for good: checked by breaking the join.)
     @Test func aRowThatMovesBetweenTheTwoRequestsIsNotSkipped() async throws {
-        let workspace = try Workspace()
-        try await LiveServer.run(in: workspace, tables: [try TableConfiguration(name: "TodoItem", pageSize: 400)]) {
-            url in
-            try await PullTests.seed(url, workspace, count: 1)
-            try await Self.addRows(2999, from: 0, to: workspace)
-            let moved = Locked<String?>(nil)
-            let link = SlowLink(delay: .milliseconds(300)) { link, url in
+        let moved = Locked<String?>(nil)
+        let slowLink = { @Sendable (workspace: Workspace) in
+            SlowLink(delay: .milliseconds(300)) { link, url in
                 guard moved.withLock({ $0 == nil }) else { return }
                 // The cursor both requests start after: the next page holds the 400 rows after it.
                 let query = url.query?.removingPercentEncoding ?? ""
@@ -319,12 +307,8 @@ import Testing
                 }
                 moved.withLock { $0 = id }
             }
-            let client = try await SyncClient.make(url, workspace: workspace) {
-                $0.transport = link
-                $0.pullPageSize = 100
-                $0.maxPullPageSize = 400
-            }
-            let table = try client.syncTable("TodoItem", of: TodoItem.self)
+        }
+        try await withSlowPull(pageSize: 400, rows: 3000, maxPullPageSize: 400, link: slowLink) { table, _, _ in
             _ = try await table.pull(queryID: "all")
             let id = try #require(moved.withLock { $0 })
             #expect(try await table.count() == 3000)

@@ -53,34 +53,55 @@ extension TableController {
         return Response(status: .noContent, headers: [.cacheControl: "no-cache"])
     }
 
-    /// Before a change: 404 when the item is missing, 410 when it is a tombstone and `includeDeleted` is false (v3
-    /// tells the two apart; v2 answers 404 for both); then the conditions other than `If-Match` (which the store
-    /// checks with the write): `If-None-Match` naming the item's version, `If-Unmodified-Since` before its last
-    /// change (without `If-Match`), `If-Modified-Since` not before it (without `If-None-Match`) — each a 412 with
-    /// the item (§2).
+    /// Before a change: 404 when the item is missing, 410 when it is a tombstone and `includeDeleted` is false;
+    /// then a 412 with the item when `If-None-Match` or `If-Modified-Since` finds it not modified, or
+    /// `If-Unmodified-Since` finds it modified (§2). `If-Match` the store checks with the write.
     func v3CheckLive(
         _ request: Request, schema: TableSchema, id: ItemID, owner: String?, includeDeleted: Bool
     ) async throws {
+        let stored = try await v3StoredItem(schema: schema, id: id, owner: owner, includeDeleted: includeDeleted)
+        let conditions = Self.conditions(request, item: stored)
+        if conditions.notModified || conditions.unmodifiedFails {
+            throw APIError(conflict: .preconditionFailed, storedItem: Self.v3Item(stored, select: nil))
+        }
+    }
+
+    /// The stored item: 404 when missing, 410 when a tombstone and `includeDeleted` is false (v3 tells the two
+    /// apart; v2 answers 404 for both).
+    func v3StoredItem(schema: TableSchema, id: ItemID, owner: String?, includeDeleted: Bool) async throws
+        -> JSONValue
+    {
         let stored = try await perform {
             try await store.item(id, in: schema.name, owner: owner, includeDeleted: true)
         }
         guard let stored else { throw APIError(.notFound, TableStoreError.notFound.description) }
         if stored.isDeleted, schema.configuration.softDelete, !includeDeleted {
-            throw APIError(.gone, "The item is deleted; send __includedeleted=true to change it")
+            throw APIError(.gone, "The item is deleted; send __includedeleted=true to read or change it")
         }
-        let changed = stored.updatedAt.map { Self.wholeSeconds($0.date) }
-        var failed = false
+        return stored
+    }
+
+    /// What an item's conditional headers say of `item` (§2; dates in whole seconds, see ``v3Read``): `If-Match`
+    /// names none of its version; `If-Unmodified-Since` (without `If-Match`) is before its last change; it is not
+    /// modified — `If-None-Match` names its version, or (without `If-None-Match`) `If-Modified-Since` is not
+    /// before its last change.
+    static func conditions(_ request: Request, item: JSONValue) -> (
+        matchFails: Bool, unmodifiedFails: Bool, notModified: Bool
+    ) {
+        let changed = item.updatedAt.map { wholeSeconds($0.date) }
+        let ifMatch = request.headers[.ifMatch]
+        let matchFails = ifMatch.map { !entityTags($0, match: item.version, weakMatches: false) } ?? false
+        var unmodifiedFails = false
+        if ifMatch == nil, let since = request.headers[.ifUnmodifiedSince].flatMap(httpDate), let changed {
+            unmodifiedFails = changed > since
+        }
+        var notModified = false
         if let ifNoneMatch = request.headers[.ifNoneMatch] {
-            failed = Self.entityTags(ifNoneMatch, match: stored.version, weakMatches: true)
-        } else if let since = request.headers[.ifModifiedSince].flatMap(Self.httpDate), let changed {
-            failed = changed <= since
+            notModified = entityTags(ifNoneMatch, match: item.version, weakMatches: true)
+        } else if let since = request.headers[.ifModifiedSince].flatMap(httpDate), let changed {
+            notModified = changed <= since
         }
-        if request.headers[.ifMatch] == nil, let since = request.headers[.ifUnmodifiedSince].flatMap(Self.httpDate),
-            let changed, changed > since
-        {
-            failed = true
-        }
-        if failed { throw APIError(conflict: .preconditionFailed, storedItem: Self.v3Item(stored, select: nil)) }
+        return (matchFails, unmodifiedFails, notModified)
     }
 
     /// A v3 item response: the item without `createdAt`, its `ETag` and `Last-Modified`, and a `Location`.
@@ -188,40 +209,16 @@ extension TableController {
     /// has it [ours]: `Last-Modified` has whole seconds, so a client that sends back the date it got must pass
     /// (the toolkit compares its milliseconds, PROTOCOL-v3.md §2). The item comes with `ETag` and `Last-Modified`.
     func v3Read(_ request: Request, schema: TableSchema, id: ItemID, owner: String?) async throws -> Response {
-        let includeDeleted = try includesDeleted(request)
-        guard
-            let item = try await perform({
-                try await store.item(id, in: schema.name, owner: owner, includeDeleted: true)
-            })
-        else {
-            throw APIError(.notFound, TableStoreError.notFound.description)
-        }
-        if item.isDeleted, schema.configuration.softDelete, !includeDeleted {
-            throw APIError(.gone, "The item is deleted; ask with __includedeleted=true to read it")
-        }
-        let version = item.version
-        let updatedAt = item.updatedAt?.date
-        if let ifMatch = request.headers[.ifMatch] {
-            if !Self.entityTags(ifMatch, match: version, weakMatches: false) {
-                throw APIError(conflict: .preconditionFailed, storedItem: Self.v3Item(item, select: nil))
-            }
-        } else if let since = request.headers[.ifUnmodifiedSince].flatMap(Self.httpDate), let updatedAt,
-            Self.wholeSeconds(updatedAt) > since
-        {
+        let item = try await v3StoredItem(
+            schema: schema, id: id, owner: owner, includeDeleted: try includesDeleted(request))
+        let conditions = Self.conditions(request, item: item)
+        if conditions.matchFails || conditions.unmodifiedFails {
             throw APIError(conflict: .preconditionFailed, storedItem: Self.v3Item(item, select: nil))
         }
-        var notModified = false
-        if let ifNoneMatch = request.headers[.ifNoneMatch] {
-            notModified = Self.entityTags(ifNoneMatch, match: version, weakMatches: true)
-        } else if let since = request.headers[.ifModifiedSince].flatMap(Self.httpDate), let updatedAt {
-            notModified = Self.wholeSeconds(updatedAt) <= since
-        }
-        var response =
-            notModified
-            ? Response(status: .notModified, headers: [.cacheControl: "no-cache"])
-            : Self.v3ItemResponse(.ok, item)
-        if let version { response.headers[.eTag] = version.entityTag }
-        if let updatedAt { response.headers[.lastModified] = Self.httpDate(updatedAt) }
+        guard conditions.notModified else { return Self.v3ItemResponse(.ok, item) }
+        var response = Response(status: .notModified, headers: [.cacheControl: "no-cache"])
+        if let version = item.version { response.headers[.eTag] = version.entityTag }
+        if let updatedAt = item.updatedAt?.date { response.headers[.lastModified] = Self.httpDate(updatedAt) }
         return response
     }
 
