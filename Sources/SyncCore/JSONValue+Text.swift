@@ -61,6 +61,25 @@ extension JSONValue {
         }
     }
 
+    /// Parses a JSON object one of whose members is an array of rows (a page: `{"items": […], "count": 3}`),
+    /// returning that array's elements as ``parseArrayElements(_:keeping:)`` does and the other members whole.
+    ///
+    /// - Parameters:
+    ///   - data: A JSON object in UTF-8.
+    ///   - name: The member that holds the array.
+    ///   - fields: The members to keep in each element's value; nil keeps everything.
+    /// - Returns: The elements (nil when the object has no such member, or it is not an array) and the other
+    ///   members.
+    /// - Throws: ``JSONParseError`` when the text is not one JSON object.
+    public static func parseObject(
+        _ data: Data, withElementsOf name: String, keeping fields: Set<String>? = nil
+    ) throws -> (elements: [(value: JSONValue, text: String)]?, members: [String: JSONValue]) {
+        try data.withUnsafeBytes { raw in
+            var parser = JSONTextParser(bytes: raw.bindMemory(to: UInt8.self))
+            return try parser.parseObject(withElementsOf: name, keeping: fields)
+        }
+    }
+
     /// The compact JSON text of this value, object keys sorted, doubles written with full precision.
     ///
     /// A double that is not finite (which no parsed JSON can hold) is written as `null`.
@@ -157,6 +176,58 @@ struct JSONTextParser {
     mutating func parseArrayElements(keeping fields: Set<String>?) throws(JSONParseError) -> [(
         value: JSONValue, text: String
     )] {
+        let elements = try parseElements(keeping: fields)
+        skipWhitespace()
+        guard index == bytes.count else { throw fail("unexpected text after the value") }
+        return elements
+    }
+
+    /// An object whose member `name` is an array read as ``parseArrayElements(keeping:)`` reads one (each element
+    /// with its text); the other members are parsed whole. The elements are nil when that member is absent or
+    /// not an array.
+    mutating func parseObject(withElementsOf name: String, keeping fields: Set<String>?) throws(JSONParseError)
+        -> (elements: [(value: JSONValue, text: String)]?, members: [String: JSONValue])
+    {
+        skipWhitespace()
+        guard index < bytes.count, bytes[index] == UInt8(ascii: "{") else { throw fail("expected an object") }
+        index += 1
+        var elements: [(value: JSONValue, text: String)]?
+        var members: [String: JSONValue] = [:]
+        skipWhitespace()
+        if index < bytes.count, bytes[index] == UInt8(ascii: "}") {
+            index += 1
+        } else {
+            while true {
+                skipWhitespace()
+                guard index < bytes.count, bytes[index] == UInt8(ascii: "\"") else {
+                    throw fail("expected a member name")
+                }
+                let key = try parseString()
+                skipWhitespace()
+                guard index < bytes.count, bytes[index] == UInt8(ascii: ":") else { throw fail("expected ':'") }
+                index += 1
+                skipWhitespace()
+                if key == name, index < bytes.count, bytes[index] == UInt8(ascii: "[") {
+                    elements = try parseElements(keeping: fields)
+                } else {
+                    members[key] = try parseValue()
+                }
+                skipWhitespace()
+                guard index < bytes.count else { throw fail("unexpected end of text") }
+                if bytes[index] == UInt8(ascii: "}") { index += 1; break }
+                guard bytes[index] == UInt8(ascii: ",") else { throw fail("expected ',' or '}'") }
+                index += 1
+            }
+        }
+        skipWhitespace()
+        guard index == bytes.count else { throw fail("unexpected text after the value") }
+        return (elements, members)
+    }
+
+    /// An array's elements, each with its text; the parser stops after the `]`.
+    private mutating func parseElements(keeping fields: Set<String>?) throws(JSONParseError) -> [(
+        value: JSONValue, text: String
+    )] {
         skipWhitespace()
         guard index < bytes.count, bytes[index] == UInt8(ascii: "[") else { throw fail("expected an array") }
         index += 1
@@ -183,8 +254,6 @@ struct JSONTextParser {
                 index += 1
             }
         }
-        skipWhitespace()
-        guard index == bytes.count else { throw fail("unexpected text after the value") }
         return elements
     }
 

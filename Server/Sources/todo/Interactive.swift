@@ -22,6 +22,7 @@ struct Interactive {
             var arguments = words
             if let store = options.store { arguments += ["--store", store] }
             if let url = options.url { arguments += ["--url", url] }
+            if let wireProtocol = options.wireProtocol { arguments += ["--protocol", wireProtocol] }
             do {
                 var command = try TodoCommand.parseAsRoot(arguments)
                 if var asyncCommand = command as? any AsyncParsableCommand {

@@ -25,6 +25,11 @@ struct GlobalOptions: ParsableArguments {
     @Option(help: "A file holding the user's token, read again when the server refuses it (default: $TODO_TOKEN_FILE).")
     var tokenFile: String?
 
+    @Option(
+        name: .customLong("protocol"),
+        help: "The server's protocol: v2 (Azure Mobile Apps) or v3 (Datasync) (default: $TODO_PROTOCOL, else v2).")
+    var wireProtocol: String?
+
     var storePath: String {
         let path = store ?? ProcessInfo.processInfo.environment["TODO_STORE"] ?? "~/.todo/todo.sqlite"
         return (path as NSString).expandingTildeInPath
@@ -44,9 +49,14 @@ struct GlobalOptions: ParsableArguments {
             try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
         }
         var configuration = SyncClient.Configuration()
+        let environment = ProcessInfo.processInfo.environment
+        switch (wireProtocol ?? environment["TODO_PROTOCOL"] ?? "v2").lowercased() {
+        case "v2", "2", "2.0.0": configuration.protocol = .v2
+        case "v3", "3", "3.0.0": configuration.protocol = .v3
+        case let other: throw ValidationError("--protocol must be v2 or v3, not '\(other)'")
+        }
         configuration.requestTimeout = .seconds(10)
         configuration.retryLimit = 2
-        let environment = ProcessInfo.processInfo.environment
         // Small pages make a short list take several pages (the chaos test uses them to fault multi-page pulls).
         if let size = environment["TODO_PULL_PAGE_SIZE"].flatMap({ Int($0) }), size > 0 {
             configuration.pullPageSize = size

@@ -3,7 +3,7 @@ import OfflineSync
 import OfflineSyncAsyncHTTPClient
 import Testing
 
-@Suite struct AsyncHTTPClientTransportTests {
+@Suite(.onBothProtocols) struct AsyncHTTPClientTransportTests {
     @Test func syncsWithTheServerLikeTheDefaultTransport() async throws {
         let workspace = try Workspace()
         try await LiveServer.run(in: workspace) { url in

@@ -7,7 +7,7 @@ import Testing
 /// Automatic sync (issue 16, point 3) against a real server, with the real clock and short intervals: two
 /// devices converge with no sync call; an outage is retried with backoff until it ends; a 401 stops the tries
 /// until `resumeSyncing()`.
-@Suite struct AutoSyncTests {
+@Suite(.onBothProtocols) struct AutoSyncTests {
     static var options: AutoSyncOptions {
         var options = AutoSyncOptions()
         options.pushDelay = .milliseconds(50)

@@ -7,7 +7,7 @@ import Testing
 
 /// Batched push (issue 17, docs/batch.md): when the client batches, that it falls back against a server
 /// without the endpoint, and what a batch does with several operations of one item. The push cases themselves
-/// (conflicts, refusals, lost replies, retries, 401) run on both paths in the suites marked `.onBothPushPaths`.
+/// (conflicts, refusals, lost replies, retries, 401) run on both paths (and on v3) in the suites marked `.onEveryWire`.
 @Suite struct BatchPushTests {
     static func todo(_ id: String, _ text: String = "x") -> TodoItem { TodoItem(id: id, text: text, complete: false) }
 
@@ -94,7 +94,7 @@ import Testing
     @Test func aConflictInABatchParksOnlyItsItem() async throws {
         let workspace = try Workspace()
         try await LiveServer.run(in: workspace) { url in
-            let (_, b) = try await PushPath.$current.withValue(.always) {
+            let (_, b) = try await Wire.$current.withValue(.v2Batched) {
                 try await ConflictTests.makeConflict(url, workspace)
             }
             let table = try b.syncTable("TodoItem", of: TodoItem.self)

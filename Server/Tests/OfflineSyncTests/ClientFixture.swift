@@ -51,43 +51,65 @@ enum LiveServer {
 }
 
 extension SyncClient {
-    /// A client on a store file in `workspace`.
+    /// A client on a store file in `workspace`, speaking the wire of the test (``Wire/current``).
     static func make(
         _ url: URL, workspace: Workspace, store name: String = "client.sqlite",
         configure: (inout SyncClient.Configuration) -> Void = { _ in }
     ) async throws -> SyncClient {
         var configuration = SyncClient.Configuration()
         configuration.clock = ImmediateClock()  // retries without waiting; tests that check waits set their own
-        configuration.batchPush = PushPath.current
+        configuration.protocol = Wire.current.protocol
+        configuration.batchPush = Wire.current.batchPush
         configure(&configuration)
         return SyncClient(
             url: url, store: try SQLiteLocalStore(path: workspace.path(name)), configuration: configuration)
     }
 }
 
-/// How the clients a test makes push (``SyncClient/Configuration/batchPush``): set by ``onBothPushPaths``.
-enum PushPath {
-    @TaskLocal static var current = SyncClient.BatchPush.whenOffered
+/// What the clients a test makes speak: the protocol's dialect and how pushes go. Set by ``OnEveryWire``.
+struct Wire: Sendable, CustomStringConvertible {
+    var `protocol` = SyncClient.ProtocolVersion.v2
+    var batchPush = SyncClient.BatchPush.whenOffered
+
+    @TaskLocal static var current = Wire()
+
+    /// v2, pushing through the batch endpoint from the first operation.
+    static let v2Batched = Wire(protocol: .v2, batchPush: .always)
+    /// v2, one request per operation (`PATCH`, `DELETE` answered 200 with the item, `Link` pages).
+    static let v2 = Wire(protocol: .v2, batchPush: .never)
+    /// v3 (Datasync): `PUT`, `DELETE` answered 204, 410 for tombstones, `{"items"}` pages; never batched.
+    static let v3 = Wire(protocol: .v3, batchPush: .whenOffered)
+
+    var description: String {
+        switch (self.protocol, batchPush) {
+        case (.v3, _): "v3 (Datasync)"
+        case (.v2, .always): "v2, pushing in batches"
+        case (.v2, _): "v2, one request per operation"
+        }
+    }
 }
 
-/// Runs each test of a suite twice: its clients pushing through the batch endpoint from the first operation
-/// (`.always`), then one request per operation (`.never`, the v2 wire) — so every push case (conflicts,
-/// refusals, lost replies, retries, ordering) is checked on both paths.
-struct OnBothPushPaths: SuiteTrait, TestTrait, TestScoping {
+/// Runs each test of a suite once per wire: v2 pushing in batches, v2 one request per operation, and v3 — so
+/// every case (conflicts, refusals, lost replies, retries, ordering, pulls) is checked on each, against the same
+/// server.
+struct OnEveryWire: SuiteTrait, TestTrait, TestScoping {
+    var wires = [Wire.v2Batched, .v2, .v3]
     var isRecursive: Bool { true }
 
     func provideScope(for test: Test, testCase: Test.Case?, performing function: @Sendable () async throws -> Void)
         async throws
     {
         guard testCase != nil else { return try await function() }  // the suite itself
-        for path in [SyncClient.BatchPush.always, .never] {
-            print("\(test.name): pushing \(path == .always ? "in batches" : "one request per operation")")
-            try await PushPath.$current.withValue(path) { try await function() }
+        for wire in wires {
+            print("\(test.name): \(wire)")
+            try await Wire.$current.withValue(wire) { try await function() }
         }
     }
 }
 
-extension Trait where Self == OnBothPushPaths {
-    /// See ``OnBothPushPaths``.
-    static var onBothPushPaths: Self { OnBothPushPaths() }
+extension Trait where Self == OnEveryWire {
+    /// See ``OnEveryWire``.
+    static var onEveryWire: Self { OnEveryWire() }
+    /// v2, then v3, each pushing as by default.
+    static var onBothProtocols: Self { OnEveryWire(wires: [Wire(), .v3]) }
 }

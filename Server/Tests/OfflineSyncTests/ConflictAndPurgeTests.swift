@@ -3,7 +3,7 @@ import OfflineSync
 import OfflineSyncTesting
 import Testing
 
-@Suite(.onBothPushPaths) struct ConflictTests {
+@Suite(.onEveryWire) struct ConflictTests {
     /// Device B edits an item that device A changed first: B's push gets a 412 with A's copy.
     static func makeConflict(
         _ url: URL, _ workspace: Workspace, configureB: (inout SyncClient.Configuration) -> Void = { _ in }
@@ -113,7 +113,7 @@ import Testing
     }
 }
 
-@Suite struct PurgeTests {
+@Suite(.onBothProtocols) struct PurgeTests {
     @Test func purgeRefusesWithPendingOperationsUnlessForcedAndResetsCursors() async throws {
         let workspace = try Workspace()
         try await LiveServer.run(in: workspace) { url in
@@ -149,7 +149,7 @@ import Testing
     }
 }
 
-@Suite(.onBothPushPaths) struct MoreConflictTests {
+@Suite(.onEveryWire) struct MoreConflictTests {
     @Test func aDeleteOfAChangedItemConflictsAndCanBeRetriedOverTheServer() async throws {
         let workspace = try Workspace()
         try await LiveServer.run(in: workspace) { url in

@@ -5,7 +5,7 @@ import Testing
 
 /// Random offline edits on 2–3 clients, then push/pull rounds: every client ends with the server's
 /// rows (PROTOCOL.md §5–§7 together), whatever the interleaving of inserts, updates and deletes.
-@Suite struct ConvergenceTests {
+@Suite(.onBothProtocols) struct ConvergenceTests {
     struct Edit: Sendable, CustomStringConvertible {
         var client: Int
         var kind: OperationKind

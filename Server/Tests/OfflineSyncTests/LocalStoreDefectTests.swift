@@ -7,7 +7,7 @@ import Testing
 
 /// Defects of the local store found through the public API (issue 12, point 8). Each failed before
 /// its fix.
-@Suite struct LocalStoreDefectTests {
+@Suite(.onBothProtocols) struct LocalStoreDefectTests {
     @Test func aRefusedFirstBatchOnANewTableLeavesTheTableUsable() async throws {
         let workspace = try Workspace()
         let client = try await SyncClient.make(LiveServer.down, workspace: workspace)

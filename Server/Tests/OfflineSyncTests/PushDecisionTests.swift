@@ -29,13 +29,17 @@ import Testing
         #expect(
             PushDecision.decide(.delete, status: 200, replyItem: nil, server: .unknown, sent: nil)
                 == .succeeded(serverItem: nil))
-        #expect(
-            PushDecision.decide(.delete, status: 404, replyItem: nil, server: .unknown, sent: nil)
-                == .succeeded(serverItem: nil))
+        // 404, and a v3 server's 410 for a tombstone: already gone. 204 is v3's answer, with no body.
+        for status in [404, 410, 204] {
+            #expect(
+                PushDecision.decide(.delete, status: status, replyItem: nil, server: .unknown, sent: nil)
+                    == .succeeded(serverItem: nil))
+        }
     }
 
     @Test(arguments: [
-        (OperationKind.insert, 409), (.update, 409), (.update, 412), (.update, 404), (.delete, 409), (.delete, 412),
+        (OperationKind.insert, 409), (.update, 409), (.update, 412), (.update, 404), (.update, 410), (.delete, 409),
+        (.delete, 412),
     ])
     func conflictsWithoutTheServersRowFetchIt(kind: OperationKind, status: Int) {
         #expect(
@@ -74,15 +78,18 @@ import Testing
         #expect(
             PushDecision.decide(.insert, status: 409, replyItem: nil, server: .row(Self.tombstone), sent: Self.sent)
                 == .conflict(serverItem: Self.tombstone))
-        #expect(
-            PushDecision.decide(.update, status: 404, replyItem: nil, server: .row(Self.tombstone), sent: Self.sent)
-                == .conflict(serverItem: Self.tombstone))
+        for status in [404, 410] {  // 410: a v3 server's tombstone, even when it holds every field sent
+            #expect(
+                PushDecision.decide(
+                    .update, status: status, replyItem: nil, server: .row(Self.tombstone), sent: Self.sent)
+                    == .conflict(serverItem: Self.tombstone))
+        }
         #expect(
             PushDecision.decide(.delete, status: 412, replyItem: nil, server: .row(Self.other), sent: nil)
                 == .conflict(serverItem: Self.other))
     }
 
-    @Test(arguments: [400, 403, 404, 405, 413, 422, 302])
+    @Test(arguments: [400, 403, 404, 405, 410, 413, 422, 302])
     func otherStatusesAreRefusals(status: Int) {
         #expect(
             PushDecision.decide(.insert, status: status, replyItem: nil, server: .unknown, sent: Self.sent) == .refused)

@@ -10,7 +10,7 @@ import Testing
     static func todo(_ id: String, _ text: String) -> TodoItem { TodoItem(id: id, text: text, complete: false) }
 
     /// Point 1: a 503 was stored as an operation error (then "resolved" by deleting the item).
-    @Test(.onBothPushPaths) func aServerErrorIsRetriedWithBackoffThenReportedUnavailableWithNothingRecorded()
+    @Test(.onEveryWire) func aServerErrorIsRetriedWithBackoffThenReportedUnavailableWithNothingRecorded()
         async throws
     {
         let workspace = try Workspace()
@@ -38,7 +38,7 @@ import Testing
         #expect(String(describing: error!).hasPrefix("Server unavailable (HTTP 503) after 3 attempts"))
     }
 
-    @Test(.onBothPushPaths, arguments: [408, 429, 500, 502, 504])
+    @Test(.onEveryWire, arguments: [408, 429, 500, 502, 504])
     func everyTransientStatusIsRetriedAndThenSucceeds(status: Int) async throws {
         let workspace = try Workspace()
         try await LiveServer.run(in: workspace) { url in
@@ -50,7 +50,7 @@ import Testing
         }
     }
 
-    @Test(.onBothPushPaths) func aRetryAfterHeaderSetsTheWait() async throws {
+    @Test(.onEveryWire) func aRetryAfterHeaderSetsTheWait() async throws {
         let workspace = try Workspace()
         try await LiveServer.run(in: workspace) { url in
             let clock = ImmediateClock()
@@ -68,7 +68,7 @@ import Testing
     }
 
     /// A success whose body was cut short is not a success: the retry's 409 with the same fields is.
-    @Test(.onBothPushPaths) func aSuccessReplyCutShortIsRetriedAndEndsWithOneServerRow() async throws {
+    @Test(.onEveryWire) func aSuccessReplyCutShortIsRetriedAndEndsWithOneServerRow() async throws {
         let workspace = try Workspace()
         try await LiveServer.run(in: workspace) { url in
             final class CutReply: HTTPTransport, @unchecked Sendable {  // @unchecked: `used` behind `lock`.
@@ -95,7 +95,7 @@ import Testing
 
     /// Point 4: the edit collapsed into the pending insert, whose retry then carried other fields and
     /// came back 409 — a conflict against the device's own earlier write.
-    @Test(.onBothPushPaths) func anEditAfterALostInsertReplyIsQueuedSeparatelyAndBothReachTheServer() async throws {
+    @Test(.onEveryWire) func anEditAfterALostInsertReplyIsQueuedSeparatelyAndBothReachTheServer() async throws {
         let workspace = try Workspace()
         try await LiveServer.run(in: workspace) { url in
             let transport = ScriptedTransport(forwardingTo: URLSessionTransport(), [.forwardThenFail(.timedOut)])

@@ -26,7 +26,7 @@ import Testing
         }
     }
 
-    @Test(.onBothPushPaths) func aCancelledRequestStopsThePushAndKeepsTheOperations() async throws {
+    @Test(.onEveryWire) func aCancelledRequestStopsThePushAndKeepsTheOperations() async throws {
         let workspace = try Workspace()
         let transport = ScriptedTransport([.fail(.cancelled)])
         let client = try await Self.client(transport, workspace)
@@ -39,11 +39,11 @@ import Testing
         }
         #expect(transport.requests.count == 1)
         // What was sent stays frozen (its outcome is unknown): the first operation alone, or both in one batch.
-        let sent = PushPath.current == .always ? [true, true] : [true, false]
+        let sent = Wire.current.batchPush == .always ? [true, true] : [true, false]
         #expect(try await client.pendingOperations().map(\.isAttempted) == sent)
     }
 
-    @Test(.onBothPushPaths) func a401AsksTheTokenProviderAgainThenStops() async throws {
+    @Test(.onEveryWire) func a401AsksTheTokenProviderAgainThenStops() async throws {
         let workspace = try Workspace()
         let transport = ScriptedTransport([.status(401, json: ["error": "expired"]), .status(401, json: nil)])
         let tokens = TokenLog()
@@ -52,18 +52,23 @@ import Testing
         let error = await #expect(throws: PushError.self) { try await client.push() }
         guard case .unauthorized? = error else { Issue.record("expected unauthorized"); return }
         #expect(tokens.calls == [false, true])
-        #expect(transport.requests.map { $0.headers["X-ZUMO-AUTH"] } == ["stale-token", "fresh-token"])
+        switch Wire.current.protocol {
+        case .v2: #expect(transport.requests.map { $0.headers["X-ZUMO-AUTH"] } == ["stale-token", "fresh-token"])
+        case .v3:
+            #expect(
+                transport.requests.map { $0.headers["Authorization"] } == ["Bearer stale-token", "Bearer fresh-token"])
+        }
         #expect(try await client.pendingOperations().count == 1)
     }
 
-    @Test func everyRequestCarriesTheProtocolHeaders() async throws {
+    @Test(.onBothProtocols) func everyRequestCarriesTheProtocolHeaders() async throws {
         let workspace = try Workspace()
         let transport = ScriptedTransport([.status(201, json: ["id": "a", "text": "a", "version": "v1"])])
         let client = try await Self.client(transport, workspace)
         try await client.syncTable("TodoItem", of: TodoItem.self).insert(TodoItem(id: "a", text: "a", complete: false))
         try await client.push()
         let headers = try #require(transport.requests.first?.headers)
-        #expect(headers["ZUMO-API-VERSION"] == "2.0.0")
+        #expect(headers["ZUMO-API-VERSION"] == Wire.current.protocol.rawValue)
         #expect(headers["X-ZUMO-INSTALLATION-ID"] == (try await client.installationID()))
         #expect(headers["X-ZUMO-FEATURES"] == "OL")
         #expect(headers["Content-Type"] == "application/json")

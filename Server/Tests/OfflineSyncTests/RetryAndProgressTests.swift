@@ -4,7 +4,7 @@ import Testing
 
 @testable import OfflineSync
 
-@Suite struct RetryAndProgressTests {
+@Suite(.onBothProtocols) struct RetryAndProgressTests {
     @Test(arguments: [(1, 0.5), (2, 1.0), (3, 2.0), (8, 60.0), (40, 60.0)])
     func retryDelaysDoubleUpToAMinute(attempt: Int, seconds: Double) {
         #expect(retryDelay(attempt: attempt, jitter: 1.0) == .milliseconds(Int(seconds * 1000)))

@@ -16,20 +16,22 @@ public struct RemoteTable<Item: Codable & Sendable>: Sendable {
     ///   path of `query` names no field.
     public func items(matching query: TableQuery<Item> = TableQuery()) async throws -> [Item] {
         let query = try query.checked()
-        let response = try await endpoint.send("GET", endpoint.url(name, query: query.queryString), features: ["TQ"])
+        let response = try await endpoint.send(
+            "GET", endpoint.url(name, query: query.queryString(dialect: endpoint.dialect.odata)),
+            features: ["TQ"])
         let body = try Self.check(response, expecting: [200])
-        let items = body.arrayValue ?? body["results"]?.arrayValue ?? []
+        let items = body.arrayValue ?? body["results"]?.arrayValue ?? body["items"]?.arrayValue ?? []
         return try items.map { try ItemCoder.item($0, as: Item.self) }
     }
 
     /// One item.
     ///
     /// - Parameter id: The item's id.
-    /// - Returns: The item, or nil when the server has none.
+    /// - Returns: The item, or nil when the server has none (or, under v3, only its tombstone: 410).
     /// - Throws: ``RemoteTableError`` or ``TransportError``.
     public func item(id: ItemID) async throws -> Item? {
         let response = try await endpoint.send("GET", endpoint.url(name, id: id), features: [])
-        if response.status == 404 { return nil }
+        if response.status == 404 || response.status == 410 { return nil }
         _ = try Self.check(response, expecting: [200])
         return try ItemCoder.item(response.item ?? .null, as: Item.self)
     }
@@ -47,7 +49,8 @@ public struct RemoteTable<Item: Codable & Sendable>: Sendable {
         return try ItemCoder.item(response.item ?? .null, as: Item.self)
     }
 
-    /// Updates an item, with its `version` as the precondition.
+    /// Updates an item, with its `version` as the precondition: v2 sends its fields (`PATCH`), v3 replaces the
+    /// server's item with it (`PUT`: fields it lacks become null).
     ///
     /// - Parameter item: The changed item.
     /// - Returns: The stored item.
@@ -57,7 +60,8 @@ public struct RemoteTable<Item: Codable & Sendable>: Sendable {
         let value = try ItemCoder.json(item)
         guard let id = value.itemID else { throw ValueError(kind: "item", reason: "it has no valid 'id'") }
         let response = try await endpoint.send(
-            "PATCH", endpoint.url(name, id: id), body: value.removing(SystemProperty.serverManaged),
+            endpoint.dialect == .v2 ? "PATCH" : "PUT", endpoint.url(name, id: id),
+            body: value.removing(SystemProperty.serverManaged),
             ifMatch: value.version,
             features: value.version == nil ? [] : ["OC"])
         _ = try Self.check(response, expecting: [200])

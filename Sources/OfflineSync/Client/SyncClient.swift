@@ -37,6 +37,11 @@ public final class SyncClient: Sendable {
 
     /// Settings of a client, each with a default.
     public struct Configuration: Sendable {
+        /// The dialect of the table protocol the backend speaks: ``ProtocolVersion/v2`` (Azure Mobile Apps) or
+        /// ``ProtocolVersion/v3`` (Datasync). `sync-server` speaks both. Default: `.v2`. The client does not find
+        /// it out by itself: a Datasync server answers a v2 request without saying which it speaks, and a v2
+        /// server refuses a v3 one, so guessing would cost a failed request or a wrong reading.
+        public var `protocol` = ProtocolVersion.v2
         /// How requests are sent. Default: `URLSessionTransport()`.
         public var transport: any HTTPTransport = URLSessionTransport()
         /// The user's token, asked before requests and again after a 401. Default: none (anonymous).
@@ -75,7 +80,8 @@ public final class SyncClient: Sendable {
         public var jitter: @Sendable () -> Double = { Double.random(in: 0.9...1.1) }
         /// Whether a push sends many operations per request through the server's batch endpoint
         /// (docs/batch.md); each operation keeps its own answer, precondition and conflict. Default:
-        /// ``BatchPush/whenOffered``.
+        /// ``BatchPush/whenOffered``. Under ``ProtocolVersion/v3`` pushes are never batched (the batch endpoint
+        /// speaks v2).
         public var batchPush = BatchPush.whenOffered
         /// Wall-clock time, recorded when a pull finishes (``SyncTable/lastSyncDate()``). Default: `Date()`.
         public var now: @Sendable () -> Date = { Date() }
@@ -121,7 +127,8 @@ public final class SyncClient: Sendable {
         endpoint = TableEndpoint(
             baseURL: url, transport: configuration.transport, installationID: InstallationID(store: store),
             tokenProvider: configuration.tokenProvider, timeout: configuration.requestTimeout,
-            logger: configuration.logger, batchOffer: BatchOffer(configuration.batchPush))
+            logger: configuration.logger, dialect: configuration.protocol,
+            batchOffer: BatchOffer(configuration.protocol == .v2 ? configuration.batchPush : .never))
         context = SyncContext(
             store: store, endpoint: endpoint, logger: configuration.logger,
             conflictHandler: configuration.conflictHandler,

@@ -34,8 +34,11 @@ public struct OperationError: Sendable, Hashable, Identifiable {
     }
 
     /// Whether this is a conflict — 409 or 412, or 404 on an update (the item was deleted on the
-    /// server) — rather than a refusal of the change itself. Both stay parked until resolved.
-    public var isConflict: Bool { status == 409 || status == 412 || (status == 404 && operation.kind == .update) }
+    /// server; a v3 server answers 410) — rather than a refusal of the change itself. Both stay parked
+    /// until resolved.
+    public var isConflict: Bool {
+        status == 409 || status == 412 || ((status == 404 || status == 410) && operation.kind == .update)
+    }
 }
 
 extension OperationError: CustomStringConvertible {

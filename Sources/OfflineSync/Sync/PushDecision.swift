@@ -9,10 +9,10 @@ import SyncCore
 /// | any | 401 | unauthorized (the push stops) |
 /// | insert, update | 2xx with the item | succeeded |
 /// | insert, update | 2xx without a readable item | retry (the reply was cut short or is unreadable) |
-/// | delete | 2xx, or 404 | succeeded (404: already gone) |
+/// | delete | 2xx, 404 or 410 | succeeded (404, 410: already gone) |
 /// | insert | 409 | the server's row (fetched by id when the body lacks `version`/`updatedAt`): live and holding every field sent (the server may add its own, as a per-user table's `userId`) → succeeded (a lost reply's retry); else conflict |
 /// | update | 409, 412 | the server's row as above: live and holding every field sent → succeeded; else conflict |
-/// | update | 404 | conflict with the server's tombstone, fetched by id (or none) |
+/// | update | 404, 410 | conflict with the server's tombstone, fetched by id (or none) |
 /// | delete | 409, 412 | the server's row as above: deleted → succeeded; else conflict |
 /// | any | other 4xx, 1xx, 3xx | refused (parked until resolved) |
 enum PushDecision: Sendable, Equatable {
@@ -58,9 +58,10 @@ enum PushDecision: Sendable, Equatable {
             return replyItem.map { .succeeded(serverItem: $0) } ?? .retry
         }
         switch (kind, status) {
-        case (.delete, 404):
+        case (.delete, 404), (.delete, 410):  // 410: a v3 server's tombstone
             return .succeeded(serverItem: nil)
-        case (.update, 404), (.insert, 409), (.update, 409), (.update, 412), (.delete, 409), (.delete, 412):
+        case (.update, 404), (.update, 410), (.insert, 409), (.update, 409), (.update, 412), (.delete, 409),
+            (.delete, 412):
             break
         default:
             return .refused
@@ -77,7 +78,7 @@ enum PushDecision: Sendable, Equatable {
         // An insert's row may come back with fields the server adds itself (the owner of a per-user
         // table): holding every field sent is the same row.
         case .insert: converged = !row.isDeleted && holdsEveryField(row, of: sent)
-        case .update: converged = status != 404 && !row.isDeleted && holdsEveryField(row, of: sent)
+        case .update: converged = status != 404 && status != 410 && !row.isDeleted && holdsEveryField(row, of: sent)
         case .delete: converged = row.isDeleted
         }
         return converged ? .succeeded(serverItem: row) : .conflict(serverItem: row)

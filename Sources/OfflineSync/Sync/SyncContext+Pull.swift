@@ -14,6 +14,8 @@ extension SyncContext {
         var serverPageSize: Int?
         /// The `$top` the server refused (400) before it answered this page for a smaller one.
         var refusedTop: Int?
+        /// Whether the server linked a next page: v2's `Link` header, v3's `nextLink`.
+        var hasNextLink = false
     }
 
     /// Pulls a table (PROTOCOL.md §5, §8): push first when the table has pending operations (refused
@@ -223,12 +225,15 @@ extension SyncContext {
         let features = cursor == nil ? ["TQ", "OL"] : ["TQ", "OL", "IP"]
         var log = logger
         log[metadataKey: SyncLogKey.table] = "\(table)"
-        var (response, parsed) = try await sendPage(endpoint.url(table, query: query.queryString), features, log)
+        let dialect = endpoint.dialect.odata
+        var (response, parsed) = try await sendPage(
+            endpoint.url(table, query: query.queryString(dialect: dialect)), features, log)
         var asked: Int? = pageSize
         var refusedTop: Int?
         if response.status == 400, let fallback, fallback < pageSize {
             query.top = fallback
-            let retried = try await sendPage(endpoint.url(table, query: query.queryString), features, log)
+            let retried = try await sendPage(
+                endpoint.url(table, query: query.queryString(dialect: dialect)), features, log)
             if retried.response.status == 200 {
                 (response, parsed) = retried
                 (asked, refusedTop) = (fallback, pageSize)
@@ -237,14 +242,15 @@ extension SyncContext {
         if response.status == 400 {
             query.top = nil
             asked = nil
-            let retried = try await sendPage(endpoint.url(table, query: query.queryString), features, log)
+            let retried = try await sendPage(
+                endpoint.url(table, query: query.queryString(dialect: dialect)), features, log)
             if retried.response.status == 200 { (response, parsed) = retried }
         }
         guard response.status == 200, var page = parsed else {
             throw PullError.rejected(status: response.status, message: response.message)
         }
         page.refusedTop = refusedTop
-        let hasLink = response.header("Link") != nil
+        let hasLink = page.hasNextLink
         page.isLast = !hasLink && (asked.map { page.items.count < $0 } ?? true)
         if hasLink, page.items.count < (asked ?? Int.max) {
             page.serverPageSize = max(page.items.count, 1)
@@ -281,10 +287,11 @@ extension SyncContext {
         query.skip = pageSize - 1
         guard
             let response = try? await endpoint.send(
-                "GET", endpoint.url(table, query: query.queryString), features: ["TQ", "OL", "IP"]),
-            response.status == 200, var page = Self.page(of: response), !page.items.isEmpty
+                "GET", endpoint.url(table, query: query.queryString(dialect: endpoint.dialect.odata)),
+                features: ["TQ", "OL", "IP"]),
+            response.status == 200, var page = Self.page(of: response, dialect: endpoint.dialect), !page.items.isEmpty
         else { return nil }
-        page.isLast = response.header("Link") == nil && page.items.count < pageSize
+        page.isLast = !page.hasNextLink && page.items.count < pageSize
         return page
     }
 
@@ -301,23 +308,32 @@ extension SyncContext {
         let response = try await sendRetrying(logger: logger) {
             try await endpoint.send("GET", url, features: features)
         } isTransient: { response in
-            page = response.status == 200 ? Self.page(of: response) : nil
+            page = response.status == 200 ? Self.page(of: response, dialect: endpoint.dialect) : nil
             return isTransientStatus(response.status) || (response.status == 200 && page == nil)
         }
         return (response, page)
     }
 
-    /// The rows of a page body: a JSON array, or `{"results": […], "count": N}`; nil when unreadable.
-    static func page(of response: HTTPResponseData) -> Page? {
-        if let elements = try? JSONValue.parseArrayElements(response.body, keeping: Self.pulledFields) {
-            return Page(items: elements, isLast: false)
+    /// The rows of a page body — a JSON array (v2), `{"results": […], "count": N}` (v2 with `$inlinecount`) or
+    /// `{"items": […], "count": N, "nextLink": …}` (v3) — with the count and whether a next page is linked (a
+    /// `Link` header, or a `nextLink` that is not null); nil when unreadable.
+    static func page(of response: HTTPResponseData, dialect: SyncClient.ProtocolVersion) -> Page? {
+        let linked = response.header("Link") != nil
+        let opening = response.body.first { ![0x20, 0x0A, 0x0D, 0x09].contains($0) }
+        if opening == UInt8(ascii: "[") {
+            guard let elements = try? JSONValue.parseArrayElements(response.body, keeping: Self.pulledFields)
+            else { return nil }
+            return Page(items: elements, isLast: false, hasNextLink: linked)
         }
-        if let body = response.json, let results = body["results"]?.arrayValue {  // with $inlinecount
-            return Page(
-                items: results.map { ($0, $0.serialized()) }, isLast: false,
-                totalCount: body["count"]?.intValue.map(Int.init))
-        }
-        return nil
+        guard
+            let (elements, members) = try? JSONValue.parseObject(
+                response.body, withElementsOf: dialect == .v2 ? "results" : "items", keeping: Self.pulledFields),
+            let elements
+        else { return nil }
+        let nextLink = members["nextLink"].map { $0 != .null } ?? false
+        return Page(
+            items: elements, isLast: false, totalCount: members["count"]?.intValue.map(Int.init),
+            hasNextLink: linked || nextLink)
     }
 
     /// Applies one page and its cursor in one transaction; rows with pending operations are skipped,

@@ -16,6 +16,8 @@ struct TableEndpoint: Sendable {
     let tokenProvider: TokenProvider?
     let timeout: Duration
     let logger: Logger
+    /// The dialect of every request.
+    let dialect: SyncClient.ProtocolVersion
     /// The batch endpoint the server offers (learned from its responses).
     let batchOffer: BatchOffer
 
@@ -57,13 +59,18 @@ struct TableEndpoint: Sendable {
         var attempt = 0
         while true {
             var headers = [
-                "ZUMO-API-VERSION": "2.0.0", "X-ZUMO-INSTALLATION-ID": installation,
+                "ZUMO-API-VERSION": dialect.rawValue, "X-ZUMO-INSTALLATION-ID": installation,
                 "X-ZUMO-FEATURES": features.joined(separator: ","), "User-Agent": Self.userAgent,
                 "X-ZUMO-VERSION": Self.userAgent, "Accept": "application/json",
             ]
             if body != nil { headers["Content-Type"] = "application/json" }
             if let ifMatch { headers["If-Match"] = ifMatch.entityTag }
-            if let token { headers["X-ZUMO-AUTH"] = token }
+            if let token {
+                switch dialect {
+                case .v2: headers["X-ZUMO-AUTH"] = token
+                case .v3: headers["Authorization"] = "Bearer " + token
+                }
+            }
             let request = HTTPRequestData(
                 method: method, url: url, headers: headers, body: body?.serializedData(), timeout: timeout)
             logger.trace("HTTP request", metadata: [SyncLogKey.method: "\(method)", SyncLogKey.url: "\(url.path)"])
