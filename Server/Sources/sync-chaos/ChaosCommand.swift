@@ -22,6 +22,12 @@ struct ChaosCommand: ParsableCommand {
     @Option(help: "Seconds a seed may take in all (the chaos phase stops at 70% of it).") var timeLimit: Double = 240
     @Flag(help: "Serve TodoItem as a per-user table behind tokens (the devices are one user; another sees nothing).")
     var perUser = false
+    @Option(
+        name: .customLong("protocol"),
+        help:
+            "What the devices speak: v2, v3 (Datasync), or mixed (even-numbered devices v2, odd ones v3, on one table)."
+    )
+    var wireProtocol = ChaosRun.Protocols.v2
     @Option(help: "Where runs keep their files (default: a temporary folder, removed afterwards).")
     var directory: String?
 
@@ -42,7 +48,8 @@ struct ChaosCommand: ParsableCommand {
         let settings = ChaosRun.Settings(
             devices: devices, steps: steps, faultRate: faultRate, timeLimit: timeLimit,
             todo: binaries.appendingPathComponent("todo").path,
-            server: binaries.appendingPathComponent("sync-server").path, directory: folder, perUser: perUser)
+            server: binaries.appendingPathComponent("sync-server").path, directory: folder, perUser: perUser,
+            protocols: wireProtocol)
         var failed = 0
         for seed in seed {
             let report = try ChaosRun(seed: seed, settings: settings).run()
@@ -54,6 +61,8 @@ struct ChaosCommand: ParsableCommand {
         if failed > 0 { throw ExitCode(1) }
     }
 }
+
+extension ChaosRun.Protocols: ExpressibleByArgument {}
 
 /// Prints a line at once, also through a pipe (a long run shows each seed as it ends).
 func say(_ line: String) {

@@ -25,6 +25,23 @@ struct ChaosRun {
         /// Whether `TodoItem` is a per-user table behind tokens: the devices are one user's, and a second
         /// user must see none of the rows.
         var perUser = false
+        /// What the devices speak.
+        var protocols = Protocols.v2
+    }
+
+    /// The dialects the devices speak (`TODO_PROTOCOL`).
+    enum Protocols: String, CaseIterable, Sendable {
+        case v2, v3
+        /// Even-numbered devices v2, odd ones v3: both dialects write one table.
+        case mixed
+
+        /// The protocol of device `index`.
+        func of(device index: Int) -> String {
+            switch self {
+            case .v2, .v3: rawValue
+            case .mixed: index % 2 == 0 ? "v2" : "v3"
+            }
+        }
     }
 
     struct Report {
@@ -66,7 +83,8 @@ struct ChaosRun {
             Device(
                 index: index, todo: settings.todo,
                 store: directory.appendingPathComponent("device-\(index).sqlite").path,
-                url: "http://127.0.0.1:\(proxy.port)", seed: seed &* 1_000_003 &+ UInt64(index), token: token)
+                url: "http://127.0.0.1:\(proxy.port)", seed: seed &* 1_000_003 &+ UInt64(index), token: token,
+                protocol: settings.protocols.of(device: index))
         }
         let deadline = started.addingTimeInterval(settings.timeLimit * 0.7)
 
@@ -119,7 +137,8 @@ struct ChaosRun {
         let (faults, passed, pagesAhead) = proxy.tally
         let faultText = FaultProxy.Fault.allCases.map { "\(faults[$0, default: 0]) \($0.rawValue)" }
         report.lines = [
-            "seed \(seed): \(settings.devices) devices × \(settings.steps) steps\(settings.perUser ? " (one user, per-user table)" : ""), "
+            "seed \(seed): \(settings.devices) devices × \(settings.steps) steps speaking \(settings.protocols.rawValue)"
+                + "\(settings.perUser ? " (one user, per-user table)" : ""), "
                 + "\(devices.map(\.commands).reduce(0, +)) todo commands, \(devices.map(\.syncs).reduce(0, +)) syncs",
             "  requests through the proxy: \(passed + faults.values.reduce(0, +)) (\(pagesAhead) pages asked ahead); faults: "
                 + faultText.joined(separator: ", "),

@@ -28,10 +28,14 @@ final class Device: @unchecked Sendable {  // @unchecked: used by one thread at 
     var resolutions: [String: Int] = [:]
     var failures: [String] = []
 
-    init(index: Int, todo: String, store: String, url: String, seed: UInt64, token: String? = nil) {
+    init(
+        index: Int, todo: String, store: String, url: String, seed: UInt64, token: String? = nil,
+        protocol wireProtocol: String = "v2"
+    ) {
         self.index = index
         self.todo = todo
-        environment = ["TODO_STORE": store, "TODO_URL": url].merging(token.map { ["TODO_TOKEN": $0] } ?? [:]) { $1 }
+        environment = ["TODO_STORE": store, "TODO_URL": url, "TODO_PROTOCOL": wireProtocol]
+            .merging(token.map { ["TODO_TOKEN": $0] } ?? [:]) { $1 }
         random = SplitMix64(seed: seed)
     }
 

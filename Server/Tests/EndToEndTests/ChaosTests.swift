@@ -14,13 +14,19 @@ import Testing
 /// pending or waiting, no item is on the server twice, no acknowledged write was lost, and no item
 /// that only one device wrote met a conflict. The seeds are ones that bite: with the defects of
 /// issue 12 put back, seed 1 finds an edit lost behind a lost insert reply (point 4) and seed 6 a
-/// device left with a stale row after taking the server's version (point 2).
+/// device left with a stale row after taking the server's version (point 2). Each case runs with the devices
+/// speaking v2, and again with them speaking v3 (Datasync) or both on one table (`--protocol mixed`: even-numbered
+/// devices v2, odd ones v3), against the one server that serves both.
 extension ProcessTests {
     @Suite(.serialized) struct ChaosTests {
-        @Test(.timeLimit(.minutes(6)))
-        func devicesUnderFaultsKillsAndRestartsConvergeWithNothingLost() async throws {
+        @Test(.timeLimit(.minutes(6)), arguments: ["v2", "v3", "mixed"])
+        func devicesUnderFaultsKillsAndRestartsConvergeWithNothingLost(protocol: String) async throws {
             let result = try await runProduct(
-                "sync-chaos", ["--seed", "1", "--seed", "6", "--devices", "4", "--steps", "60", "--time-limit", "150"],
+                "sync-chaos",
+                [
+                    "--seed", "1", "--seed", "6", "--devices", "4", "--steps", "60", "--time-limit", "150",
+                    "--protocol", `protocol`,
+                ],
                 environment: [:], timeout: 330)
             print(result.output)
             #expect(result.status == 0, "\(result.output)\(result.error)")
@@ -37,10 +43,11 @@ extension ProcessTests {
         /// grow to 12, where each round trip also asks the page after the next (`$skip`), joined only when it starts
         /// at the next page's last row; the proxy faults those requests as any other, and devices are killed
         /// between pages. Checks as above, and that pages were asked ahead.
-        @Test(.timeLimit(.minutes(4)))
-        func devicesPullingSmallPagesAheadUnderFaultsConverge() async throws {
+        @Test(.timeLimit(.minutes(4)), arguments: ["v2", "mixed"])
+        func devicesPullingSmallPagesAheadUnderFaultsConverge(protocol: String) async throws {
             let result = try await runProduct(
-                "sync-chaos", ["--seed", "2", "--devices", "4", "--steps", "60", "--time-limit", "90"],
+                "sync-chaos",
+                ["--seed", "2", "--devices", "4", "--steps", "60", "--time-limit", "90", "--protocol", `protocol`],
                 environment: ["TODO_PULL_PAGE_SIZE": "3", "TODO_MAX_PULL_PAGE_SIZE": "12"], timeout: 210)
             print(result.output)
             #expect(result.status == 0, "\(result.output)\(result.error)")
@@ -51,11 +58,14 @@ extension ProcessTests {
         /// The same under tokens and a per-user table (`--per-user`): one user's devices converge, another user
         /// sees none of the rows. Seeds 1 and 3 bite: before the client took a retried insert whose row came back
         /// with the server's `userId` as its own, they reported "a conflict on an item no other device wrote".
-        @Test(.timeLimit(.minutes(4)))
-        func oneUsersDevicesConvergeOnAPerUserTable() async throws {
+        @Test(.timeLimit(.minutes(4)), arguments: ["v2", "mixed"])
+        func oneUsersDevicesConvergeOnAPerUserTable(protocol: String) async throws {
             let result = try await runProduct(
                 "sync-chaos",
-                ["--per-user", "--seed", "1", "--seed", "3", "--devices", "3", "--steps", "30", "--time-limit", "90"],
+                [
+                    "--per-user", "--seed", "1", "--seed", "3", "--devices", "3", "--steps", "30", "--time-limit", "90",
+                    "--protocol", `protocol`,
+                ],
                 environment: [:], timeout: 210)
             print(result.output)
             #expect(result.status == 0, "\(result.output)\(result.error)")

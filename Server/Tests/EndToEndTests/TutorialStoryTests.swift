@@ -8,7 +8,8 @@ import Testing
     import FoundationNetworking
 #endif
 
-/// The tutorial's story with the real `todo` and `sync-server` processes, two devices (two stores).
+/// The tutorial's story with the real `todo` and `sync-server` processes, two devices (two stores), once with the
+/// devices speaking v2 and once v3 (`TODO_PROTOCOL`), against the one server that serves both.
 @Suite(.serialized) struct TutorialStoryTests {
     struct Device {
         let environment: [String: String]
@@ -32,19 +33,22 @@ import Testing
         }
     }
 
-    static func serverItems(_ port: Int) async throws -> [String: String] {
+    /// The server's live items, read in the dialect the devices do not speak: what they wrote is visible through
+    /// both.
+    static func serverItems(_ port: Int, devicesSpeak deviceProtocol: String) async throws -> [String: String] {
         var request = URLRequest(url: URL(string: "http://127.0.0.1:\(port)/tables/TodoItem?$top=1000")!)
-        request.setValue("2.0.0", forHTTPHeaderField: "ZUMO-API-VERSION")
+        request.setValue(deviceProtocol == "v2" ? "3.0.0" : "2.0.0", forHTTPHeaderField: "ZUMO-API-VERSION")
         let (data, _) = try await URLSession.shared.data(for: request)
-        let items = try JSONValue(parsing: data).arrayValue ?? []
+        let body = try JSONValue(parsing: data)
+        let items = body.arrayValue ?? body["items"]?.arrayValue ?? []
         return Dictionary(
             uniqueKeysWithValues: items.map {
                 ($0["id"]?.stringValue ?? "", "\($0["text"]?.stringValue ?? "")|\($0["complete"]?.boolValue ?? false)")
             })
     }
 
-    @Test(.timeLimit(.minutes(2)))
-    func theOfflineStoryEndsWithBothDevicesAndTheServerInAgreement() async throws {
+    @Test(.timeLimit(.minutes(2)), arguments: ["v2", "v3"])
+    func theOfflineStoryEndsWithBothDevicesAndTheServerInAgreement(protocol: String) async throws {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("todo-e2e-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: directory) }
@@ -52,10 +56,13 @@ import Testing
         let url = "http://127.0.0.1:\(port)"
         let a = Device(environment: [
             "TODO_STORE": directory.appendingPathComponent("a/todo.sqlite").path, "TODO_URL": url,
+            "TODO_PROTOCOL": `protocol`,
         ])
         let b = Device(environment: [
             "TODO_STORE": directory.appendingPathComponent("b/todo.sqlite").path, "TODO_URL": url,
+            "TODO_PROTOCOL": `protocol`,
         ])
+        let serverItems = { try await Self.serverItems(port, devicesSpeak: `protocol`) }
 
         // The server is down: device A adds three items and completes one.
         for text in ["Buy milk", "Walk the dog", "Call mom"] { #expect(try await a.run("add", text).status == 0) }
@@ -75,9 +82,9 @@ import Testing
         let server = try ServerProcess(
             port: port, database: "sqlite:" + directory.appendingPathComponent("server.sqlite").path)
         defer { server.stop() }
-        #expect(try await Self.serverItems(port).isEmpty)
+        #expect(try await serverItems().isEmpty)
         #expect(try await a.run("sync").status == 0)
-        #expect(try await Self.serverItems(port) == (try await a.items()))
+        #expect(try await serverItems() == (try await a.items()))
 
         // Device B syncs and sees them.
         #expect(try await b.run("sync").status == 0)
@@ -111,7 +118,7 @@ import Testing
         #expect(try await b.run("sync").status == 0)
         #expect(try await a.run("sync").status == 0)
         #expect(try await a.run("sync").output.contains("received 0 item(s)"))  // nothing changed since
-        let truth = try await Self.serverItems(port)
+        let truth = try await serverItems()
         #expect(truth[milk] == "Buy oat milk|false")
         #expect(try await a.items() == truth)
         #expect(try await b.items() == truth)
@@ -121,8 +128,8 @@ import Testing
     /// Issue 15's story: a server with `auth` and a per-user `TodoItem`; tokens from `sync-server token`. Alice on
     /// two devices sees one list, Bob never sees hers nor she his; an expired token is a "sign in again" error
     /// that keeps the change, which arrives once a new token is in the token file.
-    @Test(.timeLimit(.minutes(2)))
-    func usersSeeOnlyTheirOwnItemsAndAnExpiredTokenLosesNothing() async throws {
+    @Test(.timeLimit(.minutes(2)), arguments: ["v2", "v3"])
+    func usersSeeOnlyTheirOwnItemsAndAnExpiredTokenLosesNothing(protocol: String) async throws {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("todo-auth-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: directory) }
@@ -147,6 +154,7 @@ import Testing
             Device(
                 environment: [
                     "TODO_STORE": directory.appendingPathComponent("\(name)/todo.sqlite").path, "TODO_URL": url,
+                    "TODO_PROTOCOL": `protocol`,
                 ]
                 .merging(credentials) { $1 })
         }
@@ -192,8 +200,8 @@ import Testing
 
     /// Issue 16, point 5: `todo watch` on device A shows an item device B adds, with no key pressed and no sync
     /// command on A (its automatic sync pulls every 0.3 s), and its status line says it synced.
-    @Test(.timeLimit(.minutes(1)))
-    func todoWatchShowsAnotherDevicesItemWithoutAKeypress() async throws {
+    @Test(.timeLimit(.minutes(1)), arguments: ["v2", "v3"])
+    func todoWatchShowsAnotherDevicesItemWithoutAKeypress(protocol: String) async throws {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("todo-watch-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: directory) }
@@ -204,12 +212,16 @@ import Testing
         let url = "http://127.0.0.1:\(port)"
         let b = Device(environment: [
             "TODO_STORE": directory.appendingPathComponent("b/todo.sqlite").path, "TODO_URL": url,
+            "TODO_PROTOCOL": `protocol`,
         ])
 
         let watch = ChildProcess()
         watch.executableURL = URL(fileURLWithPath: Products.path("todo"))
         watch.arguments = ["watch", "--interval", "0.3"]
-        watch.environment = ["TODO_STORE": directory.appendingPathComponent("a/todo.sqlite").path, "TODO_URL": url]
+        watch.environment = [
+            "TODO_STORE": directory.appendingPathComponent("a/todo.sqlite").path, "TODO_URL": url,
+            "TODO_PROTOCOL": `protocol`,
+        ]
         let output = Pipe()
         watch.standardOutput = output
         watch.standardError = FileHandle.nullDevice
