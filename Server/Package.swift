@@ -81,7 +81,7 @@ let package = Package(
                 .product(name: "Yams", package: "Yams"),
                 .product(name: "JWTKit", package: "jwt-kit"),
             ],
-            resources: [.copy("Resources/openapi.yaml")],
+            resources: [.copy("Resources/openapi.yaml"), .copy("Resources/openapi-v3.yaml")],
             swiftSettings: swiftSettings
         ),
         .executableTarget(

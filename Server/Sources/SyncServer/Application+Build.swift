@@ -8,7 +8,7 @@ import SyncCore
 /// Builds the sync server: opens the store, prepares the tables, and wires the routes.
 ///
 /// Routes: the table API under `/tables` (PROTOCOL.md §3), `GET /changes` (docs/changes.md), `GET /health`,
-/// `GET /metrics` (Prometheus text, when a registry is configured) and `GET /openapi.yaml`.
+/// `GET /metrics` (Prometheus text, when a registry is configured), `GET /openapi.yaml` and `GET /openapi-v3.yaml`.
 ///
 /// For example:
 /// ```swift
@@ -123,12 +123,14 @@ func buildRouter(_ configuration: SyncServerConfiguration, store: any TableStore
             status: .ok, headers: [.contentType: "text/plain; version=0.0.4; charset=utf-8"],
             body: .init(byteBuffer: ByteBuffer(bytes: registry.emitToBuffer())))
     }
-    let openAPI = try OpenAPIDocument.load()
-    router.get("openapi.yaml") { _, context in
-        try Authorization.check(openAPIAccess, caller: context.caller, what: "Reading the OpenAPI document")
-        return Response(
-            status: .ok, headers: [.contentType: "application/yaml; charset=utf-8"],
-            body: .init(byteBuffer: ByteBuffer(string: openAPI)))
+    for document in OpenAPIDocument.allCases {
+        let text = try document.load()
+        router.get(RouterPath(document.path)) { _, context in
+            try Authorization.check(openAPIAccess, caller: context.caller, what: "Reading the OpenAPI document")
+            return Response(
+                status: .ok, headers: [.contentType: "application/yaml; charset=utf-8"],
+                body: .init(byteBuffer: ByteBuffer(string: text)))
+        }
     }
     let controller = TableController(
         store: store, maxBodySize: configuration.maxBodySize, queryLimits: configuration.queryLimits,
@@ -154,11 +156,19 @@ func buildRouter(_ configuration: SyncServerConfiguration, store: any TableStore
     return router
 }
 
-/// The OpenAPI document of the table API, shipped as a resource.
-enum OpenAPIDocument {
-    static func load() throws -> String {
-        guard let url = Bundle.module.url(forResource: "openapi", withExtension: "yaml") else {
-            throw ConfigurationError("the OpenAPI document is missing from the SyncServer bundle")
+/// The OpenAPI documents of the table API, one per dialect, shipped as resources.
+enum OpenAPIDocument: String, CaseIterable {
+    /// `/openapi.yaml`: the 2.0.0 protocol, and the routes beside the tables.
+    case v2 = "openapi"
+    /// `/openapi-v3.yaml`: the tables as the Datasync dialect (3.0.0) answers them.
+    case v3 = "openapi-v3"
+
+    /// Where the server serves it.
+    var path: String { rawValue + ".yaml" }
+
+    func load() throws -> String {
+        guard let url = Bundle.module.url(forResource: rawValue, withExtension: "yaml") else {
+            throw ConfigurationError("the OpenAPI document \(path) is missing from the SyncServer bundle")
         }
         return try String(contentsOf: url, encoding: .utf8)
     }

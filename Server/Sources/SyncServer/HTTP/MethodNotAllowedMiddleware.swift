@@ -1,8 +1,10 @@
 import HTTPTypes
 import Hummingbird
+import SyncOData
 
 /// Answers 405 with an `Allow` header, instead of the router's 404, to a method a known path does not
-/// take (`PUT /tables/TodoItem`, `TRACE /metrics`), as the OpenAPI document says.
+/// take (`PUT /tables/TodoItem`, `TRACE /metrics`), as the OpenAPI documents say: an item takes GET, PATCH, DELETE
+/// and POST in 2.0.x, GET, PUT and DELETE in 3.0.x (the request's `ZUMO-API-VERSION`).
 struct MethodNotAllowedMiddleware: RouterMiddleware {
     typealias Context = SyncRequestContext
     /// Whether `POST /batch` is served.
@@ -14,7 +16,12 @@ struct MethodNotAllowedMiddleware: RouterMiddleware {
         do {
             return try await next(request, context)
         } catch let error as HTTPError where error.status == .notFound {
-            guard let allowed = Self.methods(forPath: request.uri.path, batch: batch), !allowed.contains(request.method)
+            let version =
+                APIVersionMiddleware.queryVersion(request.uri.query ?? "")
+                ?? request.headers[APIVersionMiddleware.headerName]
+            let dialect = version.flatMap(APIVersionMiddleware.dialect(of:)) ?? .v2
+            guard let allowed = Self.methods(forPath: request.uri.path, batch: batch, dialect: dialect),
+                !allowed.contains(request.method)
             else {
                 throw error
             }
@@ -25,14 +32,15 @@ struct MethodNotAllowedMiddleware: RouterMiddleware {
         }
     }
 
-    /// The methods of the route `path` matches, or nil for a path no route has.
-    static func methods(forPath path: String, batch: Bool) -> [HTTPRequest.Method]? {
+    /// The methods of the route `path` matches in `dialect`, or nil for a path no route has.
+    static func methods(forPath path: String, batch: Bool, dialect: ODataDialect) -> [HTTPRequest.Method]? {
         let parts = path.split(separator: "/", omittingEmptySubsequences: false).dropFirst()
         switch (parts.count, parts.first) {
-        case (1, "health"), (1, "metrics"), (1, "openapi.yaml"), (1, "changes"): return [.get]
+        case (1, "health"), (1, "metrics"), (1, "openapi.yaml"), (1, "openapi-v3.yaml"), (1, "changes"): return [.get]
         case (1, "batch") where batch: return [.post]
         case (2, "tables") where !parts.last!.isEmpty: return [.get, .post]
-        case (3, "tables") where !parts.dropFirst().contains(""): return [.get, .patch, .delete, .post]
+        case (3, "tables") where !parts.dropFirst().contains(""):
+            return dialect == .v2 ? [.get, .patch, .delete, .post] : [.get, .put, .delete]
         default: return nil
         }
     }

@@ -156,7 +156,7 @@ extension TableController {
         }
     }
 
-    private func countConflict(_ table: TableName?) {
+    func countConflict(_ table: TableName?) {
         Counter(label: MetricLabel.conflicts, dimensions: [(MetricLabel.table, table?.canonical ?? "unknown")])
             .increment()
     }

@@ -21,14 +21,15 @@ extension TableController {
         let owner = try authorize(.update, schema, context)
         var fields = try await changeFields(request, id: id)
         let includeDeleted = try includesDeleted(request)
-        try await v3CheckLive(request, schema: schema, id: id, owner: owner, includeDeleted: includeDeleted)
+        _ = try await perform { try schema.plan(fields) }  // an invalid body is a 400 whatever the conditions say
+        let precondition = try await v3CheckLive(
+            request, schema: schema, id: id, owner: owner, includeDeleted: includeDeleted)
         // A replace: every user field the body leaves out becomes null; the system properties are the server's.
         for column in schema.columns.keys where fields[column] == nil && column != TableConfiguration.ownerColumn {
             fields[column] = .null
         }
         for property in SystemProperty.allCases where property != .deleted { fields[property.rawValue] = nil }
         fields[SystemProperty.deleted.rawValue] = .bool(fields[SystemProperty.deleted.rawValue]?.boolValue ?? false)
-        let precondition = try ifMatch(request)
         let item = try await perform(table: schema.name, dialect: .v3) {
             // A tombstone only when asked: one deleted since the check is then a 404, not brought back.
             try await store.update(
@@ -44,8 +45,7 @@ extension TableController {
     func v3Delete(_ request: Request, _ context: SyncRequestContext) async throws -> Response {
         let (schema, id) = try await target(context)
         let owner = try authorize(.delete, schema, context)
-        try await v3CheckLive(request, schema: schema, id: id, owner: owner, includeDeleted: false)
-        let precondition = try ifMatch(request)
+        let precondition = try await v3CheckLive(request, schema: schema, id: id, owner: owner, includeDeleted: false)
         _ = try await perform(table: schema.name, dialect: .v3) {
             try await store.delete(id, from: schema.name, owner: owner, precondition: precondition)
         }
@@ -54,16 +54,23 @@ extension TableController {
     }
 
     /// Before a change: 404 when the item is missing, 410 when it is a tombstone and `includeDeleted` is false;
-    /// then a 412 with the item when `If-None-Match` or `If-Modified-Since` finds it not modified, or
-    /// `If-Unmodified-Since` finds it modified (§2). `If-Match` the store checks with the write.
+    /// then a 412 with the item when `If-Match` names none of its versions (a list, `*`, quoted or bare tags; an
+    /// empty or unreadable value names none), `If-None-Match` or `If-Modified-Since` finds it not modified, or
+    /// `If-Unmodified-Since` finds it modified (§2).
+    ///
+    /// - Returns: The precondition of the write: with `If-Match`, the version just checked, so that a write
+    ///   between the check and this one is a 412 too; nil without.
     func v3CheckLive(
         _ request: Request, schema: TableSchema, id: ItemID, owner: String?, includeDeleted: Bool
-    ) async throws {
+    ) async throws -> Precondition? {
         let stored = try await v3StoredItem(schema: schema, id: id, owner: owner, includeDeleted: includeDeleted)
         let conditions = Self.conditions(request, item: stored)
-        if conditions.notModified || conditions.unmodifiedFails {
+        if conditions.matchFails || conditions.notModified || conditions.unmodifiedFails {
+            countConflict(schema.name)
             throw APIError(conflict: .preconditionFailed, storedItem: Self.v3Item(stored, select: nil))
         }
+        guard request.headers[.ifMatch] != nil, let version = stored.version else { return nil }
+        return .version(version)
     }
 
     /// The stored item: 404 when missing, 410 when a tombstone and `includeDeleted` is false (v3 tells the two
