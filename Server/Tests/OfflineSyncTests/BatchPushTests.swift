@@ -20,7 +20,10 @@ import Testing
         let workspace = try Workspace()
         try await LiveServer.run(in: workspace) { url in
             let transport = ScriptedTransport(forwardingTo: URLSessionTransport())
-            let client = try await SyncClient.make(url, workspace: workspace) { $0.transport = transport }
+            let client = try await SyncClient.make(url, workspace: workspace) {
+                $0.transport = transport
+                $0.requestTimeout = .seconds(300)  // a loaded test machine took over 30 s for a batch of 500 once
+            }
             let table = try client.syncTable("TodoItem", of: TodoItem.self)
             try await table.insert(contentsOf: (0..<750).map { Self.todo("i\($0)") })
             #expect(try await client.push().pushedCount == 750)
