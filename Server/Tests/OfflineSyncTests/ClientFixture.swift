@@ -70,6 +70,8 @@ extension SyncClient {
 struct Wire: Sendable, CustomStringConvertible {
     var `protocol` = SyncClient.ProtocolVersion.v2
     var batchPush = SyncClient.BatchPush.whenOffered
+    /// Whether tests with several clients give them both dialects in turn (``protocol(ofClient:)``).
+    var mixesProtocols = false
 
     @TaskLocal static var current = Wire()
 
@@ -79,9 +81,17 @@ struct Wire: Sendable, CustomStringConvertible {
     static let v2 = Wire(protocol: .v2, batchPush: .never)
     /// v3 (Datasync): `PUT`, `DELETE` answered 204, 410 for tombstones, `{"items"}` pages; never batched.
     static let v3 = Wire(protocol: .v3, batchPush: .whenOffered)
+    /// Clients of one test in turn v2 and v3, on one server.
+    static let mixed = Wire(protocol: .v2, batchPush: .whenOffered, mixesProtocols: true)
+
+    /// The dialect of a test's `index`-th client: ``protocol``, or in turn v2 and v3 when ``mixesProtocols``.
+    func `protocol`(ofClient index: Int) -> SyncClient.ProtocolVersion {
+        mixesProtocols ? (index % 2 == 0 ? .v2 : .v3) : self.protocol
+    }
 
     var description: String {
         switch (self.protocol, batchPush) {
+        case _ where mixesProtocols: "v2 and v3 clients in turn"
         case (.v3, _): "v3 (Datasync)"
         case (.v2, .always): "v2, pushing in batches"
         case (.v2, _): "v2, one request per operation"
@@ -89,11 +99,11 @@ struct Wire: Sendable, CustomStringConvertible {
     }
 }
 
-/// Runs each test of a suite once per wire: v2 pushing in batches, v2 one request per operation, and v3 — so
-/// every case (conflicts, refusals, lost replies, retries, ordering, pulls) is checked on each, against the same
-/// server.
+/// Runs each test of a suite once per wire: v2 pushing in batches, v2 one request per operation, v3, and clients in
+/// turn v2 and v3 (for tests with two devices) — so every case (conflicts, refusals, lost replies, retries,
+/// ordering, pulls) is checked on each, against the same server.
 struct OnEveryWire: SuiteTrait, TestTrait, TestScoping {
-    var wires = [Wire.v2Batched, .v2, .v3]
+    var wires = [Wire.v2Batched, .v2, .v3, .mixed]
     var isRecursive: Bool { true }
 
     func provideScope(for test: Test, testCase: Test.Case?, performing function: @Sendable () async throws -> Void)
@@ -112,4 +122,6 @@ extension Trait where Self == OnEveryWire {
     static var onEveryWire: Self { OnEveryWire() }
     /// v2, then v3, each pushing as by default.
     static var onBothProtocols: Self { OnEveryWire(wires: [Wire(), .v3]) }
+    /// v2, v3, then clients of both dialects in turn on one server (for tests with several clients).
+    static var onBothProtocolsAndMixed: Self { OnEveryWire(wires: [Wire(), .v3, .mixed]) }
 }

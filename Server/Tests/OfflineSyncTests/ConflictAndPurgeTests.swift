@@ -9,7 +9,10 @@ import Testing
         _ url: URL, _ workspace: Workspace, configureB: (inout SyncClient.Configuration) -> Void = { _ in }
     ) async throws -> (a: SyncClient, b: SyncClient) {
         let a = try await SyncClient.make(url, workspace: workspace, store: "a.sqlite")
-        let b = try await SyncClient.make(url, workspace: workspace, store: "b.sqlite", configure: configureB)
+        let b = try await SyncClient.make(url, workspace: workspace, store: "b.sqlite") {
+            $0.protocol = Wire.current.protocol(ofClient: 1)
+            configureB(&$0)
+        }
         try await a.syncTable("TodoItem", of: TodoItem.self).insert(
             TodoItem(id: "t", text: "original", complete: false))
         try await a.push()
@@ -177,7 +180,9 @@ import Testing
         let workspace = try Workspace()
         try await LiveServer.run(in: workspace) { url in
             let a = try await SyncClient.make(url, workspace: workspace, store: "a.sqlite")
-            let b = try await SyncClient.make(url, workspace: workspace, store: "b.sqlite")
+            let b = try await SyncClient.make(url, workspace: workspace, store: "b.sqlite") {
+                $0.protocol = Wire.current.protocol(ofClient: 1)
+            }
             try await a.syncTable("TodoItem", of: TodoItem.self).insert(
                 TodoItem(id: "same", text: "A's", complete: false))
             try await a.push()

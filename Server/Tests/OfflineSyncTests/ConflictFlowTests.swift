@@ -61,7 +61,9 @@ import Testing
     /// A → inserts t and u; B pulls them; A deletes t; B edits t offline.
     static func editOfDeletedItem(_ url: URL, _ workspace: Workspace) async throws -> (a: SyncClient, b: SyncClient) {
         let a = try await SyncClient.make(url, workspace: workspace, store: "a.sqlite")
-        let b = try await SyncClient.make(url, workspace: workspace, store: "b.sqlite")
+        let b = try await SyncClient.make(url, workspace: workspace, store: "b.sqlite") {
+            $0.protocol = Wire.current.protocol(ofClient: 1)
+        }
         let tableA = try a.syncTable("TodoItem", of: TodoItem.self)
         try await tableA.insert(contentsOf: [TodoItem(id: "t", text: "t", complete: false)])
         try await a.push()
@@ -84,7 +86,7 @@ import Testing
             let table = try b.syncTable("TodoItem", of: TodoItem.self)
             let summary = try await table.pull(queryID: "all")
             let conflict = try #require(summary.pushErrors.first)
-            #expect(conflict.status == (Wire.current.protocol == .v2 ? 404 : 410))  // v3 tells a tombstone apart
+            #expect(conflict.status == (Wire.current.protocol(ofClient: 1) == .v2 ? 404 : 410))  // v3 tells a tombstone apart
             #expect(conflict.isConflict)
             #expect(conflict.serverItem?.isDeleted == true)  // the tombstone, fetched by id
             #expect(try await table.item(id: ItemID("later"))?.text == "added after")  // the pull went on

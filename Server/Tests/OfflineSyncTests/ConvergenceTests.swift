@@ -4,8 +4,9 @@ import PropertyBased
 import Testing
 
 /// Random offline edits on 2–3 clients, then push/pull rounds: every client ends with the server's
-/// rows (PROTOCOL.md §5–§7 together), whatever the interleaving of inserts, updates and deletes.
-@Suite(.onBothProtocols) struct ConvergenceTests {
+/// rows (PROTOCOL.md §5–§7 together), whatever the interleaving of inserts, updates and deletes — with every client
+/// on v2, on v3, and in turn on v2 and v3 (one table, both dialects).
+@Suite(.onBothProtocolsAndMixed) struct ConvergenceTests {
     struct Edit: Sendable, CustomStringConvertible {
         var client: Int
         var kind: OperationKind
@@ -52,6 +53,7 @@ import Testing
                     clients.append(
                         try await SyncClient.make(url, workspace: workspace, store: "\(prefix)c\(index).sqlite") {
                             $0.conflictHandler = .serverWins
+                            $0.protocol = Wire.current.protocol(ofClient: index)
                         })
                 }
                 let tables = try clients.map { try $0.syncTable("TodoItem", of: TodoItem.self) }

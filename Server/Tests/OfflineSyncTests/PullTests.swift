@@ -234,14 +234,15 @@ import Testing
     }
 
     /// 1,700 rows over a link of 300 ms per request: a first page of 100 rows, which the store applies in far less
-    /// than the 300 ms it took, so the next page is several times larger (by the ratio of the times, at most 16);
-    /// 3 requests at most where pages of 100 take 17, and none for an empty page: the count said 1,700.
+    /// than the 300 ms it took, so the next page is several times larger (by the ratio of the times, at least 2, at
+    /// most 16): 3 requests on an idle machine, and at most 5 (pages doubling: 100, 200, 400, 800, 200) on a loaded
+    /// one whose store is slow, where pages of 100 take 17; none for an empty page: the count said 1,700.
     @Test func pagesGrowOverASlowLinkAndTheCountEndsThePull() async throws {
         try await withSlowPull(pageSize: 10_000, maxTop: 10_000, rows: 1700) { table, link, _ in
             let summary = try await table.pull(queryID: "all")
             #expect(summary.appliedCount == 1700)
             let pages = link.answeredPages
-            #expect(pages.count <= 3, "\(link.asked)")
+            #expect(pages.count <= 5, "\(link.asked)")
             #expect(pages.first?.top == 100)
             #expect(pages.dropFirst().allSatisfy { ($0.top ?? 0) >= 200 }, "\(link.asked)")
             #expect(pages.allSatisfy { $0.status == 200 && $0.rows > 0 }, "\(link.asked)")
