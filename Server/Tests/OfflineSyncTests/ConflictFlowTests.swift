@@ -86,7 +86,8 @@ import Testing
             let table = try b.syncTable("TodoItem", of: TodoItem.self)
             let summary = try await table.pull(queryID: "all")
             let conflict = try #require(summary.pushErrors.first)
-            #expect(conflict.status == (Wire.current.protocol(ofClient: 1) == .v2 ? 404 : 410))  // v3 tells a tombstone apart
+            // v3 tells a tombstone apart.
+            #expect(conflict.status == (Wire.current.protocol(ofClient: 1) == .v2 ? 404 : 410))
             #expect(conflict.isConflict)
             #expect(conflict.serverItem?.isDeleted == true)  // the tombstone, fetched by id
             #expect(try await table.item(id: ItemID("later"))?.text == "added after")  // the pull went on
