@@ -81,7 +81,10 @@ let package = Package(
                 .product(name: "Yams", package: "Yams"),
                 .product(name: "JWTKit", package: "jwt-kit"),
             ],
-            resources: [.copy("Resources/openapi.yaml"), .copy("Resources/openapi-v3.yaml")],
+            resources: [
+                .copy("Resources/openapi.yaml"), .copy("Resources/openapi-v3.yaml"), .copy("Resources/console.html"),
+                .copy("Resources/console.js"), .copy("Resources/console.css"),
+            ],
             swiftSettings: swiftSettings
         ),
         .executableTarget(

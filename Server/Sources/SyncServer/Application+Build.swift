@@ -74,9 +74,14 @@ public func buildApplication(
     return app
 }
 
-/// Says in one line at startup who may use the tables: a warning when anyone on the network may.
+/// Says in one line at startup who may use the tables: a warning when anyone on the network may; and whether the
+/// console is served without auth away from loopback.
 func logAccess(_ configuration: SyncServerConfiguration) {
     let logger = configuration.logger
+    if configuration.auth == nil, configuration.console == .enabled, !ConsoleMode.isLoopback(configuration.host) {
+        logger.warning(
+            "The console (/console) is on without auth: anyone who reaches \(configuration.host) may read every table")
+    }
     guard let auth = configuration.auth else {
         let message: Logger.Message =
             "No auth is configured: anyone who reaches \(configuration.host) may read and write every table"
@@ -102,12 +107,15 @@ func buildRouter(_ configuration: SyncServerConfiguration, store: any TableStore
     -> Router<SyncRequestContext>
 {
     let router = Router(context: SyncRequestContext.self)
+    let stats = ServerStats()
     router.add(middleware: MetricsMiddleware())
+    router.add(middleware: StatsMiddleware(stats: stats))
     router.add(middleware: LogRequestsMiddleware(.debug))
     if let cors = configuration.cors { router.add(middleware: CORSMiddleware(configuration: cors)) }
     router.add(middleware: UnexpectedErrorMiddleware())
     router.add(middleware: TransferCodingMiddleware())
-    router.add(middleware: MethodNotAllowedMiddleware(batch: configuration.offersBatch))
+    let consoleIsOn = configuration.console.isOn(host: configuration.host, authenticates: configuration.auth != nil)
+    router.add(middleware: MethodNotAllowedMiddleware(batch: configuration.offersBatch, console: consoleIsOn))
     if let auth = configuration.auth {
         router.add(
             middleware: AuthenticationMiddleware(verifier: try await TokenVerifier(auth, now: configuration.now)))
@@ -134,8 +142,19 @@ func buildRouter(_ configuration: SyncServerConfiguration, store: any TableStore
     }
     let controller = TableController(
         store: store, maxBodySize: configuration.maxBodySize, queryLimits: configuration.queryLimits,
-        makeID: configuration.makeID, authenticates: configuration.auth != nil, changes: changes
+        makeID: configuration.makeID, authenticates: configuration.auth != nil, changes: changes, stats: stats
     )
+    if consoleIsOn {
+        let database: String
+        switch configuration.database {
+        case .sqlite: database = "sqlite"
+        case .postgres: database = "postgres"
+        }
+        try Console(
+            tables: controller, configurations: configuration.servedTables, access: configuration.auth?.console,
+            database: database
+        ).addRoutes(to: router)
+    }
     // The batch's operations go through the same table routes, without the outer middleware (they are parts of
     // one request that has passed it), except the refusal counting and the 500 for an unexpected error.
     let batchTables = Router(context: SyncRequestContext.self)

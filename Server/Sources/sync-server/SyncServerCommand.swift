@@ -115,6 +115,13 @@ struct Serve: AsyncParsableCommand {
     @Flag(help: "Send every response uncompressed.")
     var noCompression = false
 
+    @Option(
+        help: """
+            The web console at /console: auto (for the administrators of auth, else only on a loopback --host), on \
+            (also without auth on another address), or off.
+            """)
+    var console = ConsoleMode.automatic.rawValue
+
     @Option(help: "The largest request body accepted, in bytes (also of a batch).")
     var maxBodySize = 1 << 20
 
@@ -165,6 +172,10 @@ struct Serve: AsyncParsableCommand {
         configuration.maxBodySize = maxBodySize
         configuration.offersBatch = !noBatch
         configuration.compressionMinimumSize = noCompression ? nil : max(0, compressFrom)
+        guard let consoleMode = ConsoleMode(rawValue: console) else {
+            throw ValidationError("--console is auto, on or off, not '\(console)'")
+        }
+        configuration.console = consoleMode
         configuration.metricsRegistry = registry
         configuration.logger = Logger(label: "sync-server")
         do {

@@ -25,6 +25,10 @@ public struct AuthConfiguration: Sendable, Hashable {
     public var metrics = Access.anonymous
     /// Who may read `GET /openapi.yaml`. Default: anyone.
     public var openAPI = Access.anonymous
+    /// The administrators who may use the web console (`/console`), which reads every table across users:
+    /// ``Access/restricted(subjects:roles:)`` or ``Access/disabled`` (anyone else would read every user's rows).
+    /// Default: callers whose `roles` claim holds `admin`.
+    public var console = Access.restricted(subjects: [], roles: ["admin"])
 
     /// A configuration that accepts HS256 tokens signed with `hs256Secret`.
     ///
@@ -49,6 +53,13 @@ public struct AuthConfiguration: Sendable, Hashable {
         }
         guard clockSkew >= .zero, clockSkew <= .seconds(600) else {
             throw ConfigurationError("auth: clockSkewSeconds is 0 to 600")
+        }
+        switch console {
+        case .restricted, .disabled: break
+        case .anonymous, .authenticated:
+            throw ConfigurationError(
+                "auth.console: the console reads every user's rows; name its administrators "
+                    + "({\"subjects\": [...], \"roles\": [...]}) or disable it")
         }
     }
 }

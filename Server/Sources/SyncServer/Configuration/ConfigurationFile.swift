@@ -8,7 +8,8 @@ import Yams
 /// The shape, with every key but the tables' `name` optional (JSON, or the same in YAML):
 /// ```json
 /// {"auth": {"hs256Secret": "…", "jwksFile": "keys.json", "issuer": "…", "audience": "…",
-///           "clockSkewSeconds": 60, "metrics": "authenticated", "openapi": "anonymous"},
+///           "clockSkewSeconds": 60, "metrics": "authenticated", "openapi": "anonymous",
+///           "console": {"subjects": ["alice"], "roles": ["admin"]}},
 ///  "cors": {"allowedOrigins": ["https://app.example.com"], "maxAgeSeconds": 600},
 ///  "tables": [{"name": "TodoItem", "softDelete": true, "pageSize": 50, "maxTop": 1000,
 ///              "maxColumns": 250, "maxNewColumnsPerWrite": 20, "perUser": false,
@@ -80,7 +81,9 @@ public struct ConfigurationFile: Sendable {
 
     private static func auth(from value: JSONValue) throws -> AuthConfiguration {
         let members = try Members(value, label: "auth")
-        try members.allow(["hs256Secret", "jwksFile", "issuer", "audience", "clockSkewSeconds", "metrics", "openapi"])
+        try members.allow([
+            "hs256Secret", "jwksFile", "issuer", "audience", "clockSkewSeconds", "metrics", "openapi", "console",
+        ])
         var auth = AuthConfiguration(hs256Secret: try members.string("hs256Secret"))
         auth.jwksFile = try members.string("jwksFile")
         auth.issuer = try members.string("issuer")
@@ -88,6 +91,7 @@ public struct ConfigurationFile: Sendable {
         if let seconds = try members.integer("clockSkewSeconds") { auth.clockSkew = .seconds(seconds) }
         if let metrics = members["metrics"] { auth.metrics = try access(from: metrics, label: "auth.metrics") }
         if let openAPI = members["openapi"] { auth.openAPI = try access(from: openAPI, label: "auth.openapi") }
+        if let console = members["console"] { auth.console = try access(from: console, label: "auth.console") }
         return auth
     }
 

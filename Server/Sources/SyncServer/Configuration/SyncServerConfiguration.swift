@@ -59,6 +59,10 @@ public struct SyncServerConfiguration: Sendable {
     public var auth: AuthConfiguration?
     /// Which web pages of other origins may call the server; nil allows none. Default nil.
     public var cors: CORSConfiguration?
+    /// When the web console (`/console`) is served: with ``auth``, to its administrators
+    /// (``AuthConfiguration/console``); without, only on a loopback ``host`` unless set to
+    /// ``ConsoleMode/enabled``. Default ``ConsoleMode/automatic``.
+    public var console = ConsoleMode.automatic
     /// The registry `GET /metrics` renders; nil answers 404. Default nil.
     public var metricsRegistry: PrometheusCollectorRegistry?
     /// The clock that stamps `createdAt` and `updatedAt`. Default: the system clock.

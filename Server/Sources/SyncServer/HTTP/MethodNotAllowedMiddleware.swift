@@ -9,6 +9,8 @@ struct MethodNotAllowedMiddleware: RouterMiddleware {
     typealias Context = SyncRequestContext
     /// Whether `POST /batch` is served.
     var batch = true
+    /// Whether the console's pages are served.
+    var console = false
 
     func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws
         -> Response
@@ -20,7 +22,8 @@ struct MethodNotAllowedMiddleware: RouterMiddleware {
                 APIVersionMiddleware.queryVersion(request.uri.query ?? "")
                 ?? request.headers[APIVersionMiddleware.headerName]
             let dialect = version.flatMap(APIVersionMiddleware.dialect(of:)) ?? .v2
-            guard let allowed = Self.methods(forPath: request.uri.path, batch: batch, dialect: dialect),
+            guard
+                let allowed = Self.methods(forPath: request.uri.path, batch: batch, console: console, dialect: dialect),
                 !allowed.contains(request.method)
             else {
                 throw error
@@ -33,9 +36,15 @@ struct MethodNotAllowedMiddleware: RouterMiddleware {
     }
 
     /// The methods of the route `path` matches in `dialect`, or nil for a path no route has.
-    static func methods(forPath path: String, batch: Bool, dialect: ODataDialect) -> [HTTPRequest.Method]? {
+    static func methods(forPath path: String, batch: Bool, console: Bool, dialect: ODataDialect)
+        -> [HTTPRequest.Method]?
+    {
         let parts = path.split(separator: "/", omittingEmptySubsequences: false).dropFirst()
         switch (parts.count, parts.first) {
+        case (1, "console") where console: return [.get]
+        case (3, "console") where console && ["tables", "assets"].contains(parts.dropFirst().first): return [.get]
+        case (3, "console") where console && parts.dropFirst().first == "api": return [.get]
+        case (4, "console") where console && parts.dropFirst().first == "api": return [.get]
         case (1, "health"), (1, "metrics"), (1, "openapi.yaml"), (1, "openapi-v3.yaml"), (1, "changes"): return [.get]
         case (1, "batch") where batch: return [.post]
         case (2, "tables") where !parts.last!.isEmpty: return [.get, .post]

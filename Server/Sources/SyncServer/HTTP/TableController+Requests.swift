@@ -159,6 +159,7 @@ extension TableController {
     func countConflict(_ table: TableName?) {
         Counter(label: MetricLabel.conflicts, dimensions: [(MetricLabel.table, table?.canonical ?? "unknown")])
             .increment()
+        stats.record { $0.conflicts += 1 }
     }
 
     /// The absolute URL of this request's base (`http://host`), from headers that are checked (``origin(forwardedProto:authority:)``).

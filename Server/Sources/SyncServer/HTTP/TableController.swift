@@ -16,6 +16,8 @@ struct TableController: Sendable {
     let authenticates: Bool
     /// Wakes the `GET /changes` requests that follow a table when a write to it commits.
     let changes: ChangeHub
+    /// This instance's counts, for the console.
+    let stats: ServerStats
 
     func addRoutes(to group: RouterGroup<SyncRequestContext>) {
         group.get("{name}") { request, context in try await query(request, context) }
@@ -48,6 +50,7 @@ struct TableController: Sendable {
         }
         Counter(label: MetricLabel.rowsReturned, dimensions: [(MetricLabel.table, schema.name.canonical)])
             .increment(by: page.itemCount)
+        stats.record { $0.rowsReturned += page.itemCount }
         if context.dialect == .v3 { return try v3Page(request, query: query, page: page) }
         var body = page.itemsJSON
         if let total = page.totalCount {
