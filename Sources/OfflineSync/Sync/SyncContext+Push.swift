@@ -151,7 +151,8 @@ extension SyncContext {
             case .v3:
                 // One replace that brings a tombstone back, or overwrites a live row (a retry is safe); no trace
                 // on the server: insert.
-                let url = endpoint.url(operation.table, id: operation.itemID, query: "__includedeleted=true")
+                let url = endpoint.url(
+                    operation.table, id: operation.itemID, query: endpoint.dialect.includeDeletedParameter)
                 let replaced = try await sendRetrying(logger: log) {
                     try await endpoint.send("PUT", url, body: sent, features: ["OL"])
                 } isTransient: { reply in

@@ -42,8 +42,8 @@ struct MethodNotAllowedMiddleware: RouterMiddleware {
         let parts = path.split(separator: "/", omittingEmptySubsequences: false).dropFirst()
         switch (parts.count, parts.first) {
         case (1, "console") where console: return [.get]
-        case (3, "console") where console && ["tables", "assets"].contains(parts.dropFirst().first): return [.get]
-        case (3, "console") where console && parts.dropFirst().first == "api": return [.get]
+        case (3, "console") where console && ["tables", "assets", "api"].contains(parts.dropFirst().first):
+            return [.get]
         case (4, "console") where console && parts.dropFirst().first == "api": return [.get]
         case (1, "health"), (1, "metrics"), (1, "openapi.yaml"), (1, "openapi-v3.yaml"), (1, "changes"): return [.get]
         case (1, "batch") where batch: return [.post]
