@@ -63,6 +63,16 @@ extension ProcessTests {
                     #expect(stale == 0, "rows a client misses or holds in an older version")
                     #expect(await client.recorder.repeats == 0, "a pull returned a row version twice")
                 }
+                // The console of either instance shows the same table (issue 19): the counts, and the newest rows.
+                var newest: [[JSONValue]] = []
+                for port in ports {
+                    let (status, overview) = try await HTTP().get(port: port, "/console/api/overview")
+                    #expect(status == 200)
+                    #expect(overview?["tables"]?.arrayValue?.first?["live"] == .int(Int64(Self.rows)))
+                    let (_, page) = try await HTTP().get(port: port, "/console/api/tables/TodoItem?$top=20")
+                    newest.append(page?["items"]?.arrayValue ?? [])
+                }
+                #expect(newest[0].count == 20 && newest[0] == newest[1])
                 let received = await clients.asyncMap { await $0.recorder.received }
                 print(
                     """
