@@ -20,6 +20,8 @@ struct Cases {
     let quick: Bool
     /// Which transport the clients use: `urlsession` (the default) or `async-http-client`.
     let transport: String
+    /// The dialect the clients speak.
+    var dialect = SyncClient.ProtocolVersion.v2
 
     /// A client on a fresh store at `name`, with the chosen transport.
     func client(_ url: URL, store name: String, batchPush: SyncClient.BatchPush = .whenOffered) async throws
@@ -28,6 +30,7 @@ struct Cases {
         var configuration = SyncClient.Configuration()
         configuration.transport = Self.transport(named: transport)
         configuration.batchPush = batchPush
+        configuration.protocol = dialect
         return SyncClient(
             url: url, store: try SQLiteLocalStore(path: path(name)), configuration: configuration)
     }

@@ -1,5 +1,6 @@
 import ArgumentParser
 import Foundation
+import OfflineSync
 import SyncCore
 
 /// `sync-bench`: each path measured beside its physical reference in the same run, as a ratio.
@@ -30,6 +31,11 @@ struct SyncBenchCommand: AsyncParsableCommand {
 
     @Option(help: "The clients' transport: urlsession or async-http-client.")
     var transport = "urlsession"
+
+    @Option(
+        name: .customLong("protocol"),
+        help: "The dialect the clients speak: v2 (Azure Mobile Apps) or v3 (Datasync); the server speaks both.")
+    var wireProtocol = "v2"
 
     @Option(help: .hidden) var memoryChild: String?
 
@@ -72,7 +78,15 @@ struct SyncBenchCommand: AsyncParsableCommand {
             }
             return profile
         }
-        let cases = Cases(directory: directory, repetitions: max(repetitions, 1), quick: quick, transport: transport)
+        let dialect: SyncClient.ProtocolVersion
+        switch wireProtocol {
+        case "v2": dialect = .v2
+        case "v3": dialect = .v3
+        default: throw ValidationError("--protocol is v2 or v3")
+        }
+        let cases = Cases(
+            directory: directory, repetitions: max(repetitions, 1), quick: quick, transport: transport,
+            dialect: dialect)
         var results: [BenchResult] = []
         func wanted(_ names: String...) -> Bool { only.map { names.contains($0) } ?? true }
         if let profile {
