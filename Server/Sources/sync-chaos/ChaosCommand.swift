@@ -28,6 +28,8 @@ struct ChaosCommand: ParsableCommand {
             "What the devices speak: v2, v3 (Datasync), or mixed (even-numbered devices v2, odd ones v3, on one table)."
     )
     var wireProtocol = ChaosRun.Protocols.v2
+    @Option(help: "Milliseconds the proxy waits before forwarding each request (a link's round trip); default 0.")
+    var latencyMs = 0
     @Option(help: "Where runs keep their files (default: a temporary folder, removed afterwards).")
     var directory: String?
 
@@ -35,6 +37,7 @@ struct ChaosCommand: ParsableCommand {
         guard devices >= 1, devices <= 32 else { throw ValidationError("--devices is 1 to 32") }
         guard steps >= 1, steps <= 10_000 else { throw ValidationError("--steps is 1 to 10000") }
         guard (0...1).contains(faultRate) else { throw ValidationError("--fault-rate is 0 to 1") }
+        guard (0...1000).contains(latencyMs) else { throw ValidationError("--latency-ms is 0 to 1000") }
     }
 
     func run() throws {
@@ -49,7 +52,7 @@ struct ChaosCommand: ParsableCommand {
             devices: devices, steps: steps, faultRate: faultRate, timeLimit: timeLimit,
             todo: binaries.appendingPathComponent("todo").path,
             server: binaries.appendingPathComponent("sync-server").path, directory: folder, perUser: perUser,
-            protocols: wireProtocol)
+            protocols: wireProtocol, latencyMilliseconds: latencyMs)
         var failed = 0
         for seed in seed {
             let report = try ChaosRun(seed: seed, settings: settings).run()

@@ -27,6 +27,8 @@ struct ChaosRun {
         var perUser = false
         /// What the devices speak.
         var protocols = Protocols.v2
+        /// The wait the proxy adds to each request it forwards, in milliseconds.
+        var latencyMilliseconds = 0
     }
 
     /// The dialects the devices speak (`TODO_PROTOCOL`).
@@ -77,7 +79,9 @@ struct ChaosRun {
             token: token)
         try server.start()
         defer { server.stop() }
-        let proxy = try FaultProxy(upstreamPort: server.port, seed: seed, faultRate: settings.faultRate)
+        let proxy = try FaultProxy(
+            upstreamPort: server.port, seed: seed, faultRate: settings.faultRate,
+            latencyMilliseconds: settings.latencyMilliseconds)
         defer { proxy.stop() }
         let devices = (0..<settings.devices).map { index in
             Device(

@@ -30,11 +30,15 @@ final class FaultProxy: @unchecked Sendable {  // @unchecked: mutable state behi
     private var counts: [Fault: Int] = [:]
     private var passed = 0
     private var pagesAhead = 0
+    /// How long each request waits before it is forwarded, as a link's round trip would.
+    private let latency: useconds_t
 
-    /// Starts listening; `faultRate` is the chance that a request meets one of the four faults.
-    init(upstreamPort: Int, seed: UInt64, faultRate: Double) throws {
+    /// Starts listening; `faultRate` is the chance that a request meets one of the four faults, `latencyMilliseconds`
+    /// the wait of each request that is forwarded.
+    init(upstreamPort: Int, seed: UInt64, faultRate: Double, latencyMilliseconds: Int = 0) throws {
         (listener, port) = try Socket.listener()
         self.upstreamPort = upstreamPort
+        latency = useconds_t(max(0, latencyMilliseconds) * 1000)
         random = SplitMix64(seed: seed)
         self.faultRate = faultRate
         let thread = Thread { [self] in acceptLoop() }
@@ -110,6 +114,7 @@ final class FaultProxy: @unchecked Sendable {  // @unchecked: mutable state behi
         case .loseReply?, .cutReply?, nil:
             break
         }
+        if latency > 0 { usleep(latency) }
         guard let upstream = Socket.connection(port: upstreamPort) else { return }  // the server is down
         defer { close(upstream) }
         guard Socket.write(upstream, request.closingConnection().bytes),
