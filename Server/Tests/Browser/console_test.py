@@ -136,9 +136,11 @@ class ConsoleTest(unittest.TestCase):
         return WebDriverWait(self.browser, WAIT).until(condition, message)
 
     def rows(self):
-        """The texts of the table page's rows, and whether each is shown deleted."""
-        return [(row.find_element(By.CSS_SELECTOR, "td[data-column='text']").text, "deleted" in row.get_attribute("class"))
-                for row in self.browser.find_elements(By.CSS_SELECTOR, "#rows tr.row")]
+        """The texts of the table page's rows, and whether each is shown deleted: read in one script, so that a
+        redraw between reading one row and the next cannot hand back a stale element (a CI run met that)."""
+        return [tuple(row) for row in self.browser.execute_script(
+            "return [...document.querySelectorAll('#rows tr.row')].map(row => "
+            "[row.querySelector(\"td[data-column='text']\").textContent, row.classList.contains('deleted')])")]
 
     def wait_rows(self, expected, message):
         self.wait(lambda _: sorted(text for text, _ in self.rows()) == sorted(expected), message)

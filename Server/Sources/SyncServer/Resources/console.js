@@ -110,7 +110,7 @@ async function overview() {
 
 // MARK: A table's rows
 
-const state = { name: "", filter: "", deleted: false, orderBy: "", skip: 0, columns: [] };
+const state = { name: "", filter: "", deleted: false, orderBy: "", skip: 0, columns: [], loads: 0 };
 
 /// The page's own URL holds the query, so that a view can be linked (no secret is in it).
 function readLocation() {
@@ -154,30 +154,33 @@ async function tablePage(name) {
     event.preventDefault();
     state.filter = $("filter").value.trim();
     state.skip = 0;
-    loadRows();
+    loadRows().catch(handle);
   });
   $("deleted").addEventListener("change", () => {
     state.deleted = $("deleted").checked;
     state.skip = 0;
-    loadRows();
+    loadRows().catch(handle);
   });
   $("previous").addEventListener("click", () => {
     state.skip = Math.max(0, state.skip - pageSize);
-    loadRows();
+    loadRows().catch(handle);
   });
   $("next").addEventListener("click", () => {
     state.skip += pageSize;
-    loadRows();
+    loadRows().catch(handle);
   });
   await loadRows();
 }
 
 async function loadRows() {
   writeLocation();
+  // Only the latest request draws: an older answer arriving late must not replace a newer view.
+  const load = ++state.loads;
   let body;
   try {
     body = await api("/console/api/tables/" + encodeURIComponent(state.name) + "?" + apiQuery());
   } catch (error) {
+    if (load !== state.loads) return;
     if (error.status === 400) {
       // A query the API refuses, in the API's words.
       $("error").textContent = error.message;
@@ -188,6 +191,7 @@ async function loadRows() {
     }
     throw error;
   }
+  if (load !== state.loads) return;
   show($("error"), false);
   say("");
   const user = body.columns.filter((column) => !systemColumns.includes(column));
@@ -220,7 +224,7 @@ function drawColumns() {
       const descending = column === current && direction !== "desc";
       state.orderBy = column + (descending ? " desc" : " asc");
       state.skip = 0;
-      loadRows();
+      loadRows().catch(handle);
     });
     header.append(th);
   }
