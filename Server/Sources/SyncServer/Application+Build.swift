@@ -85,7 +85,7 @@ func logAccess(_ configuration: SyncServerConfiguration) {
     guard let auth = configuration.auth else {
         let message: Logger.Message =
             "No auth is configured: anyone who reaches \(configuration.host) may read and write every table"
-        if ["127.0.0.1", "::1", "localhost"].contains(configuration.host) {
+        if ConsoleMode.isLoopback(configuration.host) {
             logger.notice(message)
         } else {
             logger.warning("\(message) — set an auth section or \(AuthConfiguration.secretVariable)")
@@ -151,7 +151,7 @@ func buildRouter(_ configuration: SyncServerConfiguration, store: any TableStore
         case .postgres: database = "postgres"
         }
         try Console(
-            tables: controller, configurations: configuration.servedTables, access: configuration.auth?.console,
+            controller: controller, configurations: configuration.servedTables, access: configuration.auth?.console,
             database: database
         ).addRoutes(to: router)
     }

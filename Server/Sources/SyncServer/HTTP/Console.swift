@@ -45,7 +45,7 @@ struct StatsMiddleware: RouterMiddleware {
 /// the page and sent as `Authorization: Bearer`, never in a URL.
 struct Console: Sendable {
     /// The table routes' controller: the console reads through its store, limits and error wording.
-    let tables: TableController
+    let controller: TableController
     let configurations: [TableConfiguration]
     /// Who may read the API; nil without auth.
     let access: Access?
@@ -84,10 +84,10 @@ struct Console: Sendable {
                 "deleted": .int(Int64(allCount - liveCount)),
             ])
         }
-        let counts = tables.stats.current
+        let counts = controller.stats.current
         let body: JSONValue = [
             "status": "ok", "database": .string(database),
-            "startedAt": .string(WireDate(tables.stats.started).description),
+            "startedAt": .string(WireDate(controller.stats.started).description),
             "requests": .int(Int64(counts.requests)), "conflicts": .int(Int64(counts.conflicts)),
             "rowsReturned": .int(Int64(counts.rowsReturned)), "tables": .array(entries),
         ]
@@ -101,19 +101,15 @@ struct Console: Sendable {
         try check(context)
         let name = try context.parameters.require("name")
         guard let table = configurations.first(where: { $0.name.canonical == name.lowercased() }),
-            let schema = try await tables.store.schema(of: table.name)
+            let schema = try await controller.store.schema(of: table.name)
         else { throw APIError(.notFound, "Table '\(name)' does not exist") }
-        var query: ODataQuery
-        do { query = try ODataQuery(parsing: request.uri.query ?? "") } catch {
-            throw APIError.badRequest(error.description)
-        }
-        if let refusal = tables.queryLimits.refusal(query) { throw APIError.badRequest(refusal, reason: "query_cost") }
+        var query = try controller.parsedQuery(request, dialect: .v2)
         if query.orderBy.isEmpty { query.orderBy = [ODataOrdering("updatedAt", .descending)] }
         query.includeTotalCount = true
         let limit = min(query.top ?? 50, Self.maxPage)
-        let page = try await tables.perform {
-            try await tables.store.query(
-                table.name, query, owner: nil, limit: limit, maxBytes: tables.queryLimits.maxPageBytes)
+        let page = try await controller.perform {
+            try await controller.store.query(
+                table.name, query, owner: nil, limit: limit, maxBytes: controller.queryLimits.maxPageBytes)
         }
         let columns = SystemProperty.allCases.map(\.rawValue) + schema.columns.keys.sorted()
         var body = Array(#"{"columns":"#.utf8)
@@ -130,8 +126,8 @@ struct Console: Sendable {
     }
 
     private func count(_ table: TableName, _ query: ODataQuery) async throws -> Int {
-        let page = try await tables.perform {
-            try await tables.store.query(table, query, owner: nil, limit: 0, maxBytes: 1)
+        let page = try await controller.perform {
+            try await controller.store.query(table, query, owner: nil, limit: 0, maxBytes: 1)
         }
         return page.totalCount ?? 0
     }

@@ -34,12 +34,7 @@ struct TableController: Sendable {
     func query(_ request: Request, _ context: SyncRequestContext) async throws -> Response {
         let schema = try await schema(context)
         let owner = try authorize(.read, schema, context)
-        var query: ODataQuery
-        do { query = try ODataQuery(parsing: request.uri.query ?? "", dialect: context.dialect) } catch {
-            throw APIError.badRequest(error.description)
-        }
-        if context.dialect == .v3 { query = try Self.v3Query(query) }
-        if let refusal = queryLimits.refusal(query) { throw APIError.badRequest(refusal, reason: "query_cost") }
+        let query = try parsedQuery(request, dialect: context.dialect)
         let configuration = schema.configuration
         if let top = query.top, top > configuration.maxTop {
             throw APIError.badRequest("$top: you cannot request more than \(configuration.maxTop) records")
@@ -62,6 +57,17 @@ struct TableController: Sendable {
                 nextLink(request, query: query, returned: page.itemCount) + "; rel=next"
         }
         return response
+    }
+
+    /// A request's query options in `dialect`, within the server's limits; a 400 in the API's words otherwise.
+    func parsedQuery(_ request: Request, dialect: ODataDialect) throws -> ODataQuery {
+        var query: ODataQuery
+        do { query = try ODataQuery(parsing: request.uri.query ?? "", dialect: dialect) } catch {
+            throw APIError.badRequest(error.description)
+        }
+        if dialect == .v3 { query = try Self.v3Query(query) }
+        if let refusal = queryLimits.refusal(query) { throw APIError.badRequest(refusal, reason: "query_cost") }
+        return query
     }
 
     func read(_ request: Request, _ context: SyncRequestContext) async throws -> Response {
