@@ -36,7 +36,10 @@ extension ProcessTests {
                 #expect(!result.output.contains("; 0 \(kind)") && !result.output.contains(" 0 \(kind),"), "no \(kind)")
             }
             #expect(!result.output.contains(" 0 devices mid-sync"))
-            #expect(!result.output.contains(" 0 server (SIGKILL"))
+            // The chaos thread kills the server on a clock, not per step, so a seed whose devices finish early may
+            // meet none (seed 6 did in a clean-clone run); the run as a whole must.
+            let seedsWithoutServerKill = result.output.components(separatedBy: " 0 server (SIGKILL").count - 1
+            #expect(seedsWithoutServerKill < 2, "the server was never killed")
         }
 
         /// Pulls of many pages under the same faults (issue 17): the devices' pulls start at pages of 3 rows and
