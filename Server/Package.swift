@@ -172,6 +172,9 @@ let package = Package(
             name: "SyncServerTests",
             dependencies: [
                 "SyncServer",
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+                .product(name: "NIOHTTPCompression", package: "swift-nio-extras"),
                 .product(name: "SyncOData", package: client),
                 .product(name: "SyncSQL", package: client),
                 .product(name: "SyncSQLite", package: client),

@@ -10,12 +10,15 @@ import NIOHTTPCompression
 enum ResponseCompression {
     /// The handlers for an HTTP/1.1 pipeline, in order, between the HTTP codec and the conversion to HTTP types.
     static func handlers(from minimumSize: Int) -> [any ChannelHandler] {
-        let compressor = HTTPResponseCompressor(initialByteBufferCapacity: 16 * 1024) { head, _ in
+        let flusher = WholeResponseFlusher()
+        let compressor = HTTPResponseCompressor(initialByteBufferCapacity: 16 * 1024) { head, isSupported in
             guard isCompressible(head, minimumSize: minimumSize) else { return .doNotCompress }
             head.headers.add(name: "Vary", value: "Accept-Encoding")
+            // Called while the flusher writes the head (both run on the connection's event loop).
+            flusher.compresses = isSupported
             return .compressIfPossible
         }
-        return [compressor, WholeResponseFlusher()]
+        return [compressor, flusher]
     }
 
     /// Whether a response with `head` is worth compressing: JSON, YAML or text, not already encoded, and
@@ -30,22 +33,31 @@ enum ResponseCompression {
     }
 }
 
-/// Holds back the flushes of a response of known length until its end, so that the compressor before it
-/// sees the whole response at once: Hummingbird flushes the head on its own, and the compressor then sends it
-/// with the uncompressed `Content-Length` (the client waits for bytes that never come). A response of unknown
-/// length (chunked) is flushed as written.
+/// Holds back the flushes of a response the compressor before it compresses, when its length is known, until its
+/// end, so that the compressor sees the whole response at once: Hummingbird flushes the head on its own, and the
+/// compressor then sends it with the uncompressed `Content-Length` (the client waits for bytes that never come).
+///
+/// Only such responses are held. An uncompressed body passes the compressor into the channel's buffer, and a
+/// body larger than the buffer's high-water mark makes the channel unwritable; Hummingbird's writer then waits
+/// for it to become writable before it writes the response's end, which only a flush brings about. Holding the
+/// flushes of such a response until its end left it unsent for good (a 300 KB item to a client that did not ask
+/// for compression, one time in ten). A compressed body stays in the compressor until the end, so its channel
+/// stays writable. A response of unknown length (chunked) is flushed as written.
 final class WholeResponseFlusher: ChannelOutboundHandler, RemovableChannelHandler {
     typealias OutboundIn = HTTPServerResponsePart
     typealias OutboundOut = HTTPServerResponsePart
 
-    /// Whether a response of known length has begun and not ended.
+    /// Whether the compressor compresses the response whose head it is handed; set by its predicate.
+    var compresses = false
+    /// Whether a compressed response of known length has begun and not ended.
     private var holding = false
 
     func write(context: ChannelHandlerContext, data: NIOAny, promise: EventLoopPromise<Void>?) {
         switch unwrapOutboundIn(data) {
         case .head(let head):
-            holding = head.headers.contains(name: "Content-Length")
+            compresses = false
             context.write(data, promise: promise)
+            holding = compresses && head.headers.contains(name: "Content-Length")
         case .body:
             context.write(data, promise: promise)
         case .end:
