@@ -10,6 +10,9 @@ enum ODataToken: Equatable {
     case number(text: String, isInteger: Bool)
     /// `datetime'…'`, `datetimeoffset'…'`, `guid'…'`: the prefix and the quoted text.
     case typed(prefix: String, text: String)
+    /// An OData v4 literal written without quotes (`2012-09-03T13:52Z`, `2012-09-03`, a GUID, `11:22:33`), read
+    /// only where the lexer takes them (``ODataLexer/readsBareLiterals``).
+    case bare(ODataBareLiteral, text: String)
     case leftParenthesis, rightParenthesis, comma, minus
     case end
 
@@ -19,6 +22,7 @@ enum ODataToken: Equatable {
         case .string: "string literal"
         case .number(let text, _): "'\(text)'"
         case .typed(let prefix, _): "\(prefix) literal"
+        case .bare(let kind, _): "\(kind.rawValue) literal"
         case .leftParenthesis: "'('"
         case .rightParenthesis: "')'"
         case .comma: "','"
@@ -28,13 +32,25 @@ enum ODataToken: Equatable {
     }
 }
 
+/// The OData v4 literals that are written bare, as the ABNF's `dateTimeOffsetValue`, `dateValue`, `guidValue`
+/// and `timeOfDayValue` name them.
+enum ODataBareLiteral: String {
+    case dateTimeOffset = "DateTimeOffset"
+    case date = "Date"
+    case guid = "Guid"
+    case timeOfDay = "TimeOfDay"
+}
+
 /// Splits `$filter` text into tokens on demand.
 struct ODataLexer {
     let scalars: [Unicode.Scalar]
+    /// Whether OData v4's unquoted literals are read (the v3 dialect); otherwise `2012-09-03` is `2012` and a minus.
+    let readsBareLiterals: Bool
     private(set) var index = 0
 
-    init(_ text: String) {
+    init(_ text: String, readsBareLiterals: Bool = false) {
         scalars = Array(text.unicodeScalars)
+        self.readsBareLiterals = readsBareLiterals
     }
 
     private func isIdentifierStart(_ scalar: Unicode.Scalar) -> Bool {
@@ -65,6 +81,7 @@ struct ODataLexer {
         case "'": return (.string(try quoted()), start)
         default: break
         }
+        if readsBareLiterals, let bare = try bareLiteral() { return (bare, start) }
         if isDigit(scalar) { return (try number(), start) }
         if isIdentifierStart(scalar) {
             let name = try identifier()
@@ -155,6 +172,60 @@ struct ODataLexer {
         }
         if !isInteger, !text.contains("."), !text.contains("e"), !text.contains("E") { text += ".0" }
         return .number(text: text, isInteger: isInteger)
+    }
+
+    /// An unquoted v4 literal at the current position, or nil (nothing consumed) when none starts here:
+    /// a GUID (`01234567-89ab-cdef-0123-456789abcdef`), a date (`2012-09-03`), a date and time with its offset
+    /// (`2012-09-03T13:52Z`, `2012-08-31T18:19:22.1+02:00`) or a time of day (`11:22:33`). Four digits and a
+    /// `-` begin a date, and two digits and a `:` a time: such text that is not one is an error, not a number.
+    private mutating func bareLiteral() throws(ODataError) -> ODataToken? {
+        let start = index
+        func isHex(_ scalar: Unicode.Scalar) -> Bool { scalar.properties.isASCIIHexDigit }
+        func run(from position: Int, _ accepts: (Unicode.Scalar) -> Bool) -> Int {
+            var end = position
+            while end < scalars.count, accepts(scalars[end]) { end += 1 }
+            return end - position
+        }
+        func text(to end: Int) -> String { String(String.UnicodeScalarView(scalars[start..<end])) }
+        func endsThere(_ end: Int) -> Bool { end >= scalars.count || !isIdentifierPart(scalars[end]) }
+
+        // A GUID: 8-4-4-4-12 hexadecimal digits.
+        var position = start
+        var isGUID = true
+        for (number, width) in [8, 4, 4, 4, 12].enumerated() {
+            guard run(from: position, isHex) == width,
+                number == 4 || (position + width < scalars.count && scalars[position + width] == "-")
+            else {
+                isGUID = false
+                break
+            }
+            position += width + (number == 4 ? 0 : 1)
+        }
+        if isGUID, endsThere(position) {
+            index = position
+            return .bare(.guid, text: text(to: position))
+        }
+        let digits = run(from: start, isDigit)
+        let next = start + digits < scalars.count ? scalars[start + digits] : nil
+        if digits == 4, next == "-" {
+            // A date, then maybe "T" and a time with its offset.
+            var end = start + digits
+            while end < scalars.count, isIdentifierPart(scalars[end]) || "-:.+".unicodeScalars.contains(scalars[end]) {
+                end += 1
+            }
+            index = end
+            let literal = text(to: end)
+            return .bare(literal.contains("T") ? .dateTimeOffset : .date, text: literal)
+        }
+        if digits == 2, next == ":" {
+            var end = start + digits
+            while end < scalars.count, isDigit(scalars[end]) || scalars[end] == ":" || scalars[end] == "." {
+                end += 1
+            }
+            index = end
+            return .bare(.timeOfDay, text: text(to: end))
+        }
+        return nil
     }
 
     /// The raw text of an unquoted `cast(` argument, up to (not including) the next `,`.

@@ -38,7 +38,7 @@ struct ODataParser {
 
     init(_ text: String, dialect: ODataDialect) throws(ODataError) {
         self.dialect = dialect
-        lexer = ODataLexer(text)
+        lexer = ODataLexer(text, readsBareLiterals: dialect == .v3)
         (token, position) = try lexer.next()
     }
 
@@ -170,11 +170,15 @@ struct ODataParser {
             if dialect == .v3 {
                 throw ODataError(
                     "\(prefix)'…' is OData v3 syntax; under ZUMO-API-VERSION 3.0 write dates as "
-                        + "cast(2024-01-31T12:00:00.000Z,Edm.DateTimeOffset) and ids as strings",
+                        + "2024-01-31T12:00:00.000Z or cast(2024-01-31T12:00:00.000Z,Edm.DateTimeOffset) and guids "
+                        + "without quotes or as strings",
                     position: start)
             }
             try advance()
             return .literal(try Self.typedLiteral(prefix: prefix, text: text, at: start))
+        case .bare(let kind, let text):
+            try advance()
+            return .literal(try Self.bareLiteral(kind, text: text, at: start))
         case .identifier(let name):
             try advance()
             switch name {
@@ -239,21 +243,32 @@ struct ODataParser {
         try advance()
         guard token == .comma else { throw unexpected() }
         try advance()
-        guard token == .identifier("Edm") else {
-            throw ODataError("only cast(…,Edm.DateTimeOffset) is supported", position: position)
-        }
+        let supported =
+            dialect == .v3
+            ? "only cast(…,Edm.DateTimeOffset), cast(…,Edm.Date) and cast(…,Edm.Guid) are supported"
+            : "only cast(…,Edm.DateTimeOffset) is supported"
+        guard token == .identifier("Edm") else { throw ODataError(supported, position: position) }
         // `Edm.DateTimeOffset` lexes as 'Edm' followed by an unexpected '.'; read the rest by hand.
         let typeName = "Edm" + lexer.rawArgument()
-        guard typeName == "Edm.DateTimeOffset" else {
-            throw ODataError("only cast(…,Edm.DateTimeOffset) is supported", position: position)
-        }
+        let typePosition = position
         try advance()
         try expect(.rightParenthesis)
         text = text.trimmingASCIIWhitespace()
-        guard let date = WireDate(parsing: text) else {
-            throw ODataError("invalid date in cast", position: argumentStart)
+        switch typeName {
+        case "Edm.DateTimeOffset":
+            // The Datasync client writes WireDate's form; OData v4's own (no seconds, 12 fraction digits) is read too.
+            guard let date = WireDate(parsing: text) ?? WireDate(parsing: Self.wireText(ofV4: text)) else {
+                throw ODataError("invalid date in cast", position: argumentStart)
+            }
+            return .literal(.date(date, .cast))
+        case "Edm.Date" where dialect == .v3:
+            return .literal(try Self.bareLiteral(.date, text: text, at: argumentStart))
+        case "Edm.Guid" where dialect == .v3:
+            guard Self.isGUID(text) else { throw ODataError("invalid guid in cast", position: argumentStart) }
+            return .literal(.guid(text))
+        default:
+            throw ODataError(supported, position: typePosition)
         }
-        return .literal(.date(date, .cast))
     }
 
     private mutating func expect(_ expected: ODataToken) throws(ODataError) {
@@ -288,6 +303,47 @@ struct ODataParser {
             }
             return .date(date, prefix == "datetime" ? .datetime : .datetimeoffset)
         }
+    }
+
+    /// An OData v4 literal written without quotes (ODataLexer reads them under v3). A date is its midnight in UTC,
+    /// since date columns hold instants; a GUID compares as its text, as `guid'…'` does under v2. Time-of-day
+    /// literals are refused: no column holds a time of day.
+    static func bareLiteral(_ kind: ODataBareLiteral, text: String, at position: Int) throws(ODataError)
+        -> ODataLiteral
+    {
+        let date: WireDate?
+        switch kind {
+        case .guid: return .guid(text)
+        case .timeOfDay:
+            throw ODataError(
+                "TimeOfDay literals such as \(text) are not supported (no column holds a time of day); compare a "
+                    + "date and time such as 2024-01-31T\(text)Z",
+                position: position)
+        case .date: date = text.utf8.count == 10 ? WireDate(parsing: text + "T00:00:00Z") : nil
+        case .dateTimeOffset: date = WireDate(parsing: wireText(ofV4: text))
+        }
+        guard let date else {
+            throw ODataError(
+                "invalid \(kind.rawValue) literal '\(text)': write 2024-01-31, 2024-01-31T12:00Z or "
+                    + "2024-01-31T12:00:00.000+01:00",
+                position: position)
+        }
+        return .date(date, .cast)
+    }
+
+    /// OData v4's `dateTimeOffsetValue` in the form WireDate reads: seconds added where only hours and minutes are
+    /// given (`2012-09-03T13:52Z` → `2012-09-03T13:52:00Z`), and fraction digits past the 7th dropped (the ABNF
+    /// allows 12; they are far below a millisecond).
+    static func wireText(ofV4 text: String) -> String {
+        guard let separator = text.firstIndex(of: "T") else { return text }
+        let time = text[text.index(after: separator)...]
+        guard let offset = time.firstIndex(where: { $0 == "Z" || $0 == "+" || $0 == "-" }) else { return text }
+        var clock = String(time[..<offset])
+        if clock.count(where: { $0 == ":" }) == 1 { clock += ":00" }
+        if let dot = clock.firstIndex(of: "."), clock.distance(from: dot, to: clock.endIndex) > 8 {
+            clock = String(clock[...clock.index(dot, offsetBy: 7)])
+        }
+        return text[...separator] + clock + time[offset...]
     }
 
     private static func isGUID(_ text: String) -> Bool {

@@ -148,4 +148,36 @@ import Testing
             #expect(v2.json?.arrayValue?.count == 1)
         }
     }
+
+    /// OData v4's unquoted date, date-and-time and GUID literals in a v3 `$filter` (issue 28, point 3), on a date
+    /// column and on ids; v2 refuses them as before.
+    @Test(arguments: Backend.all) func v4UnquotedLiteralsFilterDatesAndIDs(_ backend: Backend) async throws {
+        try await Fixture.withServer(backend, tables: [Fixture.table("Events")]) { client in
+            let rows: [(String, String)] = [
+                ("0e8e6f2c-6b1c-4e3e-9a55-2f1f7f0c0001", "2021-12-31T23:59:59.999Z"),
+                ("0e8e6f2c-6b1c-4e3e-9a55-2f1f7f0c0002", "2022-01-01T00:00:00.000Z"),
+                ("0e8e6f2c-6b1c-4e3e-9a55-2f1f7f0c0003", "2022-01-01T12:30:00.000Z"),
+            ]
+            for (id, stamp) in rows {
+                let row: JSONValue = ["id": .string(id), "stamp": .string(stamp)]
+                #expect(try await client.send(.post, "/tables/Events", json: row).status == .created)
+            }
+            func ids(_ filter: String) async throws -> [String]? {
+                let page = try await get(client, "/tables/Events?$orderby=stamp&$filter=" + filter)
+                #expect(page.status == .ok, "\(filter): \(page.text)")
+                return page.json?["items"]?.arrayValue?.compactMap { $0["id"]?.stringValue?.suffix(1) }.map(String.init)
+            }
+            #expect(try await ids("stamp%20lt%202022-01-01T00:00:00Z") == ["1"])
+            #expect(try await ids("stamp%20ge%202022-01-01") == ["2", "3"])
+            #expect(try await ids("stamp%20eq%202022-01-01T13:30%2B01:00") == ["3"])
+            #expect(try await ids("stamp%20gt%202022-01-01T00:00:00.0000001Z%20and%20stamp%20lt%202023-01-01") == ["3"])
+            #expect(try await ids("id%20eq%200e8e6f2c-6b1c-4e3e-9a55-2f1f7f0c0002") == ["2"])
+            let time = try await get(client, "/tables/Events?$filter=stamp%20eq%2012:30:00")
+            #expect(time.status == .badRequest)
+            #expect(time.error?.contains("TimeOfDay literals such as 12:30:00 are not supported") == true)
+            let v2 = try await client.send(.get, "/tables/Events?$filter=stamp%20lt%202022-01-01T00:00:00Z")
+            #expect(v2.status == .badRequest)
+            #expect(v2.error?.contains("unexpected token '-'") == true)
+        }
+    }
 }
