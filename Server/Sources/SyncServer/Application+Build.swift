@@ -54,7 +54,9 @@ public func buildApplication(
     var app = Application(
         router: router,
         server: HTTPServerBuilder { responder in
-            GuardedHTTP1Channel(responder: responder, limits: limits, compressionMinimumSize: compression)
+            GuardedHTTP1Channel(
+                responder: responder, limits: limits, compressionMinimumSize: compression,
+                shutdownTimeout: configuration.shutdownTimeout)
         },
         configuration: .init(
             address: .hostname(configuration.host, port: configuration.port), serverName: "sync-server",

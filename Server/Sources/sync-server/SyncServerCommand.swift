@@ -4,7 +4,9 @@ import Hummingbird
 import Logging
 import Metrics
 import Prometheus
+import ServiceLifecycle
 import SyncServer
+import UnixSignals
 
 /// `sync-server`: the OfflineSync backend, an Azure-Mobile-Apps-compatible table API.
 @main
@@ -137,6 +139,16 @@ struct Serve: AsyncParsableCommand {
     @Option(help: "Seconds a request's body may take to arrive after its head (then 408).")
     var bodyTimeout = 60.0
 
+    @Option(help: "Seconds a client may take to read a response once it is being sent (then the connection is closed).")
+    var responseTimeout = 120.0
+
+    @Option(
+        help: """
+            Seconds a stopping server (SIGTERM or SIGINT) lets requests in flight finish before it closes the \
+            connections still open and exits 0. A second signal exits at once (status 143).
+            """)
+    var shutdownTimeout = 10.0
+
     @Option(help: "The longest request line (method, path, query) in bytes (then 414).")
     var maxRequestLine = 32 * 1024
 
@@ -186,6 +198,8 @@ struct Serve: AsyncParsableCommand {
             configuration.connectionLimits.idleTimeout = try Self.duration(idleTimeout, "--idle-timeout")
             configuration.connectionLimits.headTimeout = try Self.duration(headTimeout, "--head-timeout")
             configuration.connectionLimits.bodyTimeout = try Self.duration(bodyTimeout, "--body-timeout")
+            configuration.connectionLimits.responseTimeout = try Self.duration(responseTimeout, "--response-timeout")
+            configuration.shutdownTimeout = try Self.duration(shutdownTimeout, "--shutdown-timeout")
             if let maxConnections { configuration.connectionLimits.maxConnections = maxConnections }
             configuration.connectionLimits.maxRequestLineLength = maxRequestLine
             configuration.connectionLimits.maxHeaderSize = maxHeaderSize
@@ -230,13 +244,40 @@ struct Serve: AsyncParsableCommand {
             let app = try await buildApplication(configuration) { port in
                 FileHandle.standardOutput.write(Data("listening on http://\(host):\(port)\n".utf8))
             }
-            try await app.runService()
+            try await Self.runUntilSignalled(app, shutdownTimeout: configuration.shutdownTimeout)
         } catch let error as ConfigurationError {
             throw ValidationError(error.message)
         } catch let error as TableStoreError {
             FileHandle.standardError.write(Data("sync-server: \(error)\n".utf8))
             throw ExitCode.failure
         }
+    }
+
+    /// Runs the server until SIGTERM or SIGINT, then stops it gracefully: the server closes what is still open after
+    /// `shutdownTimeout` (``SyncServerConfiguration/shutdownTimeout``), and anything else still running a few
+    /// seconds later is cancelled. A second signal ends the process at once, with status 143 (128 + SIGTERM).
+    static func runUntilSignalled(_ app: some ApplicationProtocol & Service, shutdownTimeout: Duration) async throws {
+        let logger = Logger(label: "sync-server")
+        var group = ServiceGroupConfiguration(
+            services: [.init(service: app)], gracefulShutdownSignals: [.sigterm, .sigint], logger: logger)
+        group.maximumGracefulShutdownDuration = shutdownTimeout + .seconds(5)
+        // The service group traps both signals; these sources see them too, on one serial queue.
+        let queue = DispatchQueue(label: "sync-server.signals")
+        let signals = SignalCount()
+        var sources: [any DispatchSourceSignal] = []
+        for number in [SIGTERM, SIGINT] {
+            let source = DispatchSource.makeSignalSource(signal: number, queue: queue)
+            source.setEventHandler {
+                signals.count += 1
+                guard signals.count > 1 else { return }
+                FileHandle.standardError.write(Data("sync-server: second signal, exiting now\n".utf8))
+                Foundation.exit(143)
+            }
+            source.resume()
+            sources.append(source)
+        }
+        defer { sources.forEach { $0.cancel() } }
+        try await ServiceGroup(configuration: group).run()
     }
 
     /// Seconds given on the command line as a duration: more than 0 and at most an hour.
@@ -246,4 +287,9 @@ struct Serve: AsyncParsableCommand {
         }
         return .milliseconds(Int64(seconds * 1000))
     }
+}
+
+/// How many stop signals have arrived.
+final class SignalCount: @unchecked Sendable {  // @unchecked: only read and written on the signal sources' queue.
+    var count = 0
 }

@@ -89,6 +89,21 @@ final class ServerProcess {
         process.waitUntilExit()
     }
 
+    /// Sends `number` (SIGTERM, SIGINT) to the server.
+    func signal(_ number: Int32) { process.signal(number) }
+
+    /// Waits up to `limit` for the process to exit (SIGKILL after that).
+    ///
+    /// - Returns: Its exit status, or nil when it had to be killed.
+    func exitStatus(within limit: Duration) -> Int32? {
+        let started = ContinuousClock.now
+        while process.isRunning, started.duration(to: .now) < limit { usleep(10_000) }
+        guard process.isRunning else { return process.terminationStatus }
+        kill(process.processIdentifier, SIGKILL)
+        process.waitUntilExit()
+        return nil
+    }
+
     /// Sends SIGTERM and waits up to `limit` for the process to exit; SIGKILL after that.
     ///
     /// - Returns: How long the exit took, or nil when it had to be killed.

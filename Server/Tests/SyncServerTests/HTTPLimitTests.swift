@@ -156,13 +156,63 @@ import Testing
     }
 }
 
+extension HTTPLimitTests {
+    /// A client that reads an 8 MiB page at 1 KB/s holds up no other connection, and is cut off, the page unfinished,
+    /// when ``ConnectionLimits/responseTimeout`` passes (issue 28, point 1); one with the same small window that
+    /// reads steadily gets it whole.
+    @Test func aSlowReaderHoldsUpNoOneAndIsCutOffAtTheResponseTimeout() async throws {
+        try await withServer({ $0.responseTimeout = .seconds(3) }) { port, metrics in
+            let text = String(repeating: "b", count: 1_000_000)
+            for index in 0..<9 {
+                let row = #"{"id":"big-\#(index)","text":"\#(text)"}"#
+                let posted = try await RawHTTP.exchange(
+                    port: port,
+                    "POST /tables/TodoItem HTTP/1.1\r\n\(Self.headers)Content-Length: \(row.utf8.count)\r\n"
+                        + "Connection: close\r\n\r\n\(row)")
+                #expect(posted.status == 201)
+            }
+            let slow = try RawHTTP(port: port, receiveBuffer: 4096)
+            defer { slow.close() }
+            async let reading = slow.readSlowly(
+                "GET /tables/TodoItem?$filter=startswith(id,'big-')&$top=9 HTTP/1.1\r\n\(Self.headers)\r\n",
+                limit: .seconds(60))
+            // Meanwhile other clients are answered in full: each exchange gives up after 10 s.
+            for index in 0..<20 {
+                let item = try await RawHTTP.exchange(
+                    port: port,
+                    "GET /tables/TodoItem/big-\(index % 9) HTTP/1.1\r\n\(Self.headers)Connection: close\r\n\r\n")
+                #expect(item.status == 200)
+                #expect(item.closed)
+                #expect(item.bytes.count > 1_000_000)
+            }
+            let (bytes, closed) = await reading
+            #expect(closed, "the slow reader was not cut off")
+            #expect(bytes > 0 && bytes < 9_000_000, "\(bytes) bytes")
+            #expect(try await metrics().contains(#"sync_refusals{sync_reason="response_timeout"} 1"#))
+
+            // A client with the same small window that reads as fast as it can gets the page whole.
+            let steady = try RawHTTP(port: port, receiveBuffer: 4096)
+            defer { steady.close() }
+            let whole = await steady.readAll(
+                "GET /tables/TodoItem?$filter=startswith(id,'big-')&$top=9 HTTP/1.1\r\n\(Self.headers)"
+                    + "Connection: close\r\n\r\n")
+            #expect(whole.closed)
+            #expect(whole.bytes.count > 9_000_000, "\(whole.bytes.count) bytes")
+        }
+    }
+}
+
 /// One blocking TCP connection to 127.0.0.1, for requests no HTTP client would send. Each exchange
 /// runs on a thread of its own (it blocks for up to 10 s), not on the tests' cooperative threads.
 final class RawHTTP: @unchecked Sendable {  // @unchecked: one thread uses it at a time
     let socket: Int32
 
-    init(port: Int) throws {
+    /// Connects; `receiveBuffer` sets the socket's receive buffer first (a small one makes a slow reader).
+    init(port: Int, receiveBuffer: Int32? = nil) throws {
         socket = Glibc.socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        if var size = receiveBuffer {
+            setsockopt(socket, SOL_SOCKET, SO_RCVBUF, &size, socklen_t(MemoryLayout<Int32>.size))
+        }
         var address = sockaddr_in()
         address.sin_family = sa_family_t(AF_INET)
         address.sin_port = in_port_t(UInt16(port).bigEndian)
@@ -217,6 +267,13 @@ final class RawHTTP: @unchecked Sendable {  // @unchecked: one thread uses it at
         }
     }
 
+    /// Sends `request` on this connection and reads until the server closes it or 10 s pass without a byte.
+    func readAll(_ request: String) async -> Reply {
+        await withCheckedContinuation { continuation in
+            Thread.detachNewThread { continuation.resume(returning: self.send(request)) }
+        }
+    }
+
     /// Sends `request` and reads the status of its answer, leaving the connection open (keep-alive).
     func firstStatus(_ request: String) async -> Int? {
         await withCheckedContinuation { continuation in
@@ -233,6 +290,29 @@ final class RawHTTP: @unchecked Sendable {  // @unchecked: one thread uses it at
                 continuation.resume(
                     returning: Reply(bytes: bytes, closed: false, elapsed: .zero).status
                 )
+            }
+        }
+    }
+
+    /// Sends `request`, then reads its answer 1 KB a second until the server ends the connection or `limit` passes.
+    ///
+    /// - Returns: The bytes read, and whether the server ended the connection.
+    func readSlowly(_ request: String, limit: Duration) async -> (bytes: Int, closed: Bool) {
+        await withCheckedContinuation { continuation in
+            Thread.detachNewThread {
+                self.write(request)
+                var total = 0
+                var buffer = [UInt8](repeating: 0, count: 1024)
+                let started = ContinuousClock.now
+                while started.duration(to: .now) < limit {
+                    let count = recv(self.socket, &buffer, buffer.count, 0)
+                    if count <= 0 {
+                        return continuation.resume(returning: (total, count == 0 || errno == ECONNRESET))
+                    }
+                    total += count
+                    usleep(1_000_000)
+                }
+                continuation.resume(returning: (total, false))
             }
         }
     }

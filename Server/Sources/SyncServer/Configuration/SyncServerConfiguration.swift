@@ -51,6 +51,10 @@ public struct SyncServerConfiguration: Sendable {
     public var compressionMinimumSize: Int? = 1024
     /// The limits of HTTP connections: how many, and how long and large a request's head and body may be.
     public var connectionLimits = ConnectionLimits()
+    /// How long a stopping server (SIGTERM, or its service group's graceful shutdown) lets requests in flight
+    /// finish: it stops accepting at once, answers waiting `/changes` long polls, closes idle connections, and
+    /// after this time closes every connection still open, so that it always stops. Default 10 s.
+    public var shutdownTimeout = Duration.seconds(10)
     /// The bounds on one query's `$orderby` and `$filter`.
     public var queryLimits = QueryLimits()
     /// Where the server logs. Default: nowhere (the executable passes its own).

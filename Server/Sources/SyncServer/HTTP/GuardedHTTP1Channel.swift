@@ -6,13 +6,21 @@ import NIOCore
 import NIOHTTP1
 import NIOHTTPTypes
 import NIOHTTPTypesHTTP1
+import ServiceLifecycle
 import SyncSQLite
+
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Darwin)
+    import Darwin
+#endif
 
 /// Hummingbird's HTTP/1.1 channel with the limits a server on a hostile network needs
 /// (``ConnectionLimits``): a cap on open connections, deadlines for a request's head and body and
 /// for an idle connection, and bounded request lines and headers. Each refusal is an HTTP answer
 /// with the usual JSON error body, counted in `sync_refusals{sync_reason}`, and ends the connection.
-/// It also compresses responses (``ResponseCompression``).
+/// A response not read within its deadline ends the connection unfinished. It also compresses responses
+/// (``ResponseCompression``), and bounds a graceful shutdown (``SyncServerConfiguration/shutdownTimeout``).
 struct GuardedHTTP1Channel: HTTPChannelHandler {
     typealias Value = NIOAsyncChannel<HTTPRequestPart, HTTPResponsePart>
 
@@ -20,16 +28,22 @@ struct GuardedHTTP1Channel: HTTPChannelHandler {
     let limits: ConnectionLimits
     let compressionMinimumSize: Int?
     let connections = ConnectionCounter()
+    /// When connections still open in a graceful shutdown are closed.
+    let shutdown: ShutdownDeadline
     /// Made once, with the metrics factory of the task that builds the server.
     let refusals = Dictionary(
         uniqueKeysWithValues: Refusal.allCases.map {
             ($0, Counter(label: MetricLabel.refusals, dimensions: [(MetricLabel.reason, $0.rawValue)]))
         })
 
-    init(responder: @escaping Responder, limits: ConnectionLimits, compressionMinimumSize: Int?) {
+    init(
+        responder: @escaping Responder, limits: ConnectionLimits, compressionMinimumSize: Int?,
+        shutdownTimeout: Duration
+    ) {
         self.responder = responder
         self.limits = limits
         self.compressionMinimumSize = compressionMinimumSize
+        self.shutdown = ShutdownDeadline(after: shutdownTimeout)
     }
 
     func setup(channel: any Channel, logger: Logger) -> EventLoopFuture<Value> {
@@ -54,8 +68,42 @@ struct GuardedHTTP1Channel: HTTPChannelHandler {
         }
     }
 
+    /// Serves the connection's requests. In a graceful shutdown, Hummingbird closes the connection once its request
+    /// in flight is answered; one still open at the shutdown's deadline (a request that does not end, a client
+    /// that does not read) is closed then, and its request's work ends with an error.
     func handle(value asyncChannel: Value, logger: Logger) async {
-        await handleHTTP(asyncChannel: asyncChannel, logger: logger)
+        let channel = asyncChannel.channel
+        await withGracefulShutdownHandler {
+            await handleHTTP(asyncChannel: asyncChannel, logger: logger)
+        } onGracefulShutdown: { [shutdown] in
+            channel.eventLoop.scheduleTask(deadline: shutdown.deadline()) {
+                guard channel.isActive else { return }
+                logger.notice("Closing a connection still open at the shutdown deadline")
+                // Through the guard, which closes below the handler that holds a close while a response is sent.
+                guard let guardHandler = try? channel.pipeline.syncOperations.handler(type: RawRequestGuard.self) else {
+                    return channel.close(promise: nil)
+                }
+                guardHandler.state.close()
+            }
+        }
+    }
+}
+
+/// The moment a graceful shutdown closes what is still open: its timeout after the first connection learns of it.
+final class ShutdownDeadline: Sendable {
+    private let timeout: Duration
+    private let moment = Locked<NIODeadline?>(nil)
+
+    init(after timeout: Duration) { self.timeout = timeout }
+
+    /// The deadline, fixed by the first call.
+    func deadline() -> NIODeadline {
+        moment.withLock { moment in
+            if let moment { return moment }
+            let deadline = NIODeadline.now() + .init(timeout)
+            moment = deadline
+            return deadline
+        }
     }
 }
 
@@ -80,6 +128,9 @@ enum Refusal: String, CaseIterable {
     case uriTooLong = "uri_too_long"
     case headersTooLarge = "headers_too_large"
     case malformedRequest = "malformed_request"
+    /// Not an answer: a response the client did not read within ``ConnectionLimits/responseTimeout`` ends its
+    /// connection unfinished.
+    case responseTimeout = "response_timeout"
 
     func response(_ limits: ConnectionLimits) -> (status: HTTPResponseStatus, message: String) {
         switch self {
@@ -98,6 +149,8 @@ enum Refusal: String, CaseIterable {
             (.requestHeaderFieldsTooLarge, "The request's headers are larger than \(limits.maxHeaderSize) bytes")
         case .malformedRequest:
             (.badRequest, "The request is not valid HTTP/1.1")
+        case .responseTimeout:
+            (.requestTimeout, "The response was not read within \(limits.responseTimeout)")
         }
     }
 }
@@ -124,6 +177,8 @@ final class ConnectionGuard {
     let refusals: [Refusal: Counter]
     var phase = Phase.idle
     var deadline: Scheduled<Void>?
+    /// The deadline of the response being sent, from its head until its end is written to the socket.
+    var sendDeadline: Scheduled<Void>?
     /// The front of the pipeline, where a refusal is written as bytes (below the HTTP encoder).
     var rawContext: ChannelHandlerContext?
     var counted = false
@@ -155,6 +210,29 @@ final class ConnectionGuard {
         }
     }
 
+    /// Arms the deadline of a response whose head is being written: the client must take all of it in time.
+    func startSending() {
+        sendDeadline?.cancel()
+        guard let context = rawContext else { return }
+        sendDeadline = context.eventLoop.assumeIsolatedUnsafeUnchecked().scheduleTask(
+            in: .init(limits.responseTimeout)
+        ) { [self] in
+            refusals[.responseTimeout]?.increment()
+            // A reset, not a close: the kernel would otherwise go on sending what it holds of the response (megabytes
+            // on loopback) to a client that reads slowly, and hold it until then.
+            guard let socket = context.channel as? any SocketOptionProvider else { return close() }
+            socket.setSoLinger(linger(l_onoff: 1, l_linger: 0)).assumeIsolatedUnsafeUnchecked().whenComplete { _ in
+                self.close()
+            }
+        }
+    }
+
+    /// Stops the response's deadline: its last byte has reached the socket (or the connection is gone).
+    func stopSending() {
+        sendDeadline?.cancel()
+        sendDeadline = nil
+    }
+
     /// Answers `refusal` with its status and JSON body, then closes the connection.
     func refuse(_ refusal: Refusal) {
         guard let context = rawContext else { return }
@@ -181,6 +259,7 @@ final class ConnectionGuard {
         phase = .closed
         deadline?.cancel()
         deadline = nil
+        stopSending()
         guard let context = rawContext else { return }
         guard let written else { return context.close(promise: nil) }
         written.whenComplete { _ in
@@ -228,6 +307,7 @@ final class RawRequestGuard: ChannelInboundHandler, RemovableChannelHandler {
             state.connections.closed()
         }
         state.deadline?.cancel()
+        state.stopSending()
         state.phase = .closed
         context.fireChannelInactive()
     }
@@ -298,8 +378,23 @@ final class RequestPartGuard: ChannelDuplexHandler, RemovableChannelHandler {
     var readingRequest = false
     /// Whether the parser failed inside the current request's body: its answer is the connection's last.
     var failedInBody = false
+    /// A close asked for while a response was still being sent, done once its last byte has reached the socket.
+    var deferredClose: (mode: CloseMode, promise: EventLoopPromise<Void>?)?
 
     init(_ state: ConnectionGuard) { self.state = state }
+
+    /// Closes once the response being sent has reached the socket. NIO drops the writes still pending when a channel
+    /// closes, and in a graceful shutdown Hummingbird closes a connection as soon as its response's end is written:
+    /// a large answer still on its way to its client lost its rest. The guards' own closes (refusals, timeouts, the
+    /// shutdown's deadline) start below this handler and are not held.
+    func close(context: ChannelHandlerContext, mode: CloseMode, promise: EventLoopPromise<Void>?) {
+        guard state.sendDeadline != nil, mode == .all else { return context.close(mode: mode, promise: promise) }
+        if let earlier = deferredClose?.promise, let promise {
+            earlier.futureResult.cascade(to: promise)
+        } else {
+            deferredClose = (mode, deferredClose?.promise ?? promise)
+        }
+    }
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
         switch unwrapInboundIn(data) {
@@ -322,7 +417,24 @@ final class RequestPartGuard: ChannelDuplexHandler, RemovableChannelHandler {
             promise?.fail(ChannelError.ioOnClosedChannel)
             return
         }
-        guard case .end = unwrapOutboundIn(data) else { return context.write(data, promise: promise) }
+        switch unwrapOutboundIn(data) {
+        case .head:
+            state.startSending()
+            return context.write(data, promise: promise)
+        case .body:
+            return context.write(data, promise: promise)
+        case .end:
+            break
+        }
+        // The response's deadline ends when its last byte has reached the socket.
+        let promise = promise ?? context.eventLoop.makePromise()
+        promise.futureResult.assumeIsolatedUnsafeUnchecked().whenComplete { _ in
+            self.state.stopSending()
+            if let (mode, closed) = self.deferredClose {
+                self.deferredClose = nil
+                context.close(mode: mode, promise: closed)
+            }
+        }
         state.answered = true
         // Answered before its body was read (413, 501, a malformed body): the rest is not worth reading.
         if failedInBody || readingRequest {
