@@ -26,6 +26,7 @@ let package = Package(
         .executable(name: "todo", targets: ["todo"]),
         .executable(name: "sync-bench", targets: ["sync-bench"]),
         .executable(name: "sync-chaos", targets: ["sync-chaos"]),
+        .executable(name: "sync-soak", targets: ["sync-soak"]),
     ],
     dependencies: [
         .package(name: "OfflineSync", path: ".."),
@@ -128,6 +129,19 @@ let package = Package(
         ),
         .target(name: "ChildProcesses", swiftSettings: swiftSettings),
         .executableTarget(
+            name: "sync-soak",
+            dependencies: [
+                .product(name: "SyncCore", package: client),
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+                .product(name: "NIOHTTPCompression", package: "swift-nio-extras"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+        .executableTarget(
             name: "sync-chaos",
             dependencies: [
                 "ChildProcesses",
@@ -165,6 +179,7 @@ let package = Package(
                 "todo",
                 "sync-server",
                 "sync-chaos",
+                "sync-soak",
                 "SyncServer",
                 .product(name: "SyncSQLite", package: client),
             ],
