@@ -179,7 +179,6 @@ let package = Package(
                 "todo",
                 "sync-server",
                 "sync-chaos",
-                "sync-soak",
                 "SyncServer",
                 .product(name: "SyncSQLite", package: client),
             ],

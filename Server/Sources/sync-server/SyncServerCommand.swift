@@ -254,13 +254,15 @@ struct Serve: AsyncParsableCommand {
     }
 
     /// Runs the server until SIGTERM or SIGINT, then stops it gracefully: the server closes what is still open after
-    /// `shutdownTimeout` (``SyncServerConfiguration/shutdownTimeout``), and anything else still running a few
-    /// seconds later is cancelled. A second signal ends the process at once, with status 143 (128 + SIGTERM).
+    /// `shutdownTimeout` (``SyncServerConfiguration/shutdownTimeout``), and anything else still running 5 s
+    /// later is cancelled. A second signal ends the process at once, with status 143 (128 + SIGTERM).
     static func runUntilSignalled(_ app: some ApplicationProtocol & Service, shutdownTimeout: Duration) async throws {
         let logger = Logger(label: "sync-server")
         var group = ServiceGroupConfiguration(
             services: [.init(service: app)], gracefulShutdownSignals: [.sigterm, .sigint], logger: logger)
         group.maximumGracefulShutdownDuration = shutdownTimeout + .seconds(5)
+        // A last resort, never met in the tests: a service that ignores cancellation ends the process (not 0).
+        group.maximumCancellationDuration = .seconds(5)
         // The service group traps both signals; these sources see them too, on one serial queue.
         let queue = DispatchQueue(label: "sync-server.signals")
         let signals = SignalCount()
