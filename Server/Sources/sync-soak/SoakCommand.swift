@@ -7,8 +7,8 @@ import NIOHTTP1
 import NIOHTTPCompression
 import SyncCore
 
-/// `sync-soak`: many connections write and read rows of mixed sizes against a running sync-server for a bounded
-/// time, as clients that are not ours would (no `Accept-Encoding`, gzip, deflate), and report per size class how
+/// `sync-soak`: many connections write and read rows of mixed sizes (and pages of up to nine 1 MB rows) against a
+/// running sync-server for a bounded time, as clients that are not ours would (no `Accept-Encoding`, gzip, deflate), and report per size class how
 /// many requests were sent, answered and left unanswered. Exits 1 when any request went unanswered or was answered
 /// 5xx.
 @main
@@ -70,6 +70,8 @@ struct SoakCommand: AsyncParsableCommand {
 
 /// The sizes of the rows' text, one class each.
 let sizeClasses = [100, 1_000, 64_000, 300_000, 1_000_000]
+/// The class of the pages of up to nine rows of 1 MB (the page byte bound is 8 MiB).
+let bigPage = 9_000_000
 
 /// One connection's loop: creates rows of a random size class and reads, changes and deletes them, each request
 /// in a random encoding.
@@ -100,6 +102,10 @@ struct Worker: Sendable {
             case 1:
                 let row = rows[Int.random(in: 0..<rows.count)]
                 _ = await send(.GET, "/tables/\(table)/\(row.id)", size: row.size, encoding: encoding)
+            case 2 where Int.random(in: 0..<8) == 0:
+                // Nine rows of 1 MB, the page byte bound's worth (8 MiB), from every worker's rows.
+                _ = await send(
+                    .GET, "/tables/\(table)?$filter=size%20eq%201000000&$top=9", size: bigPage, encoding: encoding)
             case 2:
                 let row = rows[Int.random(in: 0..<rows.count)]
                 _ = await send(
@@ -167,11 +173,12 @@ final class Tally: Sendable {
                 fields.map { $0.padding(toLength: 12, withPad: " ", startingAt: 0) }.joined()
             }
             var lines = [row(["size class", "sent", "answered", "unanswered", "5xx"])]
-            for size in sizeClasses {
+            for size in sizeClasses + [bigPage] {
                 let count = counts[size] ?? Counts()
                 lines.append(
                     row([
-                        "\(size) B", "\(count.sent)", "\(count.answered)", "\(count.unanswered)",
+                        size == bigPage ? "9 MB pages" : "\(size) B", "\(count.sent)", "\(count.answered)",
+                        "\(count.unanswered)",
                         "\(count.serverErrors)",
                     ]))
             }

@@ -33,31 +33,34 @@ enum ResponseCompression {
     }
 }
 
-/// Holds back the flushes of a response the compressor before it compresses, when its length is known, until its
-/// end, so that the compressor sees the whole response at once: Hummingbird flushes the head on its own, and the
+/// Holds back the flushes of a response of known length until its end, so that it goes out in one write, and so
+/// that the compressor before it sees the whole response at once: Hummingbird flushes the head on its own, and the
 /// compressor then sends it with the uncompressed `Content-Length` (the client waits for bytes that never come).
 ///
-/// Only such responses are held. An uncompressed body passes the compressor into the channel's buffer, and a
-/// body larger than the buffer's high-water mark makes the channel unwritable; Hummingbird's writer then waits
-/// for it to become writable before it writes the response's end, which only a flush brings about. Holding the
-/// flushes of such a response until its end left it unsent for good (a 300 KB item to a client that did not ask
-/// for compression, one time in ten). A compressed body stays in the compressor until the end, so its channel
-/// stays writable. A response of unknown length (chunked) is flushed as written.
+/// An uncompressed body passes the compressor into the channel's buffer, and a body larger than the buffer's
+/// high-water mark makes the channel unwritable; Hummingbird's writer then waits for it to become writable before it
+/// writes the response's end, which only a flush brings about. So a flush asked for while the channel is unwritable
+/// passes, unless the compressor holds the response (it keeps the body, and the channel stays writable). Holding
+/// every flush of a response until its end left such a response unsent for good (a 300 KB item to a client that did
+/// not ask for compression, one time in ten). A response of unknown length (chunked) is flushed as written.
 final class WholeResponseFlusher: ChannelOutboundHandler, RemovableChannelHandler {
     typealias OutboundIn = HTTPServerResponsePart
     typealias OutboundOut = HTTPServerResponsePart
 
     /// Whether the compressor compresses the response whose head it is handed; set by its predicate.
     var compresses = false
-    /// Whether a compressed response of known length has begun and not ended.
+    /// Whether a response of known length has begun and not ended.
     private var holding = false
+    /// Whether the response being held is compressed: its flushes wait for its end whatever the channel's state.
+    private var holdingCompressed = false
 
     func write(context: ChannelHandlerContext, data: NIOAny, promise: EventLoopPromise<Void>?) {
         switch unwrapOutboundIn(data) {
         case .head(let head):
             compresses = false
             context.write(data, promise: promise)
-            holding = compresses && head.headers.contains(name: "Content-Length")
+            holding = head.headers.contains(name: "Content-Length")
+            holdingCompressed = holding && compresses
         case .body:
             context.write(data, promise: promise)
         case .end:
@@ -70,6 +73,6 @@ final class WholeResponseFlusher: ChannelOutboundHandler, RemovableChannelHandle
     }
 
     func flush(context: ChannelHandlerContext) {
-        if !holding { context.flush() }
+        if !holding || (!holdingCompressed && !context.channel.isWritable) { context.flush() }
     }
 }
