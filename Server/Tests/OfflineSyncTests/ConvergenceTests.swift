@@ -40,7 +40,8 @@ import Testing
         }
     }
 
-    @Test(.timeLimit(.minutes(3)))
+    // A hang guard, not a speed bound: in the whole suite on two cores it took 182 s once (issue 28's run).
+    @Test(.timeLimit(.minutes(5)))
     func clientsEditingOfflineConvergeAfterPushAndPull() async throws {
         let workspace = try Workspace()
         let run = Counter()

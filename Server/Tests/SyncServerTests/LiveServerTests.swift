@@ -89,7 +89,7 @@ import Testing
     /// writers are 4 users of 2 writers each (on PostgreSQL each user's stamps come from a row of their own),
     /// and the reader follows one user's rows.
     // The limits guard against a hang, not for speed: alone the races take under a minute, but in the whole suite on
-    // two cores (issue 28 added large-answer, slow-reader and shutdown tests beside them) they took over two.
+    // two cores they took over two (so did the session's starting commit, run the same way on 2026-11-24).
     @Test(.timeLimit(.minutes(5)), arguments: Backend.all, [false, true])
     func aCursorReaderMissesNothingWhileEightWritersWrite(_ backend: Backend, perUser: Bool) async throws {
         try await TestDatabase.with(backend) { database in try await cursorRace(database, perUser: perUser) }
