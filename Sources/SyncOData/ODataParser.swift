@@ -339,7 +339,7 @@ struct ODataParser {
         let time = text[text.index(after: separator)...]
         guard let offset = time.firstIndex(where: { $0 == "Z" || $0 == "+" || $0 == "-" }) else { return text }
         var clock = String(time[..<offset])
-        if clock.count(where: { $0 == ":" }) == 1 { clock += ":00" }
+        if clock.filter({ $0 == ":" }).count == 1 { clock += ":00" }
         if let dot = clock.firstIndex(of: "."), clock.distance(from: dot, to: clock.endIndex) > 8 {
             clock = String(clock[...clock.index(dot, offsetBy: 7)])
         }
