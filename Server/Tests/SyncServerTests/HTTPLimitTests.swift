@@ -262,9 +262,7 @@ final class RawHTTP: @unchecked Sendable {  // @unchecked: one thread uses it at
     static func exchange(port: Int, _ request: String) async throws -> Reply {
         let connection = try RawHTTP(port: port)
         defer { connection.close() }
-        return await withCheckedContinuation { continuation in
-            Thread.detachNewThread { continuation.resume(returning: connection.send(request)) }
-        }
+        return await connection.readAll(request)
     }
 
     /// Sends `request` on this connection and reads until the server closes it or 10 s pass without a byte.
