@@ -28,8 +28,9 @@ public struct ConnectionLimits: Sendable, Hashable {
     /// 0.2 Mbit/s).
     public var bodyTimeout = Duration.seconds(60)
     /// How long a client may take to read a response once the server begins to send it; then the connection is
-    /// closed, unfinished, so that a client that reads slowly or not at all holds no memory or connection for
-    /// long. Default 120 s (an 8 MiB page, the largest, at 0.6 Mbit/s; compressed pages are about a tenth of that).
+    /// reset (what the kernel still holds of the response is dropped too) and counted in
+    /// `sync_refusals{sync_reason="response_timeout"}`, so that a client that reads slowly or not at all holds no
+    /// memory or connection for long. Default 120 s (an 8 MiB page, the largest, at 0.6 Mbit/s; compressed pages are about a tenth of that).
     public var responseTimeout = Duration.seconds(120)
     /// The longest request line (method, path and query); longer is a 414. Default 32 KiB.
     public var maxRequestLineLength = 32 * 1024
