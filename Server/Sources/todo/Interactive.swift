@@ -23,6 +23,8 @@ struct Interactive {
             if let store = options.store { arguments += ["--store", store] }
             if let url = options.url { arguments += ["--url", url] }
             if let wireProtocol = options.wireProtocol { arguments += ["--protocol", wireProtocol] }
+            if let token = options.token { arguments += ["--token", token] }
+            if let tokenFile = options.tokenFile { arguments += ["--token-file", tokenFile] }
             do {
                 var command = try TodoCommand.parseAsRoot(arguments)
                 if var asyncCommand = command as? any AsyncParsableCommand {

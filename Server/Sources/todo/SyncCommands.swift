@@ -245,7 +245,7 @@ struct Purge: AsyncParsableCommand {
 
 struct Status: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
-        abstract: "Show the store, the server, pending changes and the last sync.")
+        abstract: "Show the store, the server, the account, pending changes and the last sync.")
     @OptionGroup var options: GlobalOptions
     @Flag(help: "Print JSON.") var json = false
     func run() async throws {
@@ -253,17 +253,58 @@ struct Status: AsyncParsableCommand {
             let pending = try await app.client.pendingOperations().count
             let conflicts = try await app.client.operationErrors().count
             let lastSync = try await app.lastSync()
+            let account = try await app.client.account()
             if json {
                 return Output.json([
-                    "store": .string(app.storePath), "url": .string(app.serverURL), "pending": .int(Int64(pending)),
+                    "store": .string(app.storePath), "url": .string(app.serverURL),
+                    "account": account.map(JSONValue.string) ?? .null, "pending": .int(Int64(pending)),
                     "conflicts": .int(Int64(conflicts)), "lastSync": lastSync.map(JSONValue.string) ?? .null,
                 ])
             }
             print("Store:      \(app.storePath)")
             print("Server:     \(app.serverURL)")
+            print("Account:    \(account ?? "none yet (the first sync with a token binds the store)")")
             print("Pending:    \(pending) change(s)")
             print("Conflicts:  \(conflicts)\(conflicts > 0 ? " (see `todo conflicts`)" : "")")
             print("Last sync:  \(lastSync ?? "never")")
+        }
+    }
+}
+
+struct Signout: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Send your changes, then erase every item of this store's account from the device.",
+        discussion: """
+            Needs the token of the account whose data the store holds, to send its changes first. When any change
+            cannot be sent (server unreachable, a conflict, another account's token) nothing is erased.
+            --discard erases without sending: changes not yet sent are lost.
+            """)
+    @OptionGroup var options: GlobalOptions
+    @Flag(help: "Erase without sending; changes not yet sent are lost.") var discard = false
+
+    func run() async throws {
+        try await perform(options, checkingAccount: false) { app in
+            let account = try await app.client.account()
+            do {
+                try await app.client.signOut(pending: discard ? .discard : .pushFirst)
+            } catch let error as PushError {
+                switch error {
+                case .operationsFailed(let result):
+                    throw TodoError(
+                        "\(result.errors.count) change(s) could not be sent (see `todo conflicts`): nothing was erased; "
+                            + "resolve them, or `todo signout --discard` to drop them")
+                case .serverUnavailable(let reason, _):
+                    let message = try await app.unavailable(reason)
+                    throw TodoError(message.description + "; nothing was erased", exitCode: message.exitCode)
+                case .unauthorized: throw try await app.unauthorized()
+                case .cancelled: throw TodoError("Cancelled; nothing was erased")
+                }
+            } catch let error as SignOutError {
+                throw TodoError(
+                    "\(error.pendingCount) change(s) could not be sent (see `todo conflicts`): nothing was erased; "
+                        + "resolve them, or `todo signout --discard` to drop them")
+            }
+            print("Signed out\(account.map { " \($0)" } ?? ""): this device holds none of its items any more.")
         }
     }
 }

@@ -73,7 +73,7 @@ struct GlobalOptions: ParsableArguments {
         let client = SyncClient(
             url: server, store: try SQLiteLocalStore(path: storePath), configuration: configuration)
         return TodoApp(
-            client: client, storePath: storePath, serverURL: serverURL,
+            client: client, storePath: storePath, serverURL: serverURL, hasToken: token != nil || tokenFile != nil,
             signIn: tokenFile.map { "put a new token in \($0)" } ?? "pass a new token with --token or $TODO_TOKEN")
     }
 
@@ -91,6 +91,8 @@ struct TodoApp {
     let client: SyncClient
     let storePath: String
     let serverURL: String
+    /// Whether a token was given (then every command checks it is for the store's account).
+    let hasToken: Bool
     /// How the user gives a new token, for the "sign in again" message.
     let signIn: String
     static let queryID: QueryID = "allTodoItems"
@@ -128,6 +130,18 @@ struct TodoApp {
                 + "change\(pending == 1 ? " is" : "s are") kept and will be sent on the next sync", exitCode: 3)
     }
 
+    /// The one line for a store that holds another account's data (exit status 4).
+    static func otherAccount(_ error: AccountError) -> TodoError {
+        switch error {
+        case .otherAccount(let store, let request):
+            TodoError(
+                "this store holds the data of \(store)\(request.map { ", not of \($0)" } ?? ""): run `todo signout` "
+                    + "with \(store)'s token to send their changes and erase it, or `todo signout --discard` to erase it "
+                    + "unsent (or use --store for a store of your own)", exitCode: 4)
+        case .unknownAccount, .erased: TodoError(error.description, exitCode: 4)
+        }
+    }
+
     func unavailable(_ error: ServerUnavailableError) async throws -> TodoError {
         let pending = try await client.pendingOperations().count
         let what: String
@@ -141,7 +155,8 @@ struct TodoApp {
     }
 }
 
-/// A failure the user can act on: printed as one line, with an exit code (2: server unreachable).
+/// A failure the user can act on: printed as one line, with an exit code (1: conflicts or a refusal, 2: server
+/// unreachable, 3: token refused, 4: the store holds another account's data).
 struct TodoError: Error, CustomStringConvertible {
     let description: String
     let exitCode: Int32

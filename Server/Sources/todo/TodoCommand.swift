@@ -14,7 +14,7 @@ struct TodoCommand: AsyncParsableCommand {
             """,
         subcommands: [
             Add.self, List.self, Complete.self, Reopen.self, Edit.self, Delete.self, Sync.self, Push.self, Pull.self,
-            Pending.self, Conflicts.self, Resolve.self, Purge.self, Status.self, Watch.self,
+            Pending.self, Conflicts.self, Resolve.self, Purge.self, Status.self, Watch.self, Signout.self,
         ])
 
     @OptionGroup var options: GlobalOptions
@@ -25,10 +25,19 @@ struct TodoCommand: AsyncParsableCommand {
     }
 }
 
-/// Runs a command body, printing a ``TodoError`` as one line with its exit code.
-func perform(_ options: GlobalOptions, _ body: (TodoApp) async throws -> Void) async throws {
+/// Runs a command body, printing a ``TodoError`` as one line with its exit code. Given a token, the store must
+/// hold its account's data (or no one's), unless `checkingAccount` is false (`signout`).
+func perform(_ options: GlobalOptions, checkingAccount: Bool = true, _ body: (TodoApp) async throws -> Void)
+    async throws
+{
     do {
-        try await body(try await options.open())
+        let app = try await options.open()
+        do {
+            if checkingAccount, app.hasToken { try await app.client.checkAccount() }
+            try await body(app)
+        } catch let error as AccountError {
+            throw TodoApp.otherAccount(error)
+        }
     } catch let error as TodoError {
         FileHandle.standardError.write(Data("todo: \(error.description)\n".utf8))
         throw ExitCode(error.exitCode)

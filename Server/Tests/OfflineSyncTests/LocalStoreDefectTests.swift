@@ -181,6 +181,10 @@ struct ForwardingStore: LocalStore {
     func read<T: Sendable>(_ body: @escaping @Sendable (any LocalStoreReader) throws -> T) async throws -> T {
         try await inner.read { reader in try body(ForwardingWriter(reader: reader)) }
     }
+
+    func erase(after check: @escaping @Sendable (any LocalStoreReader) throws -> Void) async throws {
+        try await inner.erase(after: check)
+    }
 }
 
 /// Forwards every requirement but `upsert(_:text:in:)` (and reads for a read-only use).

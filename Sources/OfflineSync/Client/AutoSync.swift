@@ -50,8 +50,8 @@ extension SyncTable {
 
 /// The automatic sync of one client: a single loop, so two syncs never run at once. It pushes soon after local
 /// writes, pulls on a schedule, when asked and when the server says a pulled table changed (`GET /changes`),
-/// waits with backoff while the server is unavailable, and stops trying after a 401 until
-/// ``SyncClient/resumeSyncing()``.
+/// waits with backoff while the server is unavailable, and stops trying after a 401, or a token for another
+/// account than the store's (``AccountError``), until ``SyncClient/resumeSyncing()``.
 final class AutoSyncer: Sendable {
     private enum Trigger: Sendable {
         case localChange, schedule, now, resume, serverChange, networkBack
@@ -167,6 +167,9 @@ final class AutoSyncer: Sendable {
                 case .unauthorized:
                     logger.notice("Automatic sync stopped: the server refused the credentials (401)")
                     shared.signedOut.withLock { $0 = true }
+                case .otherAccount:
+                    logger.notice("Automatic sync stopped: the token is not for the account whose data the store holds")
+                    shared.signedOut.withLock { $0 = true }
                 case .unavailable:
                     if shared.offline { break }
                     let wait = backoff.map { min($0 * 2, options.maximumBackoff) } ?? options.initialBackoff
@@ -237,7 +240,7 @@ final class AutoSyncer: Sendable {
         }
     }
 
-    private enum Outcome { case done, unavailable, unauthorized }
+    private enum Outcome { case done, unavailable, unauthorized, otherAccount }
 
     /// One sync: a push when changes wait, then each pull (which pushes its table's changes first).
     private static func sync(_ client: SyncClient, pulls: [AutoSyncPull], logger: Logger) async -> Outcome {
@@ -253,6 +256,8 @@ final class AutoSyncer: Sendable {
             return .unauthorized
         } catch PushError.serverUnavailable, PullError.serverUnavailable {
             return .unavailable
+        } catch is AccountError {
+            return .otherAccount
         } catch {
             logger.warning("Automatic sync failed", metadata: ["sync.error": "\(error)"])
             return .done
@@ -267,6 +272,8 @@ final class AutoSyncer: Sendable {
             return .unauthorized
         } catch PullError.serverUnavailable {
             return .unavailable
+        } catch is AccountError {
+            return .otherAccount
         } catch {
             return nil
         }
@@ -279,7 +286,8 @@ extension SyncClient {
     /// and as soon as the server says one of them changed (sync-server's `GET /changes`; other backends are
     /// pulled on the schedule alone), retries with backoff while the server is unavailable, sends nothing while
     /// ``AutoSyncOptions/reachability`` says the network is gone and syncs at once when it is back, and after a
-    /// 401 stops trying until ``resumeSyncing()``. One sync runs at a time. ``status()`` shows what it does.
+    /// 401 (or a token for another account than the store's: ``AccountError``) stops trying until
+    /// ``resumeSyncing()``. ``signOut(pending:)`` stops it. One sync runs at a time. ``status()`` shows what it does.
     /// Starting again replaces the previous automatic sync.
     ///
     /// For example:

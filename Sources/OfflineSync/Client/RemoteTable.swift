@@ -12,8 +12,8 @@ public struct RemoteTable<Item: Codable & Sendable>: Sendable {
     ///
     /// - Parameter query: The query.
     /// - Returns: The items of one page (the server's page size caps it).
-    /// - Throws: ``RemoteTableError`` or ``TransportError``; `ValueError` before anything is sent when a key
-    ///   path of `query` names no field.
+    /// - Throws: ``RemoteTableError`` or ``TransportError``; ``AccountError`` (nothing sent); `ValueError` before
+    ///   anything is sent when a key path of `query` names no field.
     public func items(matching query: TableQuery<Item> = TableQuery()) async throws -> [Item] {
         let query = try query.checked()
         let response = try await endpoint.send(
@@ -28,7 +28,7 @@ public struct RemoteTable<Item: Codable & Sendable>: Sendable {
     ///
     /// - Parameter id: The item's id.
     /// - Returns: The item, or nil when the server has none (or, under v3, only its tombstone: 410).
-    /// - Throws: ``RemoteTableError`` or ``TransportError``.
+    /// - Throws: ``RemoteTableError`` or ``TransportError``; ``AccountError`` (nothing sent).
     public func item(id: ItemID) async throws -> Item? {
         let response = try await endpoint.send("GET", endpoint.url(name, id: id), features: [])
         if response.status == 404 || response.status == 410 { return nil }
@@ -40,7 +40,7 @@ public struct RemoteTable<Item: Codable & Sendable>: Sendable {
     ///
     /// - Parameter item: The item.
     /// - Returns: The stored item.
-    /// - Throws: ``RemoteTableError`` (409 carries the stored item) or ``TransportError``.
+    /// - Throws: ``RemoteTableError`` (409 carries the stored item) or ``TransportError``; ``AccountError``.
     @discardableResult
     public func insert(_ item: Item) async throws -> Item {
         let body = try ItemCoder.json(item).removing(SystemProperty.serverManaged)
@@ -54,7 +54,7 @@ public struct RemoteTable<Item: Codable & Sendable>: Sendable {
     ///
     /// - Parameter item: The changed item.
     /// - Returns: The stored item.
-    /// - Throws: ``RemoteTableError`` (412 carries the server's copy) or ``TransportError``.
+    /// - Throws: ``RemoteTableError`` (412 carries the server's copy) or ``TransportError``; ``AccountError``.
     @discardableResult
     public func update(_ item: Item) async throws -> Item {
         let value = try ItemCoder.json(item)
@@ -71,7 +71,7 @@ public struct RemoteTable<Item: Codable & Sendable>: Sendable {
     /// Deletes an item, with its `version` as the precondition when it has one.
     ///
     /// - Parameter item: The item.
-    /// - Throws: ``RemoteTableError`` or ``TransportError``.
+    /// - Throws: ``RemoteTableError`` or ``TransportError``; ``AccountError`` (nothing sent).
     public func delete(_ item: Item) async throws {
         let value = try ItemCoder.json(item)
         guard let id = value.itemID else { throw ValueError(kind: "item", reason: "it has no valid 'id'") }

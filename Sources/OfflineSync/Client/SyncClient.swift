@@ -85,6 +85,11 @@ public final class SyncClient: Sendable {
         public var batchPush = BatchPush.whenOffered
         /// Wall-clock time, recorded when a pull finishes (``SyncTable/lastSyncDate()``). Default: `Date()`.
         public var now: @Sendable () -> Date = { Date() }
+        /// The account whose data the store holds, for tokens that do not name it (not a JWT with a `sub`
+        /// claim). Default: nil — each token's `sub` is its account. A store belongs to the account of the
+        /// first request sent with it; every later request must be for that account (``AccountError``), until
+        /// ``SyncClient/signOut(pending:)``.
+        public var accountID: String?
 
         /// A configuration with every default.
         public init() {}
@@ -101,6 +106,8 @@ public final class SyncClient: Sendable {
     let activity: SyncActivity
     /// The automatic sync, while it runs (``startSyncing(pulling:options:)``).
     let autoSyncer = Locked<AutoSyncer?>(nil)
+    /// The table observations, which a sign-out finishes.
+    let observers = ObserverRegistry()
 
     /// Creates a client on a store; nothing is read or sent until it is used, so a view model can
     /// create it at once. Operations sent by a previous run whose reply never came stay frozen and are
@@ -128,7 +135,8 @@ public final class SyncClient: Sendable {
             baseURL: url, transport: configuration.transport, installationID: InstallationID(store: store),
             tokenProvider: configuration.tokenProvider, timeout: configuration.requestTimeout,
             logger: configuration.logger, dialect: configuration.protocol,
-            batchOffer: BatchOffer(configuration.protocol == .v2 ? configuration.batchPush : .never))
+            batchOffer: BatchOffer(configuration.protocol == .v2 ? configuration.batchPush : .never),
+            account: AccountGuard(store: store, configured: configuration.accountID))
         context = SyncContext(
             store: store, endpoint: endpoint, logger: configuration.logger,
             conflictHandler: configuration.conflictHandler,
@@ -183,8 +191,9 @@ public final class SyncClient: Sendable {
     /// Pushes every pending operation of every table, in queue order.
     ///
     /// - Returns: What was pushed.
-    /// - Throws: ``PushError`` when the server refused operations or could not be reached; every
-    ///   operation not pushed stays queued.
+    /// - Throws: ``PushError`` when the server refused operations or could not be reached; ``AccountError`` when
+    ///   the token is for another account than the store's (nothing sent). Every operation not pushed stays
+    ///   queued.
     @discardableResult
     public func push() async throws -> PushResult {
         try await activity.push { try await context.push() }

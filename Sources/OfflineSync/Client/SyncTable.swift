@@ -131,7 +131,8 @@ public struct SyncTable<Item: Codable & Sendable>: Sendable {
     /// ```
     /// - Parameter query: The query; all items by default.
     /// - Returns: The matching items, as ``items(matching:)`` reads them. The sequence ends when the task
-    ///   iterating it is cancelled (or stops iterating); it throws `ValueError` for a key path that names no
+    ///   iterating it is cancelled (or stops iterating), and when the client signs out
+    ///   (``SyncClient/signOut(pending:)``); it throws `ValueError` for a key path that names no
     ///   field, `ODataError` for a query the store cannot run, and ``LocalStoreError`` when the store fails.
     public func observe(_ query: TableQuery<Item> = TableQuery()) -> AsyncThrowingStream<[Item], any Error> {
         let name = self.name
@@ -147,7 +148,7 @@ public struct SyncTable<Item: Codable & Sendable>: Sendable {
     ///
     /// - Parameter query: The query; every item by default (its order, skip and top play no part).
     /// - Returns: The count, at once and after every change to it. The sequence ends when the task iterating it
-    ///   is cancelled; it throws as ``observe(_:)`` does.
+    ///   is cancelled or the client signs out; it throws as ``observe(_:)`` does.
     public func observeCount(_ query: TableQuery<Item> = TableQuery()) -> AsyncThrowingStream<Int, any Error> {
         let name = self.name
         return observed { store in
@@ -165,6 +166,8 @@ public struct SyncTable<Item: Codable & Sendable>: Sendable {
     ) -> AsyncThrowingStream<Value, any Error> {
         let store = client.store
         let (stream, continuation) = AsyncThrowingStream.makeStream(of: Value.self)
+        // A sign-out of the store's account ends the observation.
+        let registration = client.observers.add { continuation.finish() }
         let task = Task {
             do {
                 guard let source = try start(store) else {
@@ -176,7 +179,10 @@ public struct SyncTable<Item: Codable & Sendable>: Sendable {
                 continuation.finish(throwing: error)
             }
         }
-        continuation.onTermination = { _ in task.cancel() }
+        continuation.onTermination = { [observers = client.observers] _ in
+            task.cancel()
+            observers.remove(registration)
+        }
         return stream
     }
 
@@ -189,7 +195,8 @@ public struct SyncTable<Item: Codable & Sendable>: Sendable {
     ///   - queryID: Names the incremental pull; nil pulls every matching row.
     ///   - progress: Called after each page with the rows applied so far and the total when known.
     /// - Returns: What the pull did.
-    /// - Throws: ``PullError``; `ValueError` before anything is sent when a key path of `query` names no field.
+    /// - Throws: ``PullError``; ``AccountError`` when the token is for another account than the store's (nothing
+    ///   sent); `ValueError` before anything is sent when a key path of `query` names no field.
     @discardableResult
     public func pull(
         _ query: TableQuery<Item> = TableQuery(), queryID: QueryID? = nil,

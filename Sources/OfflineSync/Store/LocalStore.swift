@@ -33,6 +33,14 @@ protocol LocalStore: Sendable {
     ///   `CancellationError` when the task is cancelled while waiting (the lock was not taken).
     func withPushLock<T: Sendable>(_ body: @Sendable () async throws -> T) async throws -> T
 
+    /// Erases everything the store holds — every table's rows, the queue, operation errors, cursors, items to
+    /// fetch again and settings — so that no byte of it is left in the store's files. `check` runs first, in
+    /// the same transaction: what it throws stops the erase with nothing erased.
+    ///
+    /// - Parameter check: Reads the store before it is erased (a sign-out refuses while changes wait).
+    /// - Throws: What `check` throws; ``LocalStoreError`` when the store cannot be erased.
+    func erase(after check: @escaping @Sendable (any LocalStoreReader) throws -> Void) async throws
+
     /// Observes what `fetch` reads from `tables`: emits its value at once, then again after each committed
     /// change to those tables whose result differs from the last one emitted (changes to other tables, or ones
     /// that leave the result as it was, emit nothing). Quick commits may be merged into one value; the last

@@ -62,6 +62,71 @@ public final class SQLiteLocalStore: LocalStore {
         try self.init(path: try Self.defaultPath(named: name))
     }
 
+    /// Opens (or creates) the store of one account, `name@ACCOUNT.sqlite` beside the stores of ``init(named:)``,
+    /// and binds it to `account` at once — so that an app keeps each person's data in a store of their own (alice's
+    /// stays for her next sign-in while bob uses the device with his), and writes made before the first sync are
+    /// already known to be the account's. The binding check stays in force: a token for another account is refused
+    /// (``AccountError``).
+    ///
+    /// For example, when someone signs in:
+    /// ```swift
+    /// guard let account = SyncClient.accountID(ofToken: token) else { … }   // the token's `sub`
+    /// let store = try SQLiteLocalStore(named: "todo", account: account)
+    /// ```
+    /// - Parameters:
+    ///   - name: The store's name (see ``init(named:)``).
+    ///   - account: The account: the `sub` of its tokens, or the ``SyncClient/Configuration/accountID`` the app sets.
+    /// - Throws: `ValueError` for a bad name or an empty account; ``LocalStoreError`` when the file cannot be opened;
+    ///   ``AccountError`` when the file holds another account's data (two ids that share a file name: ids longer
+    ///   than 64 characters are shortened with a hash).
+    public convenience init(named name: String, account: String) throws {
+        try self.init(path: try Self.defaultPath(named: name, account: account))
+        let bound: String
+        do {
+            bound = try pool.write { db in
+                let access = SQLiteLocalStoreAccess(db: db, store: self)
+                if let bound = try access.setting(AccountGuard.key) { return bound }
+                try access.setSetting(account, for: AccountGuard.key)
+                return account
+            }
+        } catch let error as DatabaseError {
+            throw LocalStoreError(operation: "bind the store to its account", underlying: error)
+        }
+        guard bound == account else { throw AccountError.otherAccount(store: bound, request: account) }
+    }
+
+    /// The file ``init(named:account:)`` opens: the account's id follows `@`, with every character but ASCII
+    /// letters, digits, `-` and `.` written as `_` and its UTF-8 bytes in hex; past 64 characters it is cut and a
+    /// hash of the whole id (FNV-1a, 64 bits) added.
+    ///
+    /// - Parameters:
+    ///   - name: The store's name (see ``init(named:)``).
+    ///   - account: The account's id.
+    /// - Returns: The file's path.
+    /// - Throws: `ValueError` for a bad name or an empty account; ``LocalStoreError`` when the folder cannot be
+    ///   created.
+    public static func defaultPath(named name: String, account: String) throws -> String {
+        guard !account.isEmpty else { throw ValueError(kind: "account", reason: "it is empty") }
+        var escaped = ""
+        for byte in account.utf8 {
+            let scalar = Unicode.Scalar(byte)
+            if scalar.properties.isAlphabetic && scalar.isASCII || ("0"..."9").contains(scalar) || byte == 0x2D
+                || byte == 0x2E
+            {
+                escaped.unicodeScalars.append(scalar)
+            } else {
+                escaped += "_" + String(byte, radix: 16, uppercase: true).leftPadded(to: 2)
+            }
+        }
+        if escaped.count > 64 {
+            var hash: UInt64 = 0xcbf2_9ce4_8422_2325
+            for byte in account.utf8 { hash = (hash ^ UInt64(byte)) &* 0x0000_0100_0000_01b3 }
+            escaped = escaped.prefix(47) + "_" + String(hash, radix: 16).leftPadded(to: 16)
+        }
+        let path = try defaultPath(named: name)
+        return String(path.dropLast(".sqlite".count)) + "@" + escaped + ".sqlite"
+    }
+
     /// The file ``init(named:)`` opens, creating its folder.
     ///
     /// - Parameter name: The store's name (see ``init(named:)``).
@@ -196,6 +261,32 @@ public final class SQLiteLocalStore: LocalStore {
         return try await body()
     }
 
+    /// Deletes every row of every table, with `secure_delete` so that freed space is zeroed, then rebuilds the
+    /// file (`VACUUM`) and empties the `-wal` (a `TRUNCATE` checkpoint, which waits for other connections'
+    /// reads to end, as long as the busy timeout). The tables themselves stay (other clients on the file keep
+    /// using them); their names are the app's schema, not its users' data.
+    func erase(after check: @escaping @Sendable (any LocalStoreReader) throws -> Void) async throws {
+        do {
+            try await pool.writeWithoutTransaction { db in
+                try db.execute(sql: "PRAGMA secure_delete = ON")
+                defer { try? db.execute(sql: "PRAGMA secure_delete = OFF") }
+                try db.inTransaction(.immediate) {
+                    try check(SQLiteLocalStoreAccess(db: db, store: self))
+                    let tables = try String.fetchAll(
+                        db, sql: "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%'")
+                    for table in tables where table != "grdb_migrations" {
+                        try db.execute(sql: "DELETE FROM \"\(table.replacingOccurrences(of: "\"", with: "\"\""))\"")
+                    }
+                    return .commit
+                }
+                try db.execute(sql: "VACUUM")
+                _ = try db.checkpoint(.truncate)
+            }
+        } catch let error as DatabaseError {
+            throw LocalStoreError(operation: "erase", underlying: error)
+        }
+    }
+
     /// The row table of a sync table.
     static func rowTable(_ table: TableName) -> String {
         "\"rows_\(table.canonical)\""
@@ -225,6 +316,13 @@ public struct LocalStoreError: Error, Sendable, CustomStringConvertible {
             (underlying as? DatabaseError)?.message ?? (underlying as? POSIXLockError)?.description
             ?? String(describing: type(of: underlying))
         return "Local store could not \(operation): \(reason)"
+    }
+}
+
+extension String {
+    /// The string after enough `0`s to make it `width` characters long.
+    fileprivate func leftPadded(to width: Int) -> String {
+        String(repeating: "0", count: max(0, width - count)) + self
     }
 }
 

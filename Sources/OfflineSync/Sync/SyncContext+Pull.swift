@@ -46,7 +46,10 @@ extension SyncContext {
                 table, filter: filter, queryID: queryID, sizes: (pageSize, max(pageSize, maxPageSize)), ahead: ahead,
                 progress, &summary)
             let finished = WireDate(now()).description
-            try await store.write { try $0.setSetting(finished, for: Self.lastPullKey(table)) }
+            try await store.write { [endpoint] writer in
+                try endpoint.account.confirm(in: writer)
+                try writer.setSetting(finished, for: Self.lastPullKey(table))
+            }
         } catch SyncStop.unavailable(let error) {
             throw PullError.serverUnavailable(error)
         } catch SyncStop.unauthorized {
@@ -344,7 +347,8 @@ extension SyncContext {
         async throws
         -> (applied: Int, skipped: Int)
     {
-        try await store.write { writer in
+        try await store.write { [endpoint] writer in
+            try endpoint.account.confirm(in: writer)  // not a page of an account signed out meanwhile
             let pending = try writer.itemIDsWithOperations(in: table)
             var (applied, skipped) = (0, 0)
             for (item, text) in items {

@@ -20,6 +20,8 @@ struct TableEndpoint: Sendable {
     let dialect: SyncClient.ProtocolVersion
     /// The batch endpoint the server offers (learned from its responses).
     let batchOffer: BatchOffer
+    /// Checks that each request is for the account whose data the store holds.
+    let account: AccountGuard
 
     static let userAgent = "OfflineSync/1.0 (lang=Swift; os=\(osName))"
     #if os(Linux)
@@ -50,7 +52,8 @@ struct TableEndpoint: Sendable {
     /// The URL of the batch endpoint (docs/batch.md).
     var batchURL: URL { baseURL.appendingPathComponent("batch") }
 
-    /// Sends a request; a 401 is retried once with a refreshed token.
+    /// Sends a request; a 401 is retried once with a refreshed token. Each token is checked against the store's
+    /// account first (``AccountGuard``): one for another account sends nothing and throws ``AccountError``.
     func send(
         _ method: String, _ url: URL, body: JSONValue? = nil, ifMatch: Version? = nil, features: [String]
     ) async throws -> HTTPResponseData {
@@ -58,6 +61,7 @@ struct TableEndpoint: Sendable {
         var token = try await tokenProvider?(false)
         var attempt = 0
         while true {
+            try await account.check(token: token)
             var headers = [
                 "ZUMO-API-VERSION": dialect.rawValue, "X-ZUMO-INSTALLATION-ID": installation,
                 "X-ZUMO-FEATURES": features.joined(separator: ","), "User-Agent": Self.userAgent,
@@ -143,6 +147,9 @@ final class InstallationID: Sendable {
         cached.withLock { $0 = id }
         return id
     }
+
+    /// Forgets the id read (the store was erased: the next request makes a new one).
+    func forget() { cached.withLock { $0 = nil } }
 }
 
 /// Log metadata keys, declared once.
