@@ -18,6 +18,7 @@ import Testing
         try await SyncClient.make(URL(string: "http://127.0.0.1:9")!, workspace: workspace) { configuration in
             configuration.transport = transport
             if let tokens {
+                configuration.accountID = "alice"  // opaque tokens name no account
                 configuration.tokenProvider = { refresh in
                     tokens.record(refresh)
                     return refresh ? "fresh-token" : "stale-token"

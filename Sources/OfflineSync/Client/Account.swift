@@ -57,6 +57,16 @@ public struct SignOutError: Error, Sendable, Hashable, CustomStringConvertible {
     /// Of those, the ones the server refused or that conflict, waiting for a resolution.
     public var errorCount: Int
 
+    /// Creates an error.
+    ///
+    /// - Parameters:
+    ///   - pendingCount: Changes still queued.
+    ///   - errorCount: Of those, the refused ones.
+    public init(pendingCount: Int, errorCount: Int) {
+        self.pendingCount = pendingCount
+        self.errorCount = errorCount
+    }
+
     /// One line saying what to do.
     public var description: String {
         "\(pendingCount) change(s) could not be sent (\(errorCount) refused or in conflict): nothing was erased. "
