@@ -138,7 +138,11 @@ struct TodoApp {
                 "this store holds the data of \(store)\(request.map { ", not of \($0)" } ?? ""): run `todo signout` "
                     + "with \(store)'s token to send their changes and erase it, or `todo signout --discard` to erase it "
                     + "unsent (or use --store for a store of your own)", exitCode: 4)
-        case .unknownAccount, .erased: TodoError(error.description, exitCode: 4)
+        case .unknownAccount:
+            TodoError(
+                "the token is not a JWT with a 'sub' claim, so whose data this store may hold cannot be told: nothing "
+                    + "was sent; use a token from your sign-in (or `sync-server token`)", exitCode: 4)
+        case .erased: TodoError(error.description, exitCode: 4)
         }
     }
 
