@@ -24,7 +24,7 @@ public enum AccountError: Error, Sendable, Hashable, CustomStringConvertible {
         case .otherAccount(let store, let request?):
             "This store holds the data of account '\(store)', not of '\(request)': nothing was sent. "
                 + "Sign out of '\(store)' first (signOut() sends its changes, then erases its data), "
-                + "or open a store of '\(request)' own"
+                + "or open a store of the account '\(request)' (SQLiteLocalStore(named:account:))"
         case .otherAccount(let store, nil):
             "This store holds the data of account '\(store)' and no one is signed in: nothing was sent. "
                 + "Sign in as '\(store)', or sign out (signOut(pending: .discard)) to erase its data"
@@ -95,7 +95,8 @@ extension SyncClient {
     ///
     /// - Returns: The account of the token (or ``Configuration/accountID``); nil with no token.
     /// - Throws: ``AccountError`` when the store holds another account's data (or someone's, with no token), or
-    ///   when the token names no account; what the token provider throws; ``LocalStoreError``.
+    ///   when the token names no account; what the token provider throws; ``LocalStoreError``. It changes
+    ///   nothing, so cancelling it (which reaches the token provider) leaves everything as it was.
     @discardableResult
     public func checkAccount() async throws -> String? {
         let token = try await configuration.tokenProvider?(false)

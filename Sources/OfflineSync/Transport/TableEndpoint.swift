@@ -4,7 +4,9 @@ import SyncCore
 import SyncOData
 import SyncSQLite
 
-/// Supplies the user's token; `refresh` is true after the server answered 401 to the last one.
+/// Supplies the user's token; `refresh` is true after the server answered 401 to the last one. A JWT's `sub` claim
+/// names the account whose data the store holds: a token for another account is refused before it is sent
+/// (<doc:SeveralPeopleOneDevice>).
 public typealias TokenProvider = @Sendable (_ refresh: Bool) async throws -> String?
 
 /// Sends the table API's requests with the protocol's headers (PROTOCOL.md §2), asking the token
