@@ -55,6 +55,14 @@ func offCooperativeThreads<T: Sendable>(_ work: @escaping @Sendable () -> T) asy
     }
 }
 
+/// A development token for `subject` from `sync-server token`, signed with `secret`.
+func developmentToken(_ subject: String, secret: String, ttl: Int = 600) async throws -> String {
+    let result = try await runProduct(
+        "sync-server", ["token", "--sub", subject, "--secret", secret, "--ttl", String(ttl)], environment: [:])
+    guard result.status == 0 else { throw E2EError("sync-server token failed: \(result.error)") }
+    return result.output.trimmingCharacters(in: .whitespacesAndNewlines)
+}
+
 /// A `sync-server` process on 127.0.0.1.
 final class ServerProcess {
     private let process = ChildProcess()

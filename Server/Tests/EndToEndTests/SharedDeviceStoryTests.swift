@@ -20,18 +20,14 @@ import Testing
         let config = directory.appendingPathComponent("server.json")
         try #"{"auth": {"hs256Secret": "\#(secret)"}, "tables": [{"name": "TodoItem", "perUser": true}]}"#
             .write(to: config, atomically: true, encoding: .utf8)
-        func token(_ subject: String) async throws -> String {
-            let result = try await runProduct(
-                "sync-server", ["token", "--sub", subject, "--secret", secret], environment: [:])
-            guard result.status == 0 else { throw E2EError("sync-server token failed: \(result.error)") }
-            return result.output.trimmingCharacters(in: .whitespacesAndNewlines)
-        }
         let port = try freePort()
         let server = try ServerProcess(
             port: port, database: "sqlite:" + directory.appendingPathComponent("server.sqlite").path,
             options: ["--config", config.path])
         defer { server.stop() }
-        let (alice, bob) = (try await token("alice"), try await token("bob"))
+        let (alice, bob) = (
+            try await developmentToken("alice", secret: secret), try await developmentToken("bob", secret: secret)
+        )
         let storeFolder = directory.appendingPathComponent("device")
         let device = TutorialStoryTests.Device(environment: [
             "TODO_STORE": storeFolder.appendingPathComponent("todo.sqlite").path,

@@ -139,10 +139,7 @@ import Testing
             #"{"auth": {"hs256Secret": "\#(secret)", "clockSkewSeconds": 0}, "tables": [{"name": "TodoItem", "perUser": true}]}"#
             .write(to: config, atomically: true, encoding: .utf8)
         func token(_ subject: String, ttl: Int = 600) async throws -> String {
-            let result = try await runProduct(
-                "sync-server", ["token", "--sub", subject, "--secret", secret, "--ttl", String(ttl)], environment: [:])
-            guard result.status == 0 else { throw E2EError("sync-server token failed: \(result.error)") }
-            return result.output.trimmingCharacters(in: .whitespacesAndNewlines)
+            try await developmentToken(subject, secret: secret, ttl: ttl)
         }
         let port = try freePort()
         let server = try ServerProcess(
