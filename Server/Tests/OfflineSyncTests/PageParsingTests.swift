@@ -4,12 +4,12 @@ import Testing
 
 @testable import OfflineSync
 
-/// ``SyncContext/page(of:dialect:)``: the three page bodies a pull meets, and how each says a next page exists.
+/// ``SyncContext/page(of:wire:)``: the three page bodies a pull meets, and how each says a next page exists.
 @Suite struct PageParsingTests {
     static func page(_ body: String, headers: [String: String] = [:], _ dialect: SyncClient.ProtocolVersion)
         -> SyncContext.Page?
     {
-        SyncContext.page(of: HTTPResponseData(status: 200, headers: headers, body: Data(body.utf8)), dialect: dialect)
+        SyncContext.page(of: HTTPResponseData(status: 200, headers: headers, body: Data(body.utf8)), wire: dialect.wire)
     }
 
     static let row = #"{"id":"a","updatedAt":"2026-01-01T00:00:00.000Z","version":"v1","text":"x \"y\""}"#

@@ -17,10 +17,10 @@ public struct RemoteTable<Item: Codable & Sendable>: Sendable {
     public func items(matching query: TableQuery<Item> = TableQuery()) async throws -> [Item] {
         let query = try query.checked()
         let response = try await endpoint.send(
-            "GET", endpoint.url(name, query: query.queryString(dialect: endpoint.dialect.odata)),
+            "GET", endpoint.url(name, query: query.queryString(dialect: endpoint.wire.odata)),
             features: ["TQ"])
         let body = try Self.check(response, expecting: [200])
-        let items = body.arrayValue ?? body["results"]?.arrayValue ?? body["items"]?.arrayValue ?? []
+        let items = body.arrayValue ?? body[endpoint.wire.pageRows]?.arrayValue ?? []
         return try items.map { try ItemCoder.item($0, as: Item.self) }
     }
 
@@ -60,7 +60,7 @@ public struct RemoteTable<Item: Codable & Sendable>: Sendable {
         let value = try ItemCoder.json(item)
         guard let id = value.itemID else { throw ValueError(kind: "item", reason: "it has no valid 'id'") }
         let response = try await endpoint.send(
-            endpoint.dialect == .v2 ? "PATCH" : "PUT", endpoint.url(name, id: id),
+            endpoint.wire.updateMethod, endpoint.url(name, id: id),
             body: value.removing(SystemProperty.serverManaged),
             ifMatch: value.version,
             features: value.version == nil ? [] : ["OC"])

@@ -14,21 +14,5 @@ extension SyncClient {
         /// the token goes as `Authorization: Bearer`. Pulls still page by `(updatedAt, id)` rather than by the
         /// offsets of `nextLink` (which skip a row changed between two pages); every operation is its own request.
         case v3 = "3.0.0"
-
-        /// The query language of the dialect.
-        var odata: ODataDialect {
-            switch self {
-            case .v2: .v2
-            case .v3: .v3
-            }
-        }
-
-        /// The query parameter that asks for tombstones too.
-        var includeDeletedParameter: String {
-            switch self {
-            case .v2: "__includeDeleted=true"
-            case .v3: "__includedeleted=true"
-            }
-        }
     }
 }

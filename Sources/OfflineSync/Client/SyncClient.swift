@@ -134,8 +134,8 @@ public final class SyncClient: Sendable {
         endpoint = TableEndpoint(
             baseURL: url, transport: configuration.transport, installationID: InstallationID(store: store),
             tokenProvider: configuration.tokenProvider, timeout: configuration.requestTimeout,
-            logger: configuration.logger, dialect: configuration.protocol,
-            batchOffer: BatchOffer(configuration.protocol == .v2 ? configuration.batchPush : .never),
+            logger: configuration.logger, wire: configuration.protocol.wire,
+            batchOffer: BatchOffer(configuration.protocol.wire.batches ? configuration.batchPush : .never),
             account: AccountGuard(store: store, configured: configuration.accountID))
         context = SyncContext(
             store: store, endpoint: endpoint, logger: configuration.logger,

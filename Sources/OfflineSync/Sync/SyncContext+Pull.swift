@@ -228,7 +228,7 @@ extension SyncContext {
         let features = cursor == nil ? ["TQ", "OL"] : ["TQ", "OL", "IP"]
         var log = logger
         log[metadataKey: SyncLogKey.table] = "\(table)"
-        let dialect = endpoint.dialect.odata
+        let dialect = endpoint.wire.odata
         var (response, parsed) = try await sendPage(
             endpoint.url(table, query: query.queryString(dialect: dialect)), features, log)
         var asked: Int? = pageSize
@@ -290,9 +290,9 @@ extension SyncContext {
         query.skip = pageSize - 1
         guard
             let response = try? await endpoint.send(
-                "GET", endpoint.url(table, query: query.queryString(dialect: endpoint.dialect.odata)),
+                "GET", endpoint.url(table, query: query.queryString(dialect: endpoint.wire.odata)),
                 features: ["TQ", "OL", "IP"]),
-            response.status == 200, var page = Self.page(of: response, dialect: endpoint.dialect), !page.items.isEmpty
+            response.status == 200, var page = Self.page(of: response, wire: endpoint.wire), !page.items.isEmpty
         else { return nil }
         page.isLast = !page.hasNextLink && page.items.count < pageSize
         return page
@@ -311,7 +311,7 @@ extension SyncContext {
         let response = try await sendRetrying(logger: logger) {
             try await endpoint.send("GET", url, features: features)
         } isTransient: { response in
-            page = response.status == 200 ? Self.page(of: response, dialect: endpoint.dialect) : nil
+            page = response.status == 200 ? Self.page(of: response, wire: endpoint.wire) : nil
             return isTransientStatus(response.status) || (response.status == 200 && page == nil)
         }
         return (response, page)
@@ -320,7 +320,7 @@ extension SyncContext {
     /// The rows of a page body — a JSON array (v2), `{"results": […], "count": N}` (v2 with `$inlinecount`) or
     /// `{"items": […], "count": N, "nextLink": …}` (v3) — with the count and whether a next page is linked (a
     /// `Link` header, or a `nextLink` that is not null); nil when unreadable.
-    static func page(of response: HTTPResponseData, dialect: SyncClient.ProtocolVersion) -> Page? {
+    static func page(of response: HTTPResponseData, wire: any WireDialect) -> Page? {
         let linked = response.header("Link") != nil
         let opening = response.body.first { ![0x20, 0x0A, 0x0D, 0x09].contains($0) }
         if opening == UInt8(ascii: "[") {
@@ -330,7 +330,7 @@ extension SyncContext {
         }
         guard
             let (elements, members) = try? JSONValue.parseObject(
-                response.body, withElementsOf: dialect == .v2 ? "results" : "items", keeping: Self.pulledFields),
+                response.body, withElementsOf: wire.pageRows, keeping: Self.pulledFields),
             let elements
         else { return nil }
         let nextLink = members["nextLink"].map { $0 != .null } ?? false

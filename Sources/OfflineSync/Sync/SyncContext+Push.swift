@@ -134,36 +134,20 @@ extension SyncContext {
         var version = attempt.version
         let sent = attempt.item
         if operation.recreatesItem {
-            switch endpoint.dialect {
-            case .v2:
-                // Undelete (a no-op on a live item, so a retry is safe); no trace on the server: insert.
-                let url = endpoint.url(operation.table, id: operation.itemID)
-                let undeleted = try await sendRetrying(logger: log) {
-                    try await endpoint.send("POST", url, features: ["OL"])
-                }
-                if (200..<300).contains(undeleted.status), let item = undeleted.item {
-                    (kind, version) = (.update, item.version)
-                } else if undeleted.status == 404 {
-                    (kind, version) = (.insert, nil)
-                } else {
-                    return (.refused, undeleted)
-                }
-            case .v3:
-                // One replace that brings a tombstone back, or overwrites a live row (a retry is safe); no trace
-                // on the server: insert.
-                let url = endpoint.url(
-                    operation.table, id: operation.itemID, query: endpoint.dialect.includeDeletedParameter)
-                let replaced = try await sendRetrying(logger: log) {
-                    try await endpoint.send("PUT", url, body: sent, features: ["OL"])
-                } isTransient: { reply in
-                    PushDecision.decide(
-                        .update, status: reply.status, replyItem: reply.item, server: .unknown, sent: sent)
-                        == .retry
-                }
-                guard replaced.status == 404 else {
-                    return (try await decide(.update, operation, replaced, sent: sent, logger: log), replaced)
-                }
-                (kind, version) = (.insert, nil)
+            let recreation = endpoint.wire.recreation
+            let url = endpoint.url(
+                operation.table, id: operation.itemID,
+                query: recreation.carriesItem ? endpoint.wire.includeDeletedParameter : nil)
+            let reply = try await sendRetrying(logger: log) {
+                try await endpoint.send(
+                    recreation.method, url, body: recreation.carriesItem ? sent : nil, features: ["OL"])
+            } isTransient: { reply in
+                recreation.isTransient(reply, sent)
+            }
+            switch recreation.outcome(reply) {
+            case .send(let newKind, let newVersion): (kind, version) = (newKind, newVersion)
+            case .answeredAsUpdate: return (try await decide(.update, operation, reply, sent: sent, logger: log), reply)
+            case .refused: return (.refused, reply)
             }
         }
         let reply = try await sendRetrying(logger: log) {
@@ -192,7 +176,7 @@ extension SyncContext {
 
     /// The server's current row of an item, tombstones included (PROTOCOL.md §5, §7).
     func fetchServerRow(_ table: TableName, _ id: ItemID, logger: Logger) async throws -> PushDecision.ServerRow {
-        let url = endpoint.url(table, id: id, query: endpoint.dialect.includeDeletedParameter)
+        let url = endpoint.url(table, id: id, query: endpoint.wire.includeDeletedParameter)
         let reply = try await sendRetrying(logger: logger) {
             try await endpoint.send("GET", url, features: ["OL"])
         } isTransient: { reply in
@@ -213,7 +197,7 @@ extension SyncContext {
             // v2 sends the fields (the server keeps those it has and the client does not); v3 replaces the item
             // with the local row, which is whole: pulled rows are stored as they came.
             return try await endpoint.send(
-                endpoint.dialect == .v2 ? "PATCH" : "PUT", endpoint.url(operation.table, id: operation.itemID),
+                endpoint.wire.updateMethod, endpoint.url(operation.table, id: operation.itemID),
                 body: body, ifMatch: version, features: features)
         case .delete:
             return try await endpoint.send(

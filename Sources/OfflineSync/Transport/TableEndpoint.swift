@@ -18,8 +18,8 @@ struct TableEndpoint: Sendable {
     let tokenProvider: TokenProvider?
     let timeout: Duration
     let logger: Logger
-    /// The dialect of every request.
-    let dialect: SyncClient.ProtocolVersion
+    /// The dialect of every request and answer.
+    let wire: any WireDialect
     /// The batch endpoint the server offers (learned from its responses).
     let batchOffer: BatchOffer
     /// Checks that each request is for the account whose data the store holds.
@@ -65,17 +65,15 @@ struct TableEndpoint: Sendable {
         while true {
             try await account.check(token: token)
             var headers = [
-                "ZUMO-API-VERSION": dialect.rawValue, "X-ZUMO-INSTALLATION-ID": installation,
+                "ZUMO-API-VERSION": wire.version.rawValue, "X-ZUMO-INSTALLATION-ID": installation,
                 "X-ZUMO-FEATURES": features.joined(separator: ","), "User-Agent": Self.userAgent,
                 "X-ZUMO-VERSION": Self.userAgent, "Accept": "application/json",
             ]
             if body != nil { headers["Content-Type"] = "application/json" }
             if let ifMatch { headers["If-Match"] = ifMatch.entityTag }
             if let token {
-                switch dialect {
-                case .v2: headers["X-ZUMO-AUTH"] = token
-                case .v3: headers["Authorization"] = "Bearer " + token
-                }
+                let authorization = wire.authorization(token)
+                headers[authorization.field] = authorization.value
             }
             let request = HTTPRequestData(
                 method: method, url: url, headers: headers, body: body?.serializedData(), timeout: timeout)
