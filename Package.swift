@@ -68,6 +68,11 @@ let package = Package(
         ),
         .target(name: "OfflineSyncTesting", dependencies: ["OfflineSync"], swiftSettings: swiftSettings),
         .testTarget(
+            name: "OfflineSyncTests",
+            dependencies: ["OfflineSync", "OfflineSyncTesting", "SyncCore"],
+            swiftSettings: swiftSettings
+        ),
+        .testTarget(
             name: "SyncCoreTests",
             dependencies: [
                 "SyncCore",

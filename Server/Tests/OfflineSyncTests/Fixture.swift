@@ -1,0 +1,1 @@
+../../../Tests/OfflineSyncTests/Fixture.swift
