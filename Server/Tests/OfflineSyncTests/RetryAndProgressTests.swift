@@ -5,12 +5,6 @@ import Testing
 @testable import OfflineSync
 
 @Suite(.onBothProtocols) struct RetryAndProgressTests {
-    @Test(arguments: [(1, 0.5), (2, 1.0), (3, 2.0), (8, 60.0), (40, 60.0)])
-    func retryDelaysDoubleUpToAMinute(attempt: Int, seconds: Double) {
-        #expect(retryDelay(attempt: attempt, jitter: 1.0) == .milliseconds(Int(seconds * 1000)))
-        #expect(retryDelay(attempt: attempt, jitter: 1.1) == .milliseconds(Int(seconds * 1100)))
-    }
-
     @Test func aPullRetriesATransientFailureAfterTheBackoff() async throws {
         let workspace = try Workspace()
         try await LiveServer.run(in: workspace) { url in

@@ -140,7 +140,7 @@ final class AutoSyncer: Sendable {
         shared: Shared, logger: Logger
     ) async {
         let clock = client.configuration.clock
-        var backoff: Duration?
+        var backoff = Backoff(initial: options.initialBackoff, maximum: options.maximumBackoff)
         var lastSyncSaw: UInt64?  // how often the network had come back when the last sync began
         for await trigger in stream {
             if Task.isCancelled { return }
@@ -152,7 +152,7 @@ final class AutoSyncer: Sendable {
             case .networkBack:
                 // The retry that the network's return woke out of its backoff has synced already.
                 if lastSyncSaw == shared.networkBack.count { continue }
-                backoff = nil
+                backoff.reset()
             case .schedule, .now, .serverChange: break
             }
             // Offline: nothing to send until the network is back (which asks for a sync).
@@ -163,7 +163,7 @@ final class AutoSyncer: Sendable {
                 lastSyncSaw = seen
                 switch await sync(client, pulls: pullsToo ? pulls : [], logger: logger) {
                 case .done:
-                    backoff = nil
+                    backoff.reset()
                 case .unauthorized:
                     logger.notice("Automatic sync stopped: the server refused the credentials (401)")
                     shared.signedOut.withLock { $0 = true }
@@ -172,13 +172,12 @@ final class AutoSyncer: Sendable {
                     shared.signedOut.withLock { $0 = true }
                 case .unavailable:
                     if shared.offline { break }
-                    let wait = backoff.map { min($0 * 2, options.maximumBackoff) } ?? options.initialBackoff
-                    backoff = wait
+                    let wait = backoff.next()
                     logger.info("Automatic sync: the server is unavailable; trying again in \(wait)")
                     // The network coming back ends the wait early.
                     await shared.networkBack.sleep(for: wait, clock: clock, after: seen)
                     if Task.isCancelled { return }
-                    if shared.networkBack.count != seen { backoff = nil }
+                    if shared.networkBack.count != seen { backoff.reset() }
                     pullsToo = true
                     continue
                 }
@@ -199,7 +198,7 @@ final class AutoSyncer: Sendable {
         let timeout = client.configuration.requestTimeout
         let wait = max(0, min(20, timeout.components.seconds - 5))
         var token: String?
-        var delay = Duration.seconds(1)
+        var backoff = Backoff(initial: .seconds(1), maximum: .seconds(30))
         while !Task.isCancelled {
             // Signed out: no request until resumed; offline: none until the network is back.
             while shared.signedOut.withLock({ $0 }) || shared.offline {
@@ -220,7 +219,7 @@ final class AutoSyncer: Sendable {
                     let changed = body?["changed"]?.arrayValue ?? []
                     if token != nil, !changed.isEmpty { triggers.yield(.serverChange) }
                     token = body?["token"]?.stringValue
-                    delay = .seconds(1)
+                    backoff.reset()
                     continue
                 case 404, 405:
                     logger.info("The server sends no change notifications; pulling on the schedule")
@@ -234,9 +233,9 @@ final class AutoSyncer: Sendable {
             } catch {
                 if Task.isCancelled { return }
             }
-            await shared.networkBack.sleep(for: delay, clock: clock, after: seen)
+            await shared.networkBack.sleep(for: backoff.next(), clock: clock, after: seen)
             if Task.isCancelled { return }
-            delay = shared.networkBack.count == seen ? min(delay * 2, .seconds(30)) : .seconds(1)
+            if shared.networkBack.count != seen { backoff.reset() }
         }
     }
 

@@ -1,5 +1,6 @@
 import Foundation
 import Logging
+import SyncCore
 
 /// When and how long to wait before trying a request again.
 struct RetryPolicy: Sendable {
@@ -19,7 +20,7 @@ enum SyncStop: Error {
 }
 
 extension SyncContext {
-    /// Sends a request until its reply is not transient, waiting ``retryDelay(attempt:jitter:)``
+    /// Sends a request until its reply is not transient, waiting as ``Backoff/retries`` says
     /// (or the server's `Retry-After`, at most 60 s) between tries, at most `retry.limit` retries.
     ///
     /// - Parameters:
@@ -55,7 +56,7 @@ extension SyncContext {
             guard attempt <= retry.limit else {
                 throw SyncStop.unavailable(ServerUnavailableError(reason, attempts: attempt))
             }
-            let delay = max(retryDelay(attempt: attempt, jitter: retry.jitter()), wait ?? .zero)
+            let delay = max(Backoff.retries.delay(attempt: attempt, jitter: retry.jitter()), wait ?? .zero)
             logger.info("Retrying a request", metadata: [SyncLogKey.attempt: "\(attempt)"])
             do { try await retry.clock.sleep(for: delay) } catch { throw SyncStop.cancelled }
         }
@@ -68,14 +69,8 @@ func isTransientStatus(_ status: Int) -> Bool {
     status == 408 || status == 429 || (500..<600).contains(status)
 }
 
-/// The wait before retry `attempt` (1-based): 0.5 s, 1 s, 2 s, 4 s … capped at 60 s, times `jitter`
-/// (0.9...1.1 spreads clients that failed together), to the millisecond.
-///
-/// - Parameters:
-///   - attempt: Which retry this is, from 1.
-///   - jitter: The factor to apply.
-/// - Returns: How long to wait.
-func retryDelay(attempt: Int, jitter: Double) -> Duration {
-    let milliseconds = min(500 << min(max(attempt - 1, 0), 16), 60_000)
-    return .milliseconds(Int((Double(milliseconds) * jitter).rounded()))
+extension Backoff {
+    /// The retries of a push or a pull: 0.5 s, 1 s, 2 s, 4 s … capped at 60 s (times the jitter, 0.9...1.1, which
+    /// spreads clients that failed together).
+    static let retries = Backoff(initial: .milliseconds(500), maximum: .seconds(60))
 }

@@ -2,6 +2,7 @@ import Foundation
 import Logging
 import PostgresNIO
 import ServiceLifecycle
+import SyncCore
 
 /// Carries change notices between the `sync-server` instances that share one PostgreSQL database, so that a
 /// `GET /changes` follower on one instance wakes for a write served by another (docs/changes.md).
@@ -73,7 +74,7 @@ final class PostgresChangeRelay: Service {
 
     /// Listens for the other instances' keys until cancelled, reconnecting with backoff (0.25 s doubling to 4 s).
     private func listen() async {
-        var delay = Duration.milliseconds(250)
+        var backoff = Backoff(initial: .milliseconds(250), maximum: .seconds(4))
         var failing = false
         while !Task.isCancelled {
             do {
@@ -86,7 +87,7 @@ final class PostgresChangeRelay: Service {
                         try await connection.listen(on: Self.channel) { notices in
                             if failing { logger.notice("Listening for the other instances' changes again") }
                             failing = false
-                            delay = .milliseconds(250)
+                            backoff.reset()
                             hub.receiveEverything()
                             for try await notice in notices {
                                 let parts = notice.payload.split(separator: " ", maxSplits: 1)
@@ -110,8 +111,7 @@ final class PostgresChangeRelay: Service {
                 }
                 failing = true
             }
-            try? await Task.sleep(for: delay)
-            delay = min(delay * 2, .seconds(4))
+            try? await Task.sleep(for: backoff.next())
         }
     }
 }

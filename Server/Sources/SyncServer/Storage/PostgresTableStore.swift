@@ -115,8 +115,9 @@ public final class PostgresTableStore: TableStore, Service {
     public func waitUntilReachable(for limit: Duration) async throws {
         let clock = ContinuousClock()
         let deadline = clock.now + limit
-        var delay = Duration.milliseconds(250)
+        var backoff = Backoff(initial: .milliseconds(250), maximum: .seconds(4))
         while true {
+            let delay: Duration
             do {
                 let connection = try await PostgresConnection.connect(
                     configuration: probe, id: 0, logger: Logger(label: "sync-server.postgres.probe"))
@@ -127,6 +128,7 @@ public final class PostgresTableStore: TableStore, Service {
                     throw TableStoreError.unavailable(
                         "PostgreSQL at \(endpoint) refused the connection: \(error.reason)")
                 }
+                delay = backoff.next()
                 guard clock.now + delay < deadline else {
                     throw TableStoreError.unavailable(
                         "cannot reach PostgreSQL at \(endpoint) (tried for \(limit.seconds) s): \(error.reason)")
@@ -134,7 +136,6 @@ public final class PostgresTableStore: TableStore, Service {
                 logger.notice("PostgreSQL at \(endpoint) is not reachable yet (\(error.reason)); retrying in \(delay)")
             }
             try await Task.sleep(for: delay)
-            delay = min(delay * 2, .seconds(4))
         }
     }
 
