@@ -69,7 +69,9 @@ let package = Package(
         .target(name: "OfflineSyncTesting", dependencies: ["OfflineSync"], swiftSettings: swiftSettings),
         .testTarget(
             name: "OfflineSyncTests",
-            dependencies: ["OfflineSync", "OfflineSyncTesting", "SyncCore"],
+            dependencies: [
+                "OfflineSync", "OfflineSyncTesting", "SyncCore", .product(name: "GRDB", package: "GRDB.swift"),
+            ],
             swiftSettings: swiftSettings
         ),
         .testTarget(

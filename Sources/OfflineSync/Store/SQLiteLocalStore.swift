@@ -314,7 +314,7 @@ public struct LocalStoreError: Error, Sendable, CustomStringConvertible {
     public var description: String {
         let reason =
             (underlying as? DatabaseError)?.message ?? (underlying as? POSIXLockError)?.description
-            ?? String(describing: type(of: underlying))
+            ?? (underlying as? ValueError)?.description ?? String(describing: type(of: underlying))
         return "Local store could not \(operation): \(reason)"
     }
 }

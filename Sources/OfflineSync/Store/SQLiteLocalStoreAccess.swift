@@ -132,10 +132,21 @@ struct SQLiteLocalStoreAccess: LocalStoreWriter {
     private func operation(_ row: Row) throws -> PendingOperation {
         let itemText: String? = row["item"]
         let attemptText: String? = row["attempt"]
+        let kindText: String = row["kind"]
+        // Never guessed: an operation of a kind this version does not know (a newer SDK wrote it) is not sent as
+        // something else.
+        guard let kind = OperationKind(rawValue: kindText) else {
+            throw LocalStoreError(
+                operation: "read the queue",
+                underlying: ValueError(
+                    kind: "operation kind",
+                    reason: "operation \(row["id"] as Int64) is '\(kindText.prefix(20))', not insert, update or delete "
+                        + "(a newer version of the SDK wrote it?)"))
+        }
         return PendingOperation(
             id: row["id"], table: try TableName(row["tableName"] as String),
             itemID: try ItemID(row["itemID"] as String),
-            kind: OperationKind(rawValue: row["kind"]) ?? .update,
+            kind: kind,
             item: try itemText.map { try JSONValue(parsing: $0) },
             attempt: try attemptText.map { try OperationCoding.attempt(from: try JSONValue(parsing: $0)) },
             recreatesItem: row["recreatesItem"])
