@@ -51,23 +51,27 @@ public struct AsyncHTTPClientTransport: HTTPTransport {
         do {
             let response = try await client.execute(outgoing, timeout: .nanoseconds(nanoseconds))
             let body = try await response.body.collect(upTo: maxBodySize)
+            // A repeated field (`Link`, `Vary`) is kept whole, its values joined as RFC 9110 §5.3 allows and as
+            // URLSession does.
             var headers: [String: String] = [:]
-            for field in response.headers { headers[field.name] = field.value }
+            for field in response.headers {
+                headers[field.name] = headers[field.name].map { $0 + ", " + field.value } ?? field.value
+            }
             return HTTPResponseData(
                 status: Int(response.status.code), headers: headers, body: Data(body.readableBytesView))
-        } catch is CancellationError {
-            throw TransportError(.cancelled, host: host)
+        } catch let error as CancellationError {
+            throw TransportError(.cancelled, host: host, underlying: error)
         } catch let error as HTTPClientError
             where error == .deadlineExceeded || error == .readTimeout
             || error == .connectTimeout
         {
-            throw TransportError(.timedOut, host: host)
+            throw TransportError(.timedOut, host: host, underlying: error)
         } catch let error as HTTPClientError where error == .cancelled {
-            throw TransportError(.cancelled, host: host)
+            throw TransportError(.cancelled, host: host, underlying: error)
         } catch let error as HTTPClientError where error == .remoteConnectionClosed {
-            throw TransportError(.connectionLost, host: host)
+            throw TransportError(.connectionLost, host: host, underlying: error)
         } catch {
-            throw TransportError(.unreachable, host: host)
+            throw TransportError(.unreachable, host: host, underlying: error)
         }
     }
 }

@@ -1,4 +1,7 @@
 import Foundation
+import HTTPTypes
+import Hummingbird
+import HummingbirdTesting
 import OfflineSync
 import OfflineSyncAsyncHTTPClient
 import Testing
@@ -35,6 +38,26 @@ import Testing
             Issue.record("expected serverUnavailable"); return
         }
         #expect(transport.code == .unreachable)
+        #expect(transport.underlying != nil, "the library's own error is kept")
         #expect(try await client.pendingOperations().count == 1)
+    }
+
+    /// A field a response repeats (two `Link`s, two `Vary`s) was cut to its last value; both transports now hand
+    /// over every value, joined as RFC 9110 allows.
+    @Test func aRepeatedHeaderFieldKeepsEveryValue() async throws {
+        let router = Router()
+        router.get("repeated") { _, _ -> Response in
+            var fields = HTTPFields()
+            fields.append(HTTPField(name: .init("Link")!, value: "<http://a/1>; rel=next"))
+            fields.append(HTTPField(name: .init("Link")!, value: "<http://a/2>; rel=last"))
+            return Response(status: .ok, headers: fields)
+        }
+        try await Application(router: router).test(.live) { client in
+            let url = try #require(URL(string: "http://127.0.0.1:\(client.port ?? 0)/repeated"))
+            for transport in [AsyncHTTPClientTransport() as any HTTPTransport, URLSessionTransport()] {
+                let response = try await transport.send(HTTPRequestData(method: "GET", url: url))
+                #expect(response.header("Link") == "<http://a/1>; rel=next, <http://a/2>; rel=last", "\(transport)")
+            }
+        }
     }
 }

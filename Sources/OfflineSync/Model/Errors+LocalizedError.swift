@@ -53,3 +53,8 @@ extension OperationError: Error, LocalizedError {
     /// The same one line as ``description``.
     public var errorDescription: String? { description }
 }
+
+extension SyncStatusError: LocalizedError {
+    /// The same one line as ``description``.
+    public var errorDescription: String? { description }
+}

@@ -93,15 +93,31 @@ public struct TransportError: Error, Sendable, Hashable, CustomStringConvertible
     public var code: Code
     /// The URL's host and port, for the message.
     public var host: String
+    /// What the networking library threw (a `URLError`, an AsyncHTTPClient error), for logs and diagnosis; not
+    /// part of equality.
+    public var underlying: (any Error)?
 
     /// Creates an error.
     ///
     /// - Parameters:
     ///   - code: Why.
     ///   - host: The server's host and port.
-    public init(_ code: Code, host: String) {
+    ///   - underlying: What the networking library threw, if anything.
+    public init(_ code: Code, host: String, underlying: (any Error)? = nil) {
         self.code = code
         self.host = host
+        self.underlying = underlying
+    }
+
+    /// Equal when the code and the host are.
+    public static func == (lhs: TransportError, rhs: TransportError) -> Bool {
+        lhs.code == rhs.code && lhs.host == rhs.host
+    }
+
+    /// Hashes the code and the host.
+    public func hash(into hasher: inout Hasher) {
+        hasher.combine(code)
+        hasher.combine(host)
     }
 
     /// One line, such as `Server unreachable at 127.0.0.1:8080`.

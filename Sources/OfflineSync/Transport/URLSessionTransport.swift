@@ -40,13 +40,13 @@ public struct URLSessionTransport: HTTPTransport {
             throw error
         } catch let error as URLError {
             switch error.code {
-            case .timedOut: throw TransportError(.timedOut, host: host)
-            case .cancelled: throw TransportError(.cancelled, host: host)
-            case .networkConnectionLost: throw TransportError(.connectionLost, host: host)
-            default: throw TransportError(.unreachable, host: host)
+            case .timedOut: throw TransportError(.timedOut, host: host, underlying: error)
+            case .cancelled: throw TransportError(.cancelled, host: host, underlying: error)
+            case .networkConnectionLost: throw TransportError(.connectionLost, host: host, underlying: error)
+            default: throw TransportError(.unreachable, host: host, underlying: error)
             }
-        } catch is CancellationError {
-            throw TransportError(.cancelled, host: host)
+        } catch let error as CancellationError {
+            throw TransportError(.cancelled, host: host, underlying: error)
         }
     }
 
