@@ -52,7 +52,7 @@ extension JSONValue {
     ///   - fields: The members to keep in each object's value; nil keeps everything.
     /// - Returns: The elements, each with the text it was parsed from.
     /// - Throws: ``JSONParseError`` when the text is not one JSON array.
-    public static func parseArrayElements(_ data: Data, keeping fields: Set<String>? = nil) throws
+    package static func parseArrayElements(_ data: Data, keeping fields: Set<String>? = nil) throws
         -> [(value: JSONValue, text: String)]
     {
         try data.withUnsafeBytes { raw in
@@ -71,7 +71,7 @@ extension JSONValue {
     /// - Returns: The elements (nil when the object has no such member, or it is not an array) and the other
     ///   members.
     /// - Throws: ``JSONParseError`` when the text is not one JSON object.
-    public static func parseObject(
+    package static func parseObject(
         _ data: Data, withElementsOf name: String, keeping fields: Set<String>? = nil
     ) throws -> (elements: [(value: JSONValue, text: String)]?, members: [String: JSONValue]) {
         try data.withUnsafeBytes { raw in

@@ -13,7 +13,7 @@ import UnixSignals
 struct SyncServerCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "sync-server",
-        abstract: "Serve sync tables over HTTP (Azure Mobile Apps 2.0.0 protocol).",
+        abstract: "Serve sync tables over HTTP (Azure Mobile Apps 2.0.0 and Datasync 3.0.0).",
         subcommands: [Serve.self, Token.self],
         defaultSubcommand: Serve.self
     )

@@ -71,7 +71,8 @@ public final class SyncClient: Sendable {
         /// How often a request of a push or a pull is tried again after a transient failure (no
         /// reply, a reply cut short or unreadable, 5xx, 408, 429), waiting 0.5 s, 1 s, 2 s … (±10%,
         /// or the server's `Retry-After`, at most 60 s) between tries. After the last, the push or
-        /// pull stops with ``ServerUnavailableError`` and nothing is recorded against any operation.
+        /// pull stops with ``PushError/serverUnavailable(_:_:)`` or ``PullError/serverUnavailable(_:)`` (which carry
+        /// the ``ServerUnavailableError``) and nothing is recorded against any operation.
         /// Default 3.
         public var retryLimit = 3
         /// The clock for waits between retries. Default: `ContinuousClock()`.

@@ -15,11 +15,11 @@ public struct PendingOperation: Sendable, Hashable, Identifiable {
     /// What the first attempt to push an operation sent. Once an operation has been sent, its outcome
     /// is unknown until a reply is read: it is *frozen* (PROTOCOL.md §7), never collapsed with a later
     /// local write, and every retry sends exactly this again — even after a crash.
-    public struct Attempt: Sendable, Hashable {
+    struct Attempt: Sendable, Hashable {
         /// The body sent (the row without server-managed fields), for an insert or update.
-        public internal(set) var item: JSONValue?
+        var item: JSONValue?
         /// The precondition sent as `If-Match`, if any.
-        public internal(set) var version: Version?
+        var version: Version?
 
         /// Creates an attempt.
         ///
@@ -44,13 +44,14 @@ public struct PendingOperation: Sendable, Hashable, Identifiable {
     /// since inserts and updates send the local row as it is at push time.
     public internal(set) var item: JSONValue?
     /// What was sent, once the operation has been sent and no reply was read yet; nil before.
-    public internal(set) var attempt: Attempt?
+    var attempt: Attempt?
     /// Whether pushing the operation re-creates an item the server deleted (set when the user keeps
     /// their version of an item deleted elsewhere): the push undeletes the item, or inserts it when the
     /// server has no trace of it, before sending the change.
     public internal(set) var recreatesItem: Bool
 
-    /// Whether the operation was sent and its outcome is unknown: it is frozen (see ``Attempt``).
+    /// Whether the operation was sent and its outcome is unknown: it is *frozen* (PROTOCOL.md §7) — never collapsed
+    /// with a later local write, and every retry sends exactly what the first attempt sent, even after a crash.
     public var isAttempted: Bool { attempt != nil }
 
     /// Creates an operation.
