@@ -153,6 +153,7 @@ let package = Package(
             name: "sync-chaos",
             dependencies: [
                 "ChildProcesses",
+                .product(name: "OfflineSyncTesting", package: client),
                 .product(name: "SyncCore", package: client), .product(name: "SyncSQLite", package: client),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],

@@ -1,4 +1,5 @@
 import Foundation
+import OfflineSyncTesting
 import SyncCore
 import SyncSQLite
 

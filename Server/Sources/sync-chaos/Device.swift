@@ -1,4 +1,5 @@
 import Foundation
+import OfflineSyncTesting
 import SyncCore
 
 /// One device: a store file used by short-lived `todo` processes, as a person at a terminal would,

@@ -1,4 +1,5 @@
 import Foundation
+import OfflineSyncTesting
 
 #if canImport(Glibc)
     import Glibc
@@ -129,21 +130,4 @@ final class FaultProxy: @unchecked Sendable {  // @unchecked: mutable state behi
             Socket.write(client, response.closingConnection().bytes)
         }
     }
-}
-
-/// A small seeded generator (SplitMix64): the same seed gives the same choices.
-struct SplitMix64: RandomNumberGenerator {
-    private var state: UInt64
-
-    init(seed: UInt64) { state = seed }
-
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
-
-    mutating func nextDouble() -> Double { Double(next() >> 11) / Double(1 << 53) }
 }

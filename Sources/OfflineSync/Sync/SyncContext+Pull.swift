@@ -82,35 +82,22 @@ extension SyncContext {
                 try reader.setting(topLimitKey).flatMap { Int($0) }
             )
         }
-        var size = min(sizes.first, remembered ?? sizes.first)
-        var maxSize = min(sizes.max, topLimit ?? sizes.max, remembered ?? sizes.max)
+        var pacing = PullPacing(
+            first: sizes.first, max: sizes.max, remembered: remembered, topLimit: topLimit, ahead: ahead)
         var log = logger
         log[metadataKey: SyncLogKey.table] = "\(table)"
         log.debug("Pull started")
         let clock = ContinuousClock()
         let started = clock.now
-        var page = try await fetch(table, filter: filter, after: cursor, pageSize: size, count: true)
-        // How long the pull waited for the current page after applying the one before (the first: all of it).
-        var waited = started.duration(to: clock.now)
-        if let serverSize = page.serverPageSize, serverSize < size {
-            (size, maxSize) = (serverSize, serverSize)
-            log.info("Pull follows the server's page size", metadata: [SyncLogKey.pageSize: "\(size)"])
-            try await store.write { [size] in try $0.setSetting(String(size), for: pageSizeKey) }
+        var page = try await fetch(table, filter: filter, after: cursor, pageSize: pacing.size, count: true)
+        if let followed = pacing.firstPage(after: started.duration(to: clock.now), serverPageSize: page.serverPageSize)
+        {
+            log.info("Pull follows the server's page size", metadata: [SyncLogKey.pageSize: "\(followed)"])
+            try await store.write { try $0.setSetting(String(followed), for: pageSizeKey) }
         }
         let total = page.totalCount
         var received = 0
-        var accepted = size  // the largest size asked and answered
         var lastApply: Duration?
-        var networkBound = false
-        var speculating = ahead
-        /// Grows the next pages when a full page took longer to arrive than the store took to apply one: by the
-        /// ratio of the two (at least 2, at most 16), up to `maxSize`.
-        func grow(after fullPage: Bool, applyTime: Duration) {
-            guard fullPage, waited > applyTime, size < maxSize else { return }
-            let ratio = applyTime > .zero ? waited / applyTime : 16
-            size = min(maxSize, size * Int(min(16, max(2, ratio))))
-            log.debug("Pull pages grow", metadata: [SyncLogKey.pageSize: "\(size)"])
-        }
         while !page.items.isEmpty {
             let items = page.items
             let last = try Self.cursor(of: items[items.count - 1].value)
@@ -118,22 +105,22 @@ extension SyncContext {
             // The server's count says when this page is the last, unless rows changed meanwhile (then the
             // page after tells, as without a count; a row changed after the count waits for the next pull).
             let isLast = page.isLast || total.map { received >= $0 } == true
-            let fullPage = items.count == size
+            let fullPage = items.count == pacing.size
             var applied: (count: Int, skipped: Int, time: Duration)?
             if lastApply == nil, !isLast {
                 // The first page is applied before the next is asked, to size that one by the two times.
                 applied = try await apply(items, to: table, cursor: last, queryID: queryID, clock)
-                grow(after: fullPage, applyTime: applied!.time)
+                if pacing.grow(afterFullPage: fullPage, applyTime: applied!.time) {
+                    log.debug("Pull pages grow", metadata: [SyncLogKey.pageSize: "\(pacing.size)"])
+                }
             }
-            let (nextSize, fallback) = (size, accepted)
+            let (nextSize, fallback) = (pacing.size, pacing.accepted)
             async let next: Page? =
                 isLast
                 ? nil : fetch(table, filter: filter, after: last, pageSize: nextSize, fallback: fallback, count: false)
             // Pages as large as they may be, and still the network sets the pace: the page after the next is asked
             // at the same time, so that two pages share each round trip — unless the count says the next is the last.
-            let ahead =
-                !isLast && networkBound && size == maxSize && speculating
-                && total.map { $0 - received > nextSize } != false
+            let ahead = pacing.asksAhead(isLast: isLast, received: received, total: total)
             async let afterNext: Page? = ahead ? prefetch(table, filter: filter, after: last, pageSize: nextSize) : nil
             if applied == nil { applied = try await apply(items, to: table, cursor: last, queryID: queryID, clock) }
             let (count, skipped, applyTime) = applied!
@@ -143,8 +130,7 @@ extension SyncContext {
             progress?(PullProgress(appliedCount: received, totalCount: total))
             let waiting = clock.now
             guard let following = try await next else { break }
-            waited = waiting.duration(to: clock.now)
-            networkBound = waited > applyTime
+            pacing.arrived(after: waiting.duration(to: clock.now), applyTime: applyTime)
             summary.requestCount += 1
             page = following
             if ahead {
@@ -152,21 +138,21 @@ extension SyncContext {
                 if let second = await afterNext, let joined = try Self.join(following, second, size: nextSize) {
                     page = joined
                 } else {
-                    speculating = false  // the server moved rows meanwhile, or does not take $skip: one at a time
+                    pacing.stopAskingAhead()  // the server moved rows meanwhile, or does not take $skip
                     log.debug("Pull stops asking ahead")
                 }
             }
             if page.refusedTop != nil {
-                (size, maxSize) = (accepted, accepted)
-                log.info("Pull keeps below the server's maxTop", metadata: [SyncLogKey.pageSize: "\(size)"])
-                try await store.write { [size] in try $0.setSetting(String(size), for: topLimitKey) }
+                let kept = pacing.refusedTop()
+                log.info("Pull keeps below the server's maxTop", metadata: [SyncLogKey.pageSize: "\(kept)"])
+                try await store.write { try $0.setSetting(String(kept), for: topLimitKey) }
                 continue
             }
-            accepted = max(accepted, nextSize)
-            if page.serverPageSize != nil {
-                maxSize = size  // the server cut the page: its page size is smaller
-            } else {
-                grow(after: page.items.count == nextSize, applyTime: applyTime)
+            let before = pacing.size
+            pacing.answered(
+                asked: nextSize, rows: page.items.count, cut: page.serverPageSize != nil, applyTime: applyTime)
+            if pacing.size != before {
+                log.debug("Pull pages grow", metadata: [SyncLogKey.pageSize: "\(pacing.size)"])
             }
         }
         log.debug(
