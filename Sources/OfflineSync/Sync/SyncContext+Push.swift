@@ -21,12 +21,9 @@ extension SyncContext {
 
     private func pushQueue() async throws -> PushResult {
         var result = PushResult()
-        var blocked: Set<String> = []  // items whose earlier operation failed: later ones wait
         let parked = Set(try await store.read { reader in try reader.operationErrors().map(\.operation.id) })
+        var plan = PushPlan(parked: parked)
         var after: Int64?
-        // Operations for the next batch, of distinct items (a later one on an item waits for the batch's answer).
-        var run: [PendingOperation] = []
-        var runKeys: Set<String> = []
         logger.debug("Push started")
         do {
             while true {
@@ -35,27 +32,20 @@ extension SyncContext {
                 guard !operations.isEmpty else { break }
                 for operation in operations {
                     after = operation.id
-                    let key = operation.key
-                    let batchLimit = operation.recreatesItem ? nil : endpoint.batchOffer.limits?.operations
-                    if !run.isEmpty, batchLimit == nil || runKeys.contains(key) || run.count >= batchLimit! {
-                        try await pushBatch(run, result: &result, blocked: &blocked)
-                        (run, runKeys) = ([], [])
+                    let offered = endpoint.batchOffer.limits?.operations
+                    if let batch = plan.batchBefore(operation, offered: offered) {
+                        try await pushBatch(batch, result: &result, blocked: &plan.blocked)
                     }
-                    if blocked.contains(key) || parked.contains(operation.id) {
-                        blocked.insert(key)
-                        continue
-                    }
+                    let placement = plan.place(operation, offered: offered)
+                    if placement == .skipped { continue }
                     if Task.isCancelled { throw SyncStop.cancelled }
-                    if batchLimit != nil {
-                        run.append(operation)
-                        runKeys.insert(key)
-                    } else {
+                    if placement == .alone {
                         let outcome = try await pushOne(operation, resolutionsLeft: 1)
-                        Self.record(outcome, of: operation, in: &result, blocked: &blocked)
+                        Self.record(outcome, of: operation, in: &result, blocked: &plan.blocked)
                     }
                 }
             }
-            if !run.isEmpty { try await pushBatch(run, result: &result, blocked: &blocked) }
+            if let batch = plan.finish() { try await pushBatch(batch, result: &result, blocked: &plan.blocked) }
         } catch SyncStop.unavailable(let error) {
             logger.info("Push stopped: server unavailable", metadata: [SyncLogKey.operations: "\(result.pushedCount)"])
             throw PushError.serverUnavailable(error, result)
