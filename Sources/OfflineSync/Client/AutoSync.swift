@@ -53,9 +53,7 @@ extension SyncTable {
 /// waits with backoff while the server is unavailable, and stops trying after a 401, or a token for another
 /// account than the store's (``AccountError``), until ``SyncClient/resumeSyncing()``.
 final class AutoSyncer: Sendable {
-    private enum Trigger: Sendable {
-        case localChange, schedule, now, resume, serverChange, networkBack
-    }
+    private typealias Trigger = AutoSyncSchedule.Trigger
 
     /// What the loop and the change follower share: whether a 401 stopped them, whether the network is
     /// reachable, and the wakeup that ends their waits when it is again.
@@ -140,48 +138,37 @@ final class AutoSyncer: Sendable {
         shared: Shared, logger: Logger
     ) async {
         let clock = client.configuration.clock
-        var backoff = Backoff(initial: options.initialBackoff, maximum: options.maximumBackoff)
-        var lastSyncSaw: UInt64?  // how often the network had come back when the last sync began
+        var schedule = AutoSyncSchedule(options)
         for await trigger in stream {
             if Task.isCancelled { return }
-            switch trigger {
-            case .resume: shared.signedOut.withLock { $0 = false }
-            case .localChange:
-                // Let a burst of writes settle, then push them together.
-                try? await clock.sleep(for: options.pushDelay)
-            case .networkBack:
-                // The retry that the network's return woke out of its backoff has synced already.
-                if lastSyncSaw == shared.networkBack.count { continue }
-                backoff.reset()
-            case .schedule, .now, .serverChange: break
+            let action = schedule.received(trigger, offline: shared.offline, networkBackCount: shared.networkBack.count)
+            shared.signedOut.withLock { $0 = schedule.stopped }  // the change follower pauses too
+            guard case .sync(var pullsToo, let settle) = action else { continue }
+            if let settle {
+                // Let a burst of writes settle, then push them together — unless offline or stopped by then (the
+                // network's return asks for a sync).
+                try? await clock.sleep(for: settle)
+                if !schedule.maySync(offline: shared.offline) { continue }
             }
-            // Offline: nothing to send until the network is back (which asks for a sync).
-            if shared.signedOut.withLock({ $0 }) || shared.offline { continue }
-            var pullsToo = trigger != .localChange
             while !Task.isCancelled {
                 let seen = shared.networkBack.count
-                lastSyncSaw = seen
-                switch await sync(client, pulls: pullsToo ? pulls : [], logger: logger) {
-                case .done:
-                    backoff.reset()
-                case .unauthorized:
-                    logger.notice("Automatic sync stopped: the server refused the credentials (401)")
-                    shared.signedOut.withLock { $0 = true }
+                schedule.syncStarts(networkBackCount: seen)
+                let outcome = await sync(client, pulls: pullsToo ? pulls : [], logger: logger)
+                switch outcome {
+                case .unauthorized: logger.notice("Automatic sync stopped: the server refused the credentials (401)")
                 case .otherAccount:
                     logger.notice("Automatic sync stopped: the token is not for the account whose data the store holds")
-                    shared.signedOut.withLock { $0 = true }
-                case .unavailable:
-                    if shared.offline { break }
-                    let wait = backoff.next()
-                    logger.info("Automatic sync: the server is unavailable; trying again in \(wait)")
-                    // The network coming back ends the wait early.
-                    await shared.networkBack.sleep(for: wait, clock: clock, after: seen)
-                    if Task.isCancelled { return }
-                    if shared.networkBack.count != seen { backoff.reset() }
-                    pullsToo = true
-                    continue
+                case .done, .unavailable: break
                 }
-                break
+                let next = schedule.synced(outcome, offline: shared.offline)
+                shared.signedOut.withLock { $0 = schedule.stopped }
+                guard case .retry(let wait) = next else { break }
+                logger.info("Automatic sync: the server is unavailable; trying again in \(wait)")
+                // The network coming back ends the wait early.
+                await shared.networkBack.sleep(for: wait, clock: clock, after: seen)
+                if Task.isCancelled { return }
+                schedule.waited(networkCameBack: shared.networkBack.count != seen)
+                pullsToo = true
             }
         }
     }
@@ -239,7 +226,7 @@ final class AutoSyncer: Sendable {
         }
     }
 
-    private enum Outcome { case done, unavailable, unauthorized, otherAccount }
+    private typealias Outcome = AutoSyncSchedule.Outcome
 
     /// One sync: a push when changes wait, then each pull (which pushes its table's changes first).
     private static func sync(_ client: SyncClient, pulls: [AutoSyncPull], logger: Logger) async -> Outcome {
