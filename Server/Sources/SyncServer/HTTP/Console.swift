@@ -103,7 +103,7 @@ struct Console: Sendable {
         guard let table = configurations.first(where: { $0.name.canonical == name.lowercased() }),
             let schema = try await controller.store.schema(of: table.name)
         else { throw APIError(.notFound, "Table '\(name)' does not exist") }
-        var query = try controller.parsedQuery(request, dialect: .v2)
+        var query = try controller.parsedQuery(request, wire: V2TableWire())
         if query.orderBy.isEmpty { query.orderBy = [ODataOrdering("updatedAt", .descending)] }
         query.includeTotalCount = true
         let limit = min(query.top ?? 50, Self.maxPage)

@@ -49,7 +49,7 @@ struct MethodNotAllowedMiddleware: RouterMiddleware {
         case (1, "batch") where batch: return [.post]
         case (2, "tables") where !parts.last!.isEmpty: return [.get, .post]
         case (3, "tables") where !parts.dropFirst().contains(""):
-            return dialect == .v2 ? [.get, .patch, .delete, .post] : [.get, .put, .delete]
+            return dialect.tableWire.itemMethods
         default: return nil
         }
     }

@@ -129,13 +129,12 @@ extension TableController {
     }
 
     /// Runs a store call, turning its errors into API errors. A precondition failure answers
-    /// `conflictStatus` (412 when the precondition came from `If-Match`, 409 from a body `version`).
+    /// `conflictStatus` (412 when the precondition came from `If-Match`, 409 from a body `version`); a conflict's
+    /// body is the stored item as `shown` shows it (the dialect's ``TableWire/shown(_:)``; as stored by default).
     func perform<T>(
         table: TableName? = nil, conflictStatus: HTTPResponse.Status = .preconditionFailed,
-        dialect: ODataDialect = .v2, _ body: () async throws -> T
+        shown: (JSONValue) -> JSONValue = { $0 }, _ body: () async throws -> T
     ) async throws -> T {
-        // A v3 client gets the stored item as v3 shows it.
-        let shown = { (item: JSONValue) in dialect == .v3 ? Self.v3Item(item, select: nil) : item }
         do {
             return try await body()
         } catch let error as TableStoreError {

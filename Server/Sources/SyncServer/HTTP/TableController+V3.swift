@@ -16,7 +16,6 @@ extension TableController {
     /// `If-Match` names another version or another condition fails (``v3CheckLive(_:schema:id:owner:includeDeleted:)``);
     /// a body `version` is not a precondition. Under v2, PUT is not a route (405).
     func v3Replace(_ request: Request, _ context: SyncRequestContext) async throws -> Response {
-        guard context.dialect == .v3 else { throw HTTPError(.notFound) }  // answered 405 by MethodNotAllowedMiddleware
         let (schema, id) = try await target(context)
         let owner = try authorize(.update, schema, context)
         var fields = try await changeFields(request, id: id)
@@ -30,7 +29,7 @@ extension TableController {
         }
         for property in SystemProperty.allCases where property != .deleted { fields[property.rawValue] = nil }
         fields[SystemProperty.deleted.rawValue] = .bool(fields[SystemProperty.deleted.rawValue]?.boolValue ?? false)
-        let item = try await perform(table: schema.name, dialect: .v3) {
+        let item = try await perform(table: schema.name, shown: V3TableWire().shown) {
             // A tombstone only when asked: one deleted since the check is then a 404, not brought back.
             try await store.update(
                 id, with: fields, in: schema.name, owner: owner, precondition: precondition,
@@ -46,7 +45,7 @@ extension TableController {
         let (schema, id) = try await target(context)
         let owner = try authorize(.delete, schema, context)
         let precondition = try await v3CheckLive(request, schema: schema, id: id, owner: owner, includeDeleted: false)
-        _ = try await perform(table: schema.name, dialect: .v3) {
+        _ = try await perform(table: schema.name, shown: V3TableWire().shown) {
             try await store.delete(id, from: schema.name, owner: owner, precondition: precondition)
         }
         changes.publish(Self.changeKey(schema, owner: owner))
@@ -215,7 +214,9 @@ extension TableController {
     /// `If-Modified-Since` (not modified after it: 304). The dates compare in whole seconds, as RFC 9110 §13.1.3–4
     /// has it [ours]: `Last-Modified` has whole seconds, so a client that sends back the date it got must pass
     /// (the toolkit compares its milliseconds, PROTOCOL-v3.md §2). The item comes with `ETag` and `Last-Modified`.
-    func v3Read(_ request: Request, schema: TableSchema, id: ItemID, owner: String?) async throws -> Response {
+    func v3Read(_ request: Request, _ context: SyncRequestContext) async throws -> Response {
+        let (schema, id) = try await target(context)
+        let owner = try authorize(.read, schema, context)
         let item = try await v3StoredItem(
             schema: schema, id: id, owner: owner, includeDeleted: try includesDeleted(request))
         let conditions = Self.conditions(request, item: item)

@@ -19,22 +19,23 @@ struct TableController: Sendable {
     /// This instance's counts, for the console.
     let stats: ServerStats
 
+    /// The routes; where the dialects differ, the request's ``TableWire`` reads and answers.
     func addRoutes(to group: RouterGroup<SyncRequestContext>) {
         group.get("{name}") { request, context in try await query(request, context) }
         group.post("{name}") { request, context in try await insert(request, context) }
-        group.get("{name}/{id}") { request, context in try await read(request, context) }
-        group.patch("{name}/{id}") { request, context in try await update(request, context) }
-        group.put("{name}/{id}") { request, context in try await v3Replace(request, context) }
-        group.delete("{name}/{id}") { request, context in try await delete(request, context) }
-        group.post("{name}/{id}") { request, context in try await undelete(request, context) }
+        group.get("{name}/{id}") { request, context in try await context.wire.read(self, request, context) }
+        group.patch("{name}/{id}") { request, context in try await context.wire.patch(self, request, context) }
+        group.put("{name}/{id}") { request, context in try await context.wire.put(self, request, context) }
+        group.delete("{name}/{id}") { request, context in try await context.wire.delete(self, request, context) }
+        group.post("{name}/{id}") { request, context in try await context.wire.postItem(self, request, context) }
     }
 
-    // MARK: Handlers
+    // MARK: Handlers of both dialects
 
     func query(_ request: Request, _ context: SyncRequestContext) async throws -> Response {
         let schema = try await schema(context)
         let owner = try authorize(.read, schema, context)
-        let query = try parsedQuery(request, dialect: context.dialect)
+        let query = try parsedQuery(request, wire: context.wire)
         let configuration = schema.configuration
         if let top = query.top, top > configuration.maxTop {
             throw APIError.badRequest("$top: you cannot request more than \(configuration.maxTop) records")
@@ -46,43 +47,19 @@ struct TableController: Sendable {
         Counter(label: MetricLabel.rowsReturned, dimensions: [(MetricLabel.table, schema.name.canonical)])
             .increment(by: page.itemCount)
         stats.record { $0.rowsReturned += page.itemCount }
-        if context.dialect == .v3 { return try v3Page(request, query: query, page: page) }
-        var body = page.itemsJSON
-        if let total = page.totalCount {
-            body = Array(#"{"count":\#(total),"results":"#.utf8) + body + [UInt8(ascii: "}")]
-        }
-        var response = JSONResponse.make(.ok, bytes: body)
-        if page.hasMore, query.top.map({ $0 > page.itemCount }) ?? true {
-            response.headers[HTTPField.Name("Link")!] =
-                nextLink(request, query: query, returned: page.itemCount) + "; rel=next"
-        }
-        return response
+        return try context.wire.page(self, request, query: query, page: page)
     }
 
-    /// A request's query options in `dialect`, within the server's limits; a 400 in the API's words otherwise.
-    func parsedQuery(_ request: Request, dialect: ODataDialect) throws -> ODataQuery {
+    /// A request's query options as `wire` reads them, within the server's limits; a 400 in the API's words
+    /// otherwise.
+    func parsedQuery(_ request: Request, wire: any TableWire) throws -> ODataQuery {
         var query: ODataQuery
-        do { query = try ODataQuery(parsing: request.uri.query ?? "", dialect: dialect) } catch {
+        do { query = try ODataQuery(parsing: request.uri.query ?? "", dialect: wire.odata) } catch {
             throw APIError.badRequest(error.description)
         }
-        if dialect == .v3 { query = try Self.v3Query(query) }
+        query = try wire.normalized(query)
         if let refusal = queryLimits.refusal(query) { throw APIError.badRequest(refusal, reason: "query_cost") }
         return query
-    }
-
-    func read(_ request: Request, _ context: SyncRequestContext) async throws -> Response {
-        let (schema, id) = try await target(context)
-        let owner = try authorize(.read, schema, context)
-        if context.dialect == .v3 { return try await v3Read(request, schema: schema, id: id, owner: owner) }
-        let includeDeleted = try includesDeleted(request)
-        guard
-            let item = try await perform({
-                try await store.item(id, in: schema.name, owner: owner, includeDeleted: includeDeleted)
-            })
-        else {
-            throw APIError(.notFound, TableStoreError.notFound.description)
-        }
-        return JSONResponse.item(.ok, item)
     }
 
     func insert(_ request: Request, _ context: SyncRequestContext) async throws -> Response {
@@ -100,61 +77,11 @@ struct TableController: Sendable {
             throw APIError.badRequest("Invalid item: 'id' must be a string")
         }
         fields[SystemProperty.id.rawValue] = nil
-        if context.dialect == .v3 { try Self.v3CheckID(id) }
-        let item = try await perform(table: schema.name, dialect: context.dialect) {
+        try context.wire.checkNewID(id)
+        let item = try await perform(table: schema.name, shown: context.wire.shown) {
             try await store.insert(fields, id: id, into: schema.name, owner: owner)
         }
         changes.publish(Self.changeKey(schema, owner: owner))
-        if context.dialect == .v3 { return Self.v3ItemResponse(.created, item, location: itemURL(request, id: id)) }
-        return JSONResponse.item(.created, item, location: itemURL(request, id: id))
-    }
-
-    func update(_ request: Request, _ context: SyncRequestContext) async throws -> Response {
-        if context.dialect == .v3 { throw Self.v3MethodNotAllowed(request) }
-        let (schema, id) = try await target(context)
-        let owner = try authorize(.update, schema, context)
-        var fields = try await changeFields(request, id: id)
-        fields[SystemProperty.deleted.rawValue] = nil  // v2 changes the flag by DELETE and undelete only
-        fields[SystemProperty.id.rawValue] = nil
-        var precondition = try ifMatch(request)
-        let fromHeader = precondition != nil
-        if precondition == nil, let version = fields[SystemProperty.version.rawValue] {
-            guard let text = version.stringValue else {
-                throw APIError.badRequest("Invalid item: 'version' must be a string")
-            }
-            precondition = .version(Version(text))
-        }
-        let includeDeleted = try includesDeleted(request)
-        let item = try await perform(table: schema.name, conflictStatus: fromHeader ? .preconditionFailed : .conflict) {
-            try await store.update(
-                id, with: fields, in: schema.name, owner: owner, precondition: precondition,
-                includeDeleted: includeDeleted)
-        }
-        changes.publish(Self.changeKey(schema, owner: owner))
-        return JSONResponse.item(.ok, item)
-    }
-
-    func delete(_ request: Request, _ context: SyncRequestContext) async throws -> Response {
-        if context.dialect == .v3 { return try await v3Delete(request, context) }
-        let (schema, id) = try await target(context)
-        let owner = try authorize(.delete, schema, context)
-        let precondition = try ifMatch(request)
-        let item = try await perform(table: schema.name) {
-            try await store.delete(id, from: schema.name, owner: owner, precondition: precondition)
-        }
-        changes.publish(Self.changeKey(schema, owner: owner))
-        return JSONResponse.item(.ok, item)
-    }
-
-    func undelete(_ request: Request, _ context: SyncRequestContext) async throws -> Response {
-        if context.dialect == .v3 { throw Self.v3MethodNotAllowed(request) }
-        let (schema, id) = try await target(context)
-        let owner = try authorize(.update, schema, context)
-        let precondition = try ifMatch(request)
-        let item = try await perform(table: schema.name) {
-            try await store.undelete(id, in: schema.name, owner: owner, precondition: precondition)
-        }
-        changes.publish(Self.changeKey(schema, owner: owner))
-        return JSONResponse.item(.ok, item)
+        return context.wire.inserted(item, location: itemURL(request, id: id))
     }
 }

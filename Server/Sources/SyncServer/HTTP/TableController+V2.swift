@@ -1,0 +1,89 @@
+import Foundation
+import HTTPTypes
+import Hummingbird
+import SyncCore
+import SyncOData
+
+/// The Azure Mobile Apps dialect of the table routes (`ZUMO-API-VERSION: 2.0.0`, PROTOCOL.md), as
+/// ``V2TableWire`` answers them.
+extension TableController {
+    /// A page of a v2 query: the rows as the store wrote them, in `{"count","results"}` when the count was asked,
+    /// with a `Link` to the next page when more rows match and `$top` has rows left.
+    func v2Page(_ request: Request, query: ODataQuery, page: QueryPage) throws -> Response {
+        var body = page.itemsJSON
+        if let total = page.totalCount {
+            body = Array(#"{"count":\#(total),"results":"#.utf8) + body + [UInt8(ascii: "}")]
+        }
+        var response = JSONResponse.make(.ok, bytes: body)
+        if page.hasMore, query.top.map({ $0 > page.itemCount }) ?? true {
+            response.headers[HTTPField.Name("Link")!] =
+                nextLink(request, query: query, returned: page.itemCount) + "; rel=next"
+        }
+        return response
+    }
+
+    /// `GET /tables/T/{id}`: the item, or 404 (a tombstone too, unless `__includeDeleted=true`).
+    func v2Read(_ request: Request, _ context: SyncRequestContext) async throws -> Response {
+        let (schema, id) = try await target(context)
+        let owner = try authorize(.read, schema, context)
+        let includeDeleted = try includesDeleted(request)
+        guard
+            let item = try await perform({
+                try await store.item(id, in: schema.name, owner: owner, includeDeleted: includeDeleted)
+            })
+        else {
+            throw APIError(.notFound, TableStoreError.notFound.description)
+        }
+        return JSONResponse.item(.ok, item)
+    }
+
+    /// `PATCH /tables/T/{id}`: the fields sent change, with `If-Match` (412) or a body `version` (409) as the
+    /// precondition.
+    func v2Update(_ request: Request, _ context: SyncRequestContext) async throws -> Response {
+        let (schema, id) = try await target(context)
+        let owner = try authorize(.update, schema, context)
+        var fields = try await changeFields(request, id: id)
+        fields[SystemProperty.deleted.rawValue] = nil  // v2 changes the flag by DELETE and undelete only
+        fields[SystemProperty.id.rawValue] = nil
+        var precondition = try ifMatch(request)
+        let fromHeader = precondition != nil
+        if precondition == nil, let version = fields[SystemProperty.version.rawValue] {
+            guard let text = version.stringValue else {
+                throw APIError.badRequest("Invalid item: 'version' must be a string")
+            }
+            precondition = .version(Version(text))
+        }
+        let includeDeleted = try includesDeleted(request)
+        let item = try await perform(table: schema.name, conflictStatus: fromHeader ? .preconditionFailed : .conflict) {
+            try await store.update(
+                id, with: fields, in: schema.name, owner: owner, precondition: precondition,
+                includeDeleted: includeDeleted)
+        }
+        changes.publish(Self.changeKey(schema, owner: owner))
+        return JSONResponse.item(.ok, item)
+    }
+
+    /// `DELETE /tables/T/{id}`: the item, now a tombstone (or gone without soft delete).
+    func v2Delete(_ request: Request, _ context: SyncRequestContext) async throws -> Response {
+        let (schema, id) = try await target(context)
+        let owner = try authorize(.delete, schema, context)
+        let precondition = try ifMatch(request)
+        let item = try await perform(table: schema.name) {
+            try await store.delete(id, from: schema.name, owner: owner, precondition: precondition)
+        }
+        changes.publish(Self.changeKey(schema, owner: owner))
+        return JSONResponse.item(.ok, item)
+    }
+
+    /// `POST /tables/T/{id}`: the tombstone brought back.
+    func v2Undelete(_ request: Request, _ context: SyncRequestContext) async throws -> Response {
+        let (schema, id) = try await target(context)
+        let owner = try authorize(.update, schema, context)
+        let precondition = try ifMatch(request)
+        let item = try await perform(table: schema.name) {
+            try await store.undelete(id, in: schema.name, owner: owner, precondition: precondition)
+        }
+        changes.publish(Self.changeKey(schema, owner: owner))
+        return JSONResponse.item(.ok, item)
+    }
+}
