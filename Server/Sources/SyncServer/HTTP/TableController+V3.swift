@@ -66,7 +66,7 @@ extension TableController {
         let conditions = Self.conditions(request, item: stored)
         if conditions.matchFails || conditions.notModified || conditions.unmodifiedFails {
             countConflict(schema.name)
-            throw APIError(conflict: .preconditionFailed, storedItem: Self.v3Item(stored, select: nil))
+            throw APIError(conflict: .preconditionFailed, storedItem: Self.v3Item(stored))
         }
         guard request.headers[.ifMatch] != nil, let version = stored.version else { return nil }
         return .version(version)
@@ -112,7 +112,7 @@ extension TableController {
 
     /// A v3 item response: the item without `createdAt`, its `ETag` and `Last-Modified`, and a `Location`.
     static func v3ItemResponse(_ status: HTTPResponse.Status, _ item: JSONValue, location: String? = nil) -> Response {
-        var response = JSONResponse.item(status, v3Item(item, select: nil), location: location)
+        var response = JSONResponse.item(status, v3Item(item), location: location)
         if let updatedAt = item.updatedAt?.date { response.headers[.lastModified] = httpDate(updatedAt) }
         return response
     }
@@ -146,24 +146,35 @@ extension TableController {
         }
     }
 
-    /// A page of a v3 query: the rows (as ``v3Item(_:select:)`` shows them), `count` when `$count=true` (else
-    /// null), and `nextLink` — this query's own options with `$skip` advanced and `$top` reduced, as a query
-    /// string without `?` (§5) — when more rows match and `$top` has rows left.
+    /// A page of a v3 query: `{"count","items","nextLink"}` with the rows as the store wrote them (in
+    /// ``v3RowShape(_:)``, so the bytes pass through), `count` when `$count=true` (else null), and `nextLink` — this
+    /// query's own options with `$skip` advanced and `$top` reduced, as a query string without `?` (§5) — when more
+    /// rows match and `$top` has rows left.
     func v3Page(_ request: Request, query: ODataQuery, page: QueryPage) throws -> Response {
-        let rows = try JSONValue(parsing: Data(page.itemsJSON)).arrayValue ?? []
-        var next: String?
+        var next: JSONValue = .null
         if page.hasMore, query.top.map({ $0 > page.itemCount }) ?? true {
             var following = query
             following.skip = (query.skip ?? 0) + page.itemCount
             following.top = query.top.map { $0 - page.itemCount }
-            next = following.queryString(dialect: .v3)
+            next = .string(following.queryString(dialect: .v3))
         }
-        let body: JSONValue = [
-            "items": .array(rows.map { Self.v3Item($0, select: query.select) }),
-            "count": page.totalCount.map { .int(Int64($0)) } ?? .null,
-            "nextLink": next.map(JSONValue.string) ?? .null,
-        ]
-        return JSONResponse.make(.ok, body)
+        var body = Array(#"{"count":"#.utf8)
+        (page.totalCount.map { JSONValue.int(Int64($0)) } ?? .null).write(to: &body)
+        body += Array(#","items":"#.utf8)
+        body += page.itemsJSON
+        body += Array(#","nextLink":"#.utf8)
+        next.write(to: &body)
+        body.append(UInt8(ascii: "}"))
+        return JSONResponse.make(.ok, bytes: body)
+    }
+
+    /// The members of a v3 page's rows: every system property but `createdAt` (v2's), or with `$select` exactly
+    /// the selected ones (``v3Query(_:)`` has named them as the store does).
+    static func v3RowShape(_ query: ODataQuery) -> RowShape {
+        guard let select = query.select else {
+            return RowShape(systemProperties: Set(SystemProperty.allCases).subtracting([.createdAt]))
+        }
+        return RowShape(systemProperties: Set(select.compactMap(SystemProperty.init(rawValue:))))
     }
 
     /// A v3 query with its member names as the store knows them: system properties named in any case (v3
@@ -196,16 +207,9 @@ extension TableController {
         return result
     }
 
-    /// An item as v3 shows it: without `createdAt`, and with exactly the `$select`ed properties when there is a
-    /// selection (names matched without regard to case, as v3 resolves them).
-    static func v3Item(_ item: JSONValue, select: [String]?) -> JSONValue {
-        guard case .object(var fields) = item else { return item }
-        fields[SystemProperty.createdAt.rawValue] = nil
-        if let select {
-            let wanted = Set(select.map { $0.lowercased() })
-            fields = fields.filter { wanted.contains($0.key.lowercased()) }
-        }
-        return .object(fields)
+    /// An item as v3 shows it: without `createdAt` (a v2 field).
+    static func v3Item(_ item: JSONValue) -> JSONValue {
+        item.removing([.createdAt])
     }
 
     /// `GET /tables/T/{id}` under v3 (§3 read, §2 conditional requests): 404 when missing, 410 when soft-deleted
@@ -221,7 +225,7 @@ extension TableController {
             schema: schema, id: id, owner: owner, includeDeleted: try includesDeleted(request))
         let conditions = Self.conditions(request, item: item)
         if conditions.matchFails || conditions.unmodifiedFails {
-            throw APIError(conflict: .preconditionFailed, storedItem: Self.v3Item(item, select: nil))
+            throw APIError(conflict: .preconditionFailed, storedItem: Self.v3Item(item))
         }
         guard conditions.notModified else { return Self.v3ItemResponse(.ok, item) }
         var response = Response(status: .notModified, headers: [.cacheControl: "no-cache"])

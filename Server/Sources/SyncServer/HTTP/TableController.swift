@@ -42,7 +42,9 @@ struct TableController: Sendable {
         }
         let limit = min(query.top ?? configuration.pageSize, configuration.pageSize)
         let page = try await perform {
-            try await store.query(schema.name, query, owner: owner, limit: limit, maxBytes: queryLimits.maxPageBytes)
+            try await store.query(
+                schema.name, query, owner: owner, limit: limit, maxBytes: queryLimits.maxPageBytes,
+                shape: context.wire.rowShape(for: query))
         }
         Counter(label: MetricLabel.rowsReturned, dimensions: [(MetricLabel.table, schema.name.canonical)])
             .increment(by: page.itemCount)

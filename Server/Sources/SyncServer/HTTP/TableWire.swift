@@ -14,6 +14,8 @@ protocol TableWire: Sendable {
     var itemMethods: [HTTPRequest.Method] { get }
     /// A parsed query with its member names as the store knows them.
     func normalized(_ query: ODataQuery) throws -> ODataQuery
+    /// The system properties the rows of a page carry (the store writes them so, once).
+    func rowShape(for query: ODataQuery) -> RowShape
     /// An item as the dialect shows it (in a conflict's body).
     func shown(_ item: JSONValue) -> JSONValue
     /// Refuses an id the dialect's clients cannot hold.
@@ -43,6 +45,7 @@ struct V2TableWire: TableWire {
     var odata: ODataDialect { .v2 }
     var itemMethods: [HTTPRequest.Method] { [.get, .patch, .delete, .post] }
     func normalized(_ query: ODataQuery) throws -> ODataQuery { query }
+    func rowShape(for query: ODataQuery) -> RowShape { .stored }
     func shown(_ item: JSONValue) -> JSONValue { item }
     func checkNewID(_ id: ItemID) throws {}
 
@@ -90,7 +93,8 @@ struct V3TableWire: TableWire {
     var odata: ODataDialect { .v3 }
     var itemMethods: [HTTPRequest.Method] { [.get, .put, .delete] }
     func normalized(_ query: ODataQuery) throws -> ODataQuery { try TableController.v3Query(query) }
-    func shown(_ item: JSONValue) -> JSONValue { TableController.v3Item(item, select: nil) }
+    func rowShape(for query: ODataQuery) -> RowShape { TableController.v3RowShape(query) }
+    func shown(_ item: JSONValue) -> JSONValue { TableController.v3Item(item) }
     func checkNewID(_ id: ItemID) throws { try TableController.v3CheckID(id) }
 
     func page(_ controller: TableController, _ request: Request, query: ODataQuery, page: QueryPage) throws -> Response

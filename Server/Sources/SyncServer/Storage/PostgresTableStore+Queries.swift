@@ -6,21 +6,26 @@ public import SyncOData
 import SyncSQL
 
 extension PostgresTableStore {
-    public func query(_ table: TableName, _ query: ODataQuery, owner: String?, limit: Int, maxBytes: Int) async throws
+    public func query(
+        _ table: TableName, _ query: ODataQuery, owner: String?, limit: Int, maxBytes: Int, shape: RowShape
+    ) async throws
         -> QueryPage
     {
         let (page, sawNewColumn) = try await self.page(
-            table, query, owner: owner, limit: limit, maxBytes: maxBytes, schema: try schemas.require(table))
+            table, query, owner: owner, limit: limit, maxBytes: maxBytes, shape: shape,
+            schema: try schemas.require(table))
         guard sawNewColumn else { return page }
         // Another instance added a column since this one cached the schema: learn its type, then
         // write the page again so that its values show as that type (a date, not a number).
         return try await self.page(
-            table, query, owner: owner, limit: limit, maxBytes: maxBytes, schema: try await reloadSchema(of: table)
+            table, query, owner: owner, limit: limit, maxBytes: maxBytes, shape: shape,
+            schema: try await reloadSchema(of: table)
         ).page
     }
 
     private func page(
-        _ table: TableName, _ query: ODataQuery, owner: String?, limit: Int, maxBytes: Int, schema: TableSchema
+        _ table: TableName, _ query: ODataQuery, owner: String?, limit: Int, maxBytes: Int, shape: RowShape,
+        schema: TableSchema
     ) async throws -> (page: QueryPage, sawNewColumn: Bool) {
         var schema = schema
         let translated = { (schema: TableSchema) throws(TableStoreError) in
@@ -47,7 +52,7 @@ extension PostgresTableStore {
         let countSQL = query.includeTotalCount ? "SELECT COUNT(*) FROM \(name) WHERE \(whereSQL)" : nil
         let logger = self.logger
         return try await withConnection { [schema] connection in
-            var writer = RowWriter(schema: schema, select: select)
+            var writer = RowWriter(schema: schema, select: select, shape: shape)
             var count = 0
             var hasMore = false
             let rows = try await connection.query(
@@ -165,6 +170,7 @@ extension PostgresTableStore {
 struct RowWriter {
     let schema: TableSchema
     let select: Set<String>?
+    let shape: RowShape
     private var json: [UInt8] = [UInt8(ascii: "[")]
     private var order: [(index: Int, key: [UInt8])]?
     /// The bytes written so far.
@@ -172,9 +178,10 @@ struct RowWriter {
     /// Whether a row had a column the cached schema lacks (the caller then reloads the schema).
     private(set) var sawUnknownColumn = false
 
-    init(schema: TableSchema, select: Set<String>?) {
+    init(schema: TableSchema, select: Set<String>?, shape: RowShape) {
         self.schema = schema
         self.select = select
+        self.shape = shape
         json.reserveCapacity(16 * 1024)
     }
 
@@ -198,7 +205,7 @@ struct RowWriter {
         for (index, cell) in row.enumerated() {
             let name = cell.columnName
             if !schema.knows(name) { sawUnknownColumn = true }
-            if let select, !SystemProperty.isSystemProperty(name), !select.contains(name) { continue }
+            guard shape.carries(name, select: select) else { continue }
             columns.append((index, name))
         }
         return columns.sorted { $0.name < $1.name }.map { column in

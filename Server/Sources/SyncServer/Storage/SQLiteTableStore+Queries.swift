@@ -5,13 +5,16 @@ import SyncSQL
 import SyncSQLite
 
 extension SQLiteTableStore {
-    public func query(_ table: TableName, _ query: ODataQuery, owner: String?, limit: Int, maxBytes: Int) async throws
+    public func query(
+        _ table: TableName, _ query: ODataQuery, owner: String?, limit: Int, maxBytes: Int, shape: RowShape
+    ) async throws
         -> QueryPage
     {
         let cached = try schemas.require(table)
         let (page, schema) = try await read { db in
             let schema = try Self.committedSchema(cached, in: db)
-            let page = try Self.page(query, owner: owner, limit: limit, maxBytes: maxBytes, schema: schema, in: db)
+            let page = try Self.page(
+                query, owner: owner, limit: limit, maxBytes: maxBytes, shape: shape, schema: schema, in: db)
             return (page, schema)
         }
         schemas.publish(schema)
@@ -19,7 +22,8 @@ extension SQLiteTableStore {
     }
 
     private static func page(
-        _ query: ODataQuery, owner: String?, limit: Int, maxBytes: Int, schema: TableSchema, in db: Database
+        _ query: ODataQuery, owner: String?, limit: Int, maxBytes: Int, shape: RowShape, schema: TableSchema,
+        in db: Database
     ) throws -> QueryPage {
         let select = try StoreSQL.selection(query.select, schema: schema)
         let (whereClause, orderBy) = try StoreSQL.clauses(for: query, schema: schema, owner: owner, dialect: .sqlite)
@@ -40,7 +44,7 @@ extension SQLiteTableStore {
                 break
             }
             if count > 0 { json.append(UInt8(ascii: ",")) }
-            Self.writeItem(row, schema: schema, select: select, to: &json)
+            Self.writeItem(row, schema: schema, select: select, shape: shape, to: &json)
             count += 1
         }
         json.append(UInt8(ascii: "]"))

@@ -15,12 +15,15 @@ extension SQLiteTableStore {
         return .object(members)
     }
 
-    /// Writes a row as a JSON object (keys in the row's column order, which ``StoreSQL/columnList(_:)`` sorts).
-    static func writeItem(_ row: Row, schema: TableSchema, select: Set<String>?, to json: inout [UInt8]) {
+    /// Writes a row as a JSON object (keys in the row's column order, which ``StoreSQL/columnList(_:)`` sorts), with
+    /// the members `shape` and `select` keep.
+    static func writeItem(
+        _ row: Row, schema: TableSchema, select: Set<String>?, shape: RowShape, to json: inout [UInt8]
+    ) {
         json.append(UInt8(ascii: "{"))
         var first = true
         for (column, value) in row {
-            if let select, !select.contains(column), !SystemProperty.isSystemProperty(column) { continue }
+            guard shape.carries(column, select: select) else { continue }
             if !first { json.append(UInt8(ascii: ",")) }
             first = false
             JSONValue.string(column).write(to: &json)

@@ -35,10 +35,12 @@ public protocol TableStore: Sendable {
     ///   - limit: The most rows to return.
     ///   - maxBytes: The most bytes of JSON for the rows: the page ends after the row that passes it (so
     ///     one row always fits), and says more match.
+    ///   - shape: The system properties each row carries (user fields follow `query.select`).
     /// - Returns: The rows, whether more match, and the total count when the query asks for it.
     /// - Throws: ``TableStoreError``.
-    func query(_ table: TableName, _ query: ODataQuery, owner: String?, limit: Int, maxBytes: Int) async throws
-        -> QueryPage
+    func query(
+        _ table: TableName, _ query: ODataQuery, owner: String?, limit: Int, maxBytes: Int, shape: RowShape
+    ) async throws -> QueryPage
 
     /// One item by id; nil when missing, or soft-deleted and `includeDeleted` is false.
     ///
@@ -106,6 +108,41 @@ public protocol TableStore: Sendable {
     /// - Throws: ``TableStoreError/notFound`` or ``TableStoreError/preconditionFailed(_:)``.
     func undelete(_ id: ItemID, in table: TableName, owner: String?, precondition: Precondition?) async throws
         -> JSONValue
+}
+
+extension TableStore {
+    /// A query whose rows carry every system property (``RowShape/stored``).
+    ///
+    /// - Parameters: As for ``query(_:_:owner:limit:maxBytes:shape:)``.
+    /// - Returns: The page.
+    /// - Throws: ``TableStoreError``.
+    public func query(_ table: TableName, _ query: ODataQuery, owner: String?, limit: Int, maxBytes: Int)
+        async throws -> QueryPage
+    {
+        try await self.query(table, query, owner: owner, limit: limit, maxBytes: maxBytes, shape: .stored)
+    }
+}
+
+/// Which system properties a page's rows carry, so that a store writes each row once, as the response shows it
+/// (a v3 page leaves out `createdAt`, or keeps only the `$select`ed ones).
+public struct RowShape: Sendable, Hashable {
+    /// The system properties each row carries.
+    public var systemProperties: Set<SystemProperty>
+
+    /// A shape of rows with `systemProperties`.
+    ///
+    /// - Parameter systemProperties: The system properties each row carries.
+    public init(systemProperties: Set<SystemProperty>) { self.systemProperties = systemProperties }
+
+    /// Every system property: rows as they are stored.
+    public static let stored = RowShape(systemProperties: Set(SystemProperty.allCases))
+
+    /// Whether a row carries `column`: a system property when the shape has it, a user field when `select` (the
+    /// resolved `$select`, nil for all) names it.
+    func carries(_ column: String, select: Set<String>?) -> Bool {
+        if let system = SystemProperty(rawValue: column) { return systemProperties.contains(system) }
+        return select?.contains(column) ?? true
+    }
 }
 
 /// One page of query results, already written as the JSON array the response carries (stores
