@@ -275,8 +275,8 @@ struct Signout: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Send your changes, then erase every item of this store's account from the device.",
         discussion: """
-            Needs the token of the account whose data the store holds, to send its changes first. When any change
-            cannot be sent (server unreachable, a conflict, another account's token) nothing is erased.
+            Needs the token of the account whose data the store holds, to send its changes first. When any change \
+            cannot be sent (server unreachable, a conflict, another account's token) nothing is erased. \
             --discard erases without sending: changes not yet sent are lost.
             """)
     @OptionGroup var options: GlobalOptions

@@ -63,7 +63,7 @@ import Testing
         try await Fixture.withServer(backend) { client in
             let valid = Self.operation("POST", "tables/TodoItem", body: ["id": "a"])
             let refusals: [(JSONValue?, String?, String)] = [
-                (nil, "not json", "requests"),
+                (nil, "not json", "not valid JSON"),
                 (["operations": [valid]], nil, "requests"),
                 (["requests": [valid, Self.operation("GET", "tables/TodoItem")]], nil, "Operation 2: \"method\""),
                 (["requests": [valid, Self.operation("POST", "health", body: [:])]], nil, "Operation 2: \"url\""),
@@ -88,6 +88,16 @@ import Testing
             let text = try await client.send(
                 .post, "/batch", body: "{}", headers: [.contentType: "text/plain"])
             #expect(text.status == .unsupportedMediaType)
+            // The media type, not a prefix of it, as the table routes read it (a batch took `application/jsonp`).
+            for type in ["application/jsonp", "application/json-seq"] {
+                let other = try await client.send(
+                    .post, "/batch", body: #"{"requests": []}"#, headers: [.contentType: type])
+                #expect(other.status == .unsupportedMediaType, "\(type)")
+            }
+            let parameters = try await client.send(
+                .post, "/batch", body: #"{"requests": []}"#,
+                headers: [.contentType: "Application/JSON ; charset=utf-8"])
+            #expect(parameters.status != .unsupportedMediaType)
             #expect(try await client.send(.get, "/tables/TodoItem/a").status == .notFound)  // nothing ran
             #expect(try await client.send(.get, "/batch").status == .methodNotAllowed)
         }

@@ -126,14 +126,19 @@ extension SyncClient {
     public func signOut(pending: SignOutPending = .pushFirst) async throws {
         await stopSyncing()
         if pending == .pushFirst { try await push() }
+        let store = self.store
         try await store.withPushLock {
-            try await store.erase { reader in
-                guard pending == .pushFirst else { return }
-                let left = try reader.operationCount(in: nil)
-                if left > 0 {
-                    throw SignOutError(pendingCount: left, errorCount: try reader.operationErrors().count)
+            // In a task of its own, which the caller's cancellation does not reach: an erase that began ends (an
+            // interrupted VACUUM would leave the deleted pages in the files).
+            try await Task {
+                try await store.erase { reader in
+                    guard pending == .pushFirst else { return }
+                    let left = try reader.operationCount(in: nil)
+                    if left > 0 {
+                        throw SignOutError(pendingCount: left, errorCount: try reader.operationErrors().count)
+                    }
                 }
-            }
+            }.value
         }
         endpoint.installationID.forget()
         observers.finishAll()

@@ -84,22 +84,8 @@ struct BatchEndpoint: Sendable {
 
     /// The request's operations, all checked before any runs: 400 for a malformed one, 413 past the limits.
     private func parse(_ request: Request) async throws -> [Operation] {
-        guard request.headers[.contentType]?.lowercased().hasPrefix("application/json") == true else {
-            throw APIError(.unsupportedMediaType, "The body must be JSON: send Content-Type: application/json")
-        }
-        let tooLarge = APIError(.contentTooLarge, "The batch is larger than \(maxBodySize) bytes")
-        if let length = request.headers[.contentLength], (Int(length) ?? .max) > maxBodySize { throw tooLarge }
-        var request = request
-        let buffer: ByteBuffer
-        do { buffer = try await request.collectBody(upTo: maxBodySize) } catch is NIOTooManyBytesError {
-            throw tooLarge
-        }
-        guard
-            let value = try? buffer.withUnsafeReadableBytes({ raw in
-                try JSONValue(parsingUTF8: raw.bindMemory(to: UInt8.self))
-            }),
-            let list = value["requests"]?.arrayValue
-        else {
+        let value = try await JSONBody.read(request, maxBytes: maxBodySize, what: "The batch")
+        guard let list = value["requests"]?.arrayValue else {
             throw APIError.badRequest(#"The body must be a JSON object with a "requests" array"#)
         }
         guard list.count <= Self.maxOperations else {

@@ -51,34 +51,10 @@ extension TableController {
         .read: "Reading", .insert: "Inserting into", .update: "Updating", .delete: "Deleting from",
     ]
 
-    /// The request body as a JSON object: 413 past the size limit, 400 when it is not an object.
+    /// The request body as a JSON object (``JSONBody``): 415 when not JSON, 413 past the size limit, 400 when it
+    /// is not an object.
     func body(_ request: Request) async throws -> [String: JSONValue] {
-        // Only JSON: a web page can make a browser send a text/plain body anywhere, not an application/json one.
-        let mediaType = request.headers[.contentType]?.split(separator: ";").first?
-            .trimmingCharacters(in: .whitespaces).lowercased()
-        guard mediaType == "application/json" else {
-            throw APIError(.unsupportedMediaType, "The body must be JSON: send Content-Type: application/json")
-        }
-        let tooLarge = APIError(.contentTooLarge, "The request body is larger than \(maxBodySize) bytes")
-        // A declared length past the limit is refused before any of the body is read.
-        if let length = request.headers[.contentLength], (Int(length) ?? .max) > maxBodySize { throw tooLarge }
-        var request = request
-        let buffer: ByteBuffer
-        do {
-            buffer = try await request.collectBody(upTo: maxBodySize)
-        } catch is NIOTooManyBytesError {
-            throw tooLarge
-        } catch let error as HTTPParserError {
-            throw APIError.badRequest("The request body is malformed: \(error)")
-        }
-        let value: JSONValue
-        do {
-            value = try buffer.withUnsafeReadableBytes { raw in
-                try JSONValue(parsingUTF8: raw.bindMemory(to: UInt8.self))
-            }
-        } catch {
-            throw APIError.badRequest("The body is not valid JSON: \(error)")
-        }
+        let value = try await JSONBody.read(request, maxBytes: maxBodySize, what: "The request body")
         guard case .object(let members) = value else { throw APIError.badRequest("The body must be a JSON object") }
         return members
     }

@@ -1,0 +1,45 @@
+import Foundation
+import Hummingbird
+import NIOCore
+import NIOHTTP1
+import SyncCore
+
+/// Reads a request's JSON body, the one way every route that takes one does: the media type must be
+/// `application/json` (parameters allowed) — a web page can make a browser send a `text/plain` body anywhere, not an
+/// `application/json` one; past `maxBytes` it is a 413 (a declared length before any byte is read); a body cut short
+/// or not JSON is a 400.
+enum JSONBody {
+    /// The body as JSON.
+    ///
+    /// - Parameters:
+    ///   - request: The request.
+    ///   - maxBytes: The largest body taken.
+    ///   - what: What the body is, for the 413's message ("The request body", "The batch").
+    /// - Returns: The value.
+    /// - Throws: ``APIError``: 415, 413 or 400.
+    static func read(_ request: Request, maxBytes: Int, what: String) async throws -> JSONValue {
+        let mediaType = request.headers[.contentType]?.split(separator: ";").first?
+            .trimmingCharacters(in: .whitespaces).lowercased()
+        guard mediaType == "application/json" else {
+            throw APIError(.unsupportedMediaType, "The body must be JSON: send Content-Type: application/json")
+        }
+        let tooLarge = APIError(.contentTooLarge, "\(what) is larger than \(maxBytes) bytes")
+        if let length = request.headers[.contentLength], (Int(length) ?? .max) > maxBytes { throw tooLarge }
+        var request = request
+        let buffer: ByteBuffer
+        do {
+            buffer = try await request.collectBody(upTo: maxBytes)
+        } catch is NIOTooManyBytesError {
+            throw tooLarge
+        } catch let error as HTTPParserError {
+            throw APIError.badRequest("The request body is malformed: \(error)")
+        }
+        do {
+            return try buffer.withUnsafeReadableBytes { raw in
+                try JSONValue(parsingUTF8: raw.bindMemory(to: UInt8.self))
+            }
+        } catch {
+            throw APIError.badRequest("The body is not valid JSON: \(error)")
+        }
+    }
+}
