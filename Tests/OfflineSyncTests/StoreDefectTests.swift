@@ -1,7 +1,10 @@
 import Foundation
 import GRDB
 import OfflineSync
+import SyncCore
 import Testing
+
+@testable import OfflineSync
 
 /// What the store does with queue rows it cannot read as they are: it says so, and never guesses.
 @Suite struct StoreDefectTests {
@@ -18,5 +21,15 @@ import Testing
         let error = await #expect(throws: LocalStoreError.self) { try await client.pendingOperations() }
         #expect(error?.localizedDescription.contains("is 'undelete', not insert, update or delete") == true)
         await #expect(throws: LocalStoreError.self) { try await client.push() }
+    }
+
+    /// Saving an operation that left the queue meanwhile (another client pushed or purged it) changes nothing and
+    /// does not fail the transaction it is in.
+    @Test func savingAnOperationThatLeftTheQueueIsANoOp() async throws {
+        let workspace = try Workspace()
+        let store = try SQLiteLocalStore(path: workspace.path("store.sqlite"))
+        let gone = PendingOperation(id: 42, table: try TableName("TodoItem"), itemID: try ItemID("a"), kind: .update)
+        try await store.write { writer in try writer.updateOperation(gone) }
+        #expect(try await store.read { try $0.operationCount(in: nil) } == 0)
     }
 }

@@ -135,21 +135,46 @@ struct E2EError: Error, CustomStringConvertible {
 
 /// A port on 127.0.0.1 that nothing listens on right now.
 func freePort() throws -> Int {
-    let socket = Glibc.socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-    guard socket >= 0 else { throw E2EError("no socket") }
-    defer { close(socket) }
-    var address = sockaddr_in()
-    address.sin_family = sa_family_t(AF_INET)
-    address.sin_port = 0
-    address.sin_addr.s_addr = inet_addr("127.0.0.1")
-    var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-    let bound = withUnsafePointer(to: &address) {
-        $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(socket, $0, length) }
+    let reservation = try PortReservation()
+    reservation.release()
+    return reservation.port
+}
+
+/// A port of 127.0.0.1 held by a bound socket that does not listen: a connection to it is refused at once (the
+/// server is "down"), and no other server — another test's, started on port 0 — can take it meanwhile. A test that
+/// leaves its server's port unused for a while reserves it, and releases it just before the server starts.
+final class PortReservation {
+    let port: Int
+    private var socket: Int32
+
+    init() throws {
+        let socket = Glibc.socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        guard socket >= 0 else { throw E2EError("no socket") }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_port = 0
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        let bound = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(socket, $0, length) }
+        }
+        let named = withUnsafeMutablePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(socket, $0, &length) }
+        }
+        guard bound == 0, named == 0 else {
+            close(socket)
+            throw E2EError("bind failed")
+        }
+        self.socket = socket
+        port = Int(UInt16(bigEndian: address.sin_port))
     }
-    guard bound == 0 else { throw E2EError("bind failed") }
-    let named = withUnsafeMutablePointer(to: &address) {
-        $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(socket, $0, &length) }
+
+    /// Lets the port go (once).
+    func release() {
+        guard socket >= 0 else { return }
+        close(socket)
+        socket = -1
     }
-    guard named == 0 else { throw E2EError("getsockname failed") }
-    return Int(UInt16(bigEndian: address.sin_port))
+
+    deinit { release() }
 }

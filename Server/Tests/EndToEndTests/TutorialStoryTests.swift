@@ -52,7 +52,10 @@ import Testing
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("todo-e2e-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: directory) }
-        let port = try freePort()
+        // Held while the server is down: another suite's server must not take the port meanwhile (one with tokens
+        // did once, and the offline sync met its 401).
+        let reservation = try PortReservation()
+        let port = reservation.port
         let url = "http://127.0.0.1:\(port)"
         let a = Device(environment: [
             "TODO_STORE": directory.appendingPathComponent("a/todo.sqlite").path, "TODO_URL": url,
@@ -79,6 +82,7 @@ import Testing
         #expect(try await a.items()[walk] == "Walk the dog|true")
 
         // The server comes up: it has none of them until A syncs.
+        reservation.release()
         let server = try ServerProcess(
             port: port, database: "sqlite:" + directory.appendingPathComponent("server.sqlite").path)
         defer { server.stop() }
