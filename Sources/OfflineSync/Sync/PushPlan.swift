@@ -23,7 +23,7 @@ struct PushPlan: Sendable {
     /// The items whose earlier operation failed or is parked: their later operations wait.
     var blocked: Set<String> = []
     /// The next batch, of distinct items.
-    private(set) var run: [PendingOperation] = []
+    private var run: [PendingOperation] = []
     private var runKeys: Set<String> = []
 
     /// A plan for a push that found `parked` operations parked with errors.

@@ -29,7 +29,7 @@ extension TableController {
         }
         for property in SystemProperty.allCases where property != .deleted { fields[property.rawValue] = nil }
         fields[SystemProperty.deleted.rawValue] = .bool(fields[SystemProperty.deleted.rawValue]?.boolValue ?? false)
-        let item = try await perform(table: schema.name, shown: V3TableWire().shown) {
+        let item = try await perform(table: schema.name, shown: Self.v3Item) {
             // A tombstone only when asked: one deleted since the check is then a 404, not brought back.
             try await store.update(
                 id, with: fields, in: schema.name, owner: owner, precondition: precondition,
@@ -45,7 +45,7 @@ extension TableController {
         let (schema, id) = try await target(context)
         let owner = try authorize(.delete, schema, context)
         let precondition = try await v3CheckLive(request, schema: schema, id: id, owner: owner, includeDeleted: false)
-        _ = try await perform(table: schema.name, shown: V3TableWire().shown) {
+        _ = try await perform(table: schema.name, shown: Self.v3Item) {
             try await store.delete(id, from: schema.name, owner: owner, precondition: precondition)
         }
         changes.publish(Self.changeKey(schema, owner: owner))
