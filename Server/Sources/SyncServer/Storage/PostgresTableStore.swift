@@ -154,34 +154,23 @@ public final class PostgresTableStore: TableStore, Service {
     ) async throws -> T {
         let timeout = timeout ?? connectionTimeout
         let queryLimit = (queryTimeout ?? self.queryTimeout) + .seconds(1)
-        let leased = Locked(false)
+        // Decided once, so that a connection handed over just after the 503 never runs `body`.
+        let lease = Locked(LeaseWait.waiting)
         do {
-            return try await withThrowingTaskGroup(of: T?.self) { group in
-                group.addTask {
-                    try await self.client.withConnection { connection in
-                        leased.withLock { $0 = true }
-                        return try await abandoning(
-                            after: queryLimit,
-                            throwing: {
-                                TableStoreError.unavailable("no answer from the database within \(queryLimit)")
-                            },
-                            onTimeout: { connection.close().whenComplete { _ in } }
-                        ) { try await body(connection) }
-                    }
+            return try await abandoning(
+                after: timeout,
+                unless: { lease.withLock { $0.end(.expired) } },
+                throwing: { TableStoreError.unavailable("no database connection within \(timeout.seconds) s") }
+            ) {
+                try await self.client.withConnection { connection in
+                    guard lease.withLock({ $0.end(.leased) }) else { throw CancellationError() }
+                    // The lease is bounded by its own deadline from here.
+                    return try await abandoning(
+                        after: queryLimit,
+                        throwing: { TableStoreError.unavailable("no answer from the database within \(queryLimit)") },
+                        onTimeout: { connection.close().whenComplete { _ in } }
+                    ) { try await body(connection) }
                 }
-                group.addTask {
-                    try await Task.sleep(for: timeout)
-                    // Once leased, the lease's own deadline bounds the rest.
-                    if leased.withLock({ $0 }) { return nil }
-                    throw TableStoreError.unavailable("no database connection within \(timeout.seconds) s")
-                }
-                while let result = try await group.next() {
-                    if let result {
-                        group.cancelAll()
-                        return result
-                    }
-                }
-                throw CancellationError()
             }
         } catch let error as TableStoreError {
             throw error
@@ -193,7 +182,9 @@ public final class PostgresTableStore: TableStore, Service {
             throw mapped
         } catch {
             // The pool failed the lease itself (its circuit breaker is open after a long outage).
-            guard leased.withLock({ $0 }) else { throw TableStoreError.unavailable("the database is not reachable") }
+            guard lease.withLock({ $0 }) == .leased else {
+                throw TableStoreError.unavailable("the database is not reachable")
+            }
             throw error
         }
     }
@@ -355,4 +346,15 @@ extension Duration {
     var seconds: Int64 { components.seconds }
     /// Whole milliseconds, at least 1 (PostgreSQL's timeouts take milliseconds; 0 would mean none).
     var milliseconds: Int64 { max(1, components.seconds * 1000 + components.attoseconds / 1_000_000_000_000_000) }
+}
+
+/// How a lease's wait for its connection ended — once: the connection came, or the wait expired first.
+private enum LeaseWait {
+    case waiting, leased, expired
+
+    /// Ends the wait as `outcome` unless it has ended already; whether it ended leased.
+    mutating func end(_ outcome: LeaseWait) -> Bool {
+        if self == .waiting { self = outcome }
+        return self == .leased
+    }
 }

@@ -97,19 +97,10 @@ public final class SQLiteTableStore: TableStore {
     /// ``TableStoreError/unavailable(_:)``; cancelling the caller interrupts it too.
     func read<T: Sendable>(_ body: @escaping @Sendable (Database) throws -> T) async throws -> T {
         do {
-            return try await withThrowingTaskGroup(of: ReadOutcome<T>.self) { group in
-                group.addTask { .read(try await self.pool.read(body)) }
-                group.addTask {
-                    try await Task.sleep(for: self.queryTimeout)
-                    return .timedOut
-                }
-                // Leaving cancels the other task: GRDB interrupts a cancelled read's statement.
-                defer { group.cancelAll() }
-                guard case .read(let value) = try await group.next()! else {
-                    throw TableStoreError.unavailable(queryTimeoutMessage)
-                }
-                return value
-            }
+            // Cancelling the read makes GRDB interrupt its statement; the caller does not wait for that.
+            return try await abandoning(
+                after: queryTimeout, throwing: { TableStoreError.unavailable(queryTimeoutMessage) }
+            ) { try await self.pool.read(body) }
         } catch let error as TableStoreError {
             throw error
         } catch let error as DatabaseError where error.message == integerOverflowMessage {
@@ -146,10 +137,4 @@ public final class SQLiteTableStore: TableStore {
         default: "the database failed the request"
         }
     }
-}
-
-/// Which of a read and its deadline finished first.
-private enum ReadOutcome<T: Sendable>: Sendable {
-    case read(T)
-    case timedOut
 }

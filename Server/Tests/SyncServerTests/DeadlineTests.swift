@@ -1,0 +1,57 @@
+import SyncSQLite
+import Testing
+
+@testable import SyncServer
+
+/// `abandoning(after:)`, the server's one deadline (the SQLite store's query timeout, PostgreSQL's wait for a
+/// connection and for a reply): an answer before the limit is returned; at the limit the caller is answered
+/// without waiting for work that never ends; an exempt deadline waits; cancelling the caller cancels the work.
+@Suite struct DeadlineTests {
+    struct Expired: Error {}
+
+    @Test func anAnswerBeforeTheLimitIsReturned() async throws {
+        let value = try await abandoning(after: .seconds(10), throwing: { Expired() }) { 42 }
+        #expect(value == 42)
+    }
+
+    @Test func workThatNeverEndsIsAbandonedAtTheLimit() async throws {
+        let timedOut = Locked(false)
+        let started = ContinuousClock.now
+        await #expect(throws: Expired.self) {
+            try await abandoning(
+                after: .milliseconds(50), throwing: { Expired() }, onTimeout: { timedOut.withLock { $0 = true } }
+            ) {
+                // Ignores cancellation, as a PostgresNIO query written to a closing connection does.
+                await withCheckedContinuation { (_: CheckedContinuation<Void, Never>) in }
+            }
+        }
+        #expect(timedOut.withLock { $0 })
+        #expect(ContinuousClock.now - started < .seconds(5))
+    }
+
+    @Test func anExemptDeadlineWaitsForTheWork() async throws {
+        let value = try await abandoning(after: .milliseconds(20), unless: { true }, throwing: { Expired() }) {
+            try await Task.sleep(for: .milliseconds(200))
+            return "done"
+        }
+        #expect(value == "done")
+    }
+
+    @Test func cancellingTheCallerCancelsTheWork() async throws {
+        let cancelled = Locked(false)
+        let caller = Task {
+            try await abandoning(after: .seconds(30), throwing: { Expired() }) {
+                do {
+                    try await Task.sleep(for: .seconds(30))
+                } catch {
+                    cancelled.withLock { $0 = true }
+                    throw error
+                }
+            }
+        }
+        try await Task.sleep(for: .milliseconds(50))
+        caller.cancel()
+        await #expect(throws: CancellationError.self) { try await caller.value }
+        #expect(cancelled.withLock { $0 })
+    }
+}
