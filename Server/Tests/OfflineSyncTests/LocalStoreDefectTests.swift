@@ -1,6 +1,5 @@
 import Foundation
 import OfflineSyncTesting
-import SyncOData
 import Testing
 
 @testable import OfflineSync
@@ -52,18 +51,6 @@ import Testing
         #expect(error?.description.contains("'id' must be a String") == true)
         #expect(try await table.count() == 0)
         #expect(try await client.pendingOperations().isEmpty)
-    }
-
-    @Test func aCustomStoreRelyingOnTheDefaultTextUpsertKeepsWholePulledRows() async throws {
-        let workspace = try Workspace()
-        try await LiveServer.run(in: workspace) { url in
-            try await PullTests.seed(url, workspace, count: 3)
-            let store = ForwardingStore(try SQLiteLocalStore(path: workspace.path("custom.sqlite")))
-            let client = SyncClient(url: url, anyStore: store)
-            let table = try client.syncTable("TodoItem", of: TodoItem.self)
-            try await table.pull(queryID: "all")
-            #expect(try await table.item(id: ItemID("r0001"))?.text == "row 1")
-        }
     }
 
     /// Point 8e: a second client on the same store cleared the first one's in-flight mark, so an edit
@@ -167,82 +154,6 @@ final class GatedTransport: HTTPTransport, @unchecked Sendable {  // @unchecked:
         }
         return try await base.send(request)
     }
-}
-
-/// A custom store that forwards to another but keeps the default `upsert(_:text:in:)`.
-struct ForwardingStore: LocalStore {
-    let inner: SQLiteLocalStore
-    init(_ inner: SQLiteLocalStore) { self.inner = inner }
-
-    func write<T: Sendable>(_ body: @escaping @Sendable (any LocalStoreWriter) throws -> T) async throws -> T {
-        try await inner.write { try body(ForwardingWriter(inner: $0)) }
-    }
-
-    func read<T: Sendable>(_ body: @escaping @Sendable (any LocalStoreReader) throws -> T) async throws -> T {
-        try await inner.read { reader in try body(ForwardingWriter(reader: reader)) }
-    }
-
-    func erase(after check: @escaping @Sendable (any LocalStoreReader) throws -> Void) async throws {
-        try await inner.erase(after: check)
-    }
-}
-
-/// Forwards every requirement but `upsert(_:text:in:)` (and reads for a read-only use).
-struct ForwardingWriter: LocalStoreWriter {
-    let reader: any LocalStoreReader
-    let writer: (any LocalStoreWriter)?
-    init(inner: any LocalStoreWriter) { (reader, writer) = (inner, inner) }
-    init(reader: any LocalStoreReader) { (self.reader, writer) = (reader, nil) }
-    private var w: any LocalStoreWriter { get throws { try #require(writer) } }
-
-    func item(_ id: ItemID, in table: TableName) throws -> JSONValue? { try reader.item(id, in: table) }
-    func containsItem(_ id: ItemID, in table: TableName) throws -> Bool { try reader.containsItem(id, in: table) }
-    func items(in table: TableName, matching query: ODataQuery) throws -> [JSONValue] {
-        try reader.items(in: table, matching: query)
-    }
-    func count(in table: TableName, matching filter: ODataExpression?) throws -> Int {
-        try reader.count(in: table, matching: filter)
-    }
-    func operations(after sequence: Int64?, limit: Int?) throws -> [PendingOperation] {
-        try reader.operations(after: sequence, limit: limit)
-    }
-    func operation(_ id: Int64) throws -> PendingOperation? { try reader.operation(id) }
-    func lastOperation(for id: ItemID, in table: TableName) throws -> PendingOperation? {
-        try reader.lastOperation(for: id, in: table)
-    }
-    func itemIDsWithOperations(in table: TableName) throws -> Set<ItemID> {
-        try reader.itemIDsWithOperations(in: table)
-    }
-    func operationCount(in table: TableName?) throws -> Int { try reader.operationCount(in: table) }
-    func operationErrors() throws -> [OperationError] { try reader.operationErrors() }
-    func cursor(for table: TableName, queryID: QueryID) throws -> PullCursor? {
-        try reader.cursor(for: table, queryID: queryID)
-    }
-    func setting(_ key: String) throws -> String? { try reader.setting(key) }
-    func itemsToRefetch(in table: TableName) throws -> [ItemID] { try reader.itemsToRefetch(in: table) }
-    func upsert(_ item: JSONValue, in table: TableName) throws { try w.upsert(item, in: table) }
-    func prepareTable(_ table: TableName) throws { try w.prepareTable(table) }
-    func deleteItem(_ id: ItemID, in table: TableName) throws { try w.deleteItem(id, in: table) }
-    func deleteItems(in table: TableName, matching filter: ODataExpression?) throws {
-        try w.deleteItems(in: table, matching: filter)
-    }
-    func enqueue(_ kind: OperationKind, itemID: ItemID, in table: TableName, item: JSONValue?) throws
-        -> PendingOperation
-    {
-        try w.enqueue(kind, itemID: itemID, in: table, item: item)
-    }
-    func updateOperation(_ operation: PendingOperation) throws { try w.updateOperation(operation) }
-    func removeOperation(_ id: Int64) throws { try w.removeOperation(id) }
-    func removeOperations(in table: TableName) throws { try w.removeOperations(in: table) }
-    func saveError(_ error: OperationError) throws { try w.saveError(error) }
-    func removeError(operationID: Int64) throws { try w.removeError(operationID: operationID) }
-    func setCursor(_ cursor: PullCursor?, for table: TableName, queryID: QueryID) throws {
-        try w.setCursor(cursor, for: table, queryID: queryID)
-    }
-    func removeCursors(in table: TableName) throws { try w.removeCursors(in: table) }
-    func setSetting(_ value: String?, for key: String) throws { try w.setSetting(value, for: key) }
-    func markForRefetch(_ id: ItemID, in table: TableName) throws { try w.markForRefetch(id, in: table) }
-    func removeRefetch(_ id: ItemID, in table: TableName) throws { try w.removeRefetch(id, in: table) }
 }
 
 @Suite struct DefaultStoreLocationTests {

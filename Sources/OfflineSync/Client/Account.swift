@@ -216,7 +216,7 @@ final class AccountGuard: Sendable {
 
     /// Throws unless the store still belongs to the account last checked (in a write transaction that keeps
     /// what a request fetched).
-    func confirm(in reader: any LocalStoreReader) throws {
+    func confirm(in reader: LocalStoreReader) throws {
         guard case .some(let account) = checked.withLock({ $0 }) else { return }
         let bound = try reader.setting(Self.key)
         guard bound != account else { return }

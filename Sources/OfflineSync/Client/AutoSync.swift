@@ -93,10 +93,8 @@ final class AutoSyncer: Sendable {
                 // Local writes: the pending count going up.
                 group.addTask {
                     var last = 0
-                    // A store that cannot observe: the schedule alone pushes.
-                    guard let counts = client.store.observe([], { try $0.operationCount(in: nil) }) else { return }
                     do {
-                        for try await count in counts {
+                        for try await count in client.store.observe([], { try $0.operationCount(in: nil) }) {
                             if count > last { triggers.yield(.localChange) }
                             last = count
                         }

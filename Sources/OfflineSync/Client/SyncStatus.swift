@@ -166,7 +166,7 @@ struct QueueCounts: Sendable, Equatable {
     var conflicts = 0
     var refused = 0
 
-    static func read(_ reader: any LocalStoreReader) throws -> QueueCounts {
+    static func read(_ reader: LocalStoreReader) throws -> QueueCounts {
         let errors = try reader.operationErrors()
         let conflicts = errors.filter(\.isConflict).count
         return QueueCounts(
@@ -216,14 +216,7 @@ extension SyncClient {
             await withTaskGroup(of: Void.self) { group in
                 group.addTask {
                     do {
-                        guard let counts = store.observe([], QueueCounts.read) else {
-                            // A store that cannot observe: the counts as they are now.
-                            let counts = try await store.read(QueueCounts.read)
-                            latest.withLock { $0.counts = counts }
-                            publish()
-                            return
-                        }
-                        for try await value in counts {
+                        for try await value in store.observe([], QueueCounts.read) {
                             latest.withLock { $0.counts = value }
                             publish()
                         }

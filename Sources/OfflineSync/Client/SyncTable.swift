@@ -161,7 +161,7 @@ public struct SyncTable<Item: Codable & Sendable>: Sendable {
 
     /// Relays a store observation, each value transformed, until the consumer stops.
     private func observed<Source: Sendable & Equatable, Value: Sendable>(
-        _ start: @escaping @Sendable (any LocalStore) throws -> AsyncThrowingStream<Source, any Error>?,
+        _ start: @escaping @Sendable (any LocalStore) throws -> AsyncThrowingStream<Source, any Error>,
         transform: @escaping @Sendable (Source) throws -> Value
     ) -> AsyncThrowingStream<Value, any Error> {
         let store = client.store
@@ -170,10 +170,7 @@ public struct SyncTable<Item: Codable & Sendable>: Sendable {
         let registration = client.observers.add { continuation.finish() }
         let task = Task {
             do {
-                guard let source = try start(store) else {
-                    throw LocalStoreError(operation: "observe", underlying: ObservationUnavailable())
-                }
-                for try await value in source { continuation.yield(try transform(value)) }
+                for try await value in try start(store) { continuation.yield(try transform(value)) }
                 continuation.finish()
             } catch {
                 continuation.finish(throwing: error)
@@ -276,6 +273,3 @@ public struct SyncTable<Item: Codable & Sendable>: Sendable {
         try await client.pendingOperations().filter { $0.table.canonical == name.canonical }
     }
 }
-
-/// The store behind the client cannot observe (a test double).
-struct ObservationUnavailable: Error {}

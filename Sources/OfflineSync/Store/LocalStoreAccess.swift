@@ -4,16 +4,19 @@ import SyncOData
 import SyncSQL
 import SyncSQLite
 
-/// Reads and writes one `Database` connection on behalf of ``SQLiteLocalStore``, inside a transaction
-/// or read that GRDB holds open for the duration of the call.
-struct SQLiteLocalStoreAccess: LocalStoreWriter {
+/// What ``LocalStore`` lets its callers read: one `Database` connection of ``SQLiteLocalStore``, inside a read or
+/// transaction that GRDB holds open for the duration of the call (valid only during it).
+class LocalStoreReader {
     let db: Database
     let store: SQLiteLocalStore
 
-    // MARK: Rows
+    init(db: Database, store: SQLiteLocalStore) {
+        self.db = db
+        self.store = store
+    }
 
     /// Whether the sync table has a row table yet (reads of a table never written are empty).
-    private func hasRowTable(_ table: TableName) throws -> Bool {
+    fileprivate func hasRowTable(_ table: TableName) throws -> Bool {
         if store.knownTables.withLock({ $0.contains(table.canonical) }) { return true }
         // Not `db.tableExists`: GRDB's schema cache can outlive a rolled-back CREATE TABLE.
         let statement = try db.cachedStatement(sql: "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?")
@@ -24,7 +27,7 @@ struct SQLiteLocalStoreAccess: LocalStoreWriter {
 
     /// Caches that the row table exists — in a write, only once the transaction commits: a table
     /// created by a transaction that rolls back (a refused first batch) does not exist afterwards.
-    private func remember(_ table: TableName) {
+    fileprivate func remember(_ table: TableName) {
         let known = store.knownTables
         if db.configuration.readonly {
             known.withLock { _ = $0.insert(table.canonical) }
@@ -33,21 +36,7 @@ struct SQLiteLocalStoreAccess: LocalStoreWriter {
         }
     }
 
-    func prepareTable(_ table: TableName) throws {
-        try ensureRowTable(table)
-    }
-
-    private func ensureRowTable(_ table: TableName) throws {
-        guard try !hasRowTable(table) else { return }
-        let name = SQLiteLocalStore.rowTable(table)
-        try db.execute(
-            sql: """
-                CREATE TABLE IF NOT EXISTS \(name) ("id" TEXT PRIMARY KEY NOT NULL, "updatedAt" TEXT, "data" TEXT NOT NULL);
-                CREATE INDEX IF NOT EXISTS "rows_\(table.canonical)_updatedAt" ON \(name) ("updatedAt");
-                """)
-        remember(table)
-    }
-
+    /// One item, or nil.
     func item(_ id: ItemID, in table: TableName) throws -> JSONValue? {
         guard try hasRowTable(table) else { return nil }
         let statement = try db.cachedStatement(
@@ -55,6 +44,7 @@ struct SQLiteLocalStoreAccess: LocalStoreWriter {
         return try String.fetchOne(statement, arguments: [id.rawValue]).map { try JSONValue(parsing: $0) }
     }
 
+    /// Whether the item exists (cheaper than reading it).
     func containsItem(_ id: ItemID, in table: TableName) throws -> Bool {
         guard try hasRowTable(table) else { return false }
         let statement = try db.cachedStatement(
@@ -62,6 +52,7 @@ struct SQLiteLocalStoreAccess: LocalStoreWriter {
         return try Bool.fetchOne(statement, arguments: [id.rawValue]) != nil
     }
 
+    /// The items matching a query's filter, in its order (then by id), with its skip and top.
     func items(in table: TableName, matching query: ODataQuery) throws -> [JSONValue] {
         guard try hasRowTable(table) else { return [] }
         let (whereSQL, orderSQL, arguments) = try LocalQueryTranslation.clauses(query)
@@ -80,6 +71,8 @@ struct SQLiteLocalStoreAccess: LocalStoreWriter {
         return items
     }
 
+    /// The `version` of a stored item, or nil when the item is absent or has none (a pull skips rows
+    /// whose version the store already has).
     func itemVersion(_ id: ItemID, in table: TableName) throws -> String? {
         guard try hasRowTable(table) else { return nil }
         let statement = try db.cachedStatement(
@@ -87,6 +80,7 @@ struct SQLiteLocalStoreAccess: LocalStoreWriter {
         return try String.fetchOne(statement, arguments: [id.rawValue])
     }
 
+    /// How many items match `filter` (all items when nil).
     func count(in table: TableName, matching filter: ODataExpression?) throws -> Int {
         guard try hasRowTable(table) else { return 0 }
         let (whereSQL, _, arguments) = try LocalQueryTranslation.clauses(ODataQuery(filter: filter))
@@ -94,37 +88,6 @@ struct SQLiteLocalStoreAccess: LocalStoreWriter {
             db, sql: "SELECT COUNT(*) FROM \(SQLiteLocalStore.rowTable(table)) WHERE \(whereSQL)",
             arguments: StatementArguments(sqlValues: arguments)) ?? 0
     }
-
-    func upsert(_ item: JSONValue, in table: TableName) throws {
-        try upsert(item, text: item.serialized(), in: table)
-    }
-
-    func upsert(_ item: JSONValue, text: String, in table: TableName) throws {
-        guard let id = item.itemID else { throw ValueError(kind: "item", reason: "it has no valid id") }
-        try ensureRowTable(table)
-        let statement = try db.cachedStatement(
-            sql: """
-                INSERT INTO \(SQLiteLocalStore.rowTable(table)) ("id", "updatedAt", "data") VALUES (?, ?, ?)
-                ON CONFLICT ("id") DO UPDATE SET "updatedAt" = excluded."updatedAt", "data" = excluded."data"
-                """)
-        try statement.execute(arguments: [id.rawValue, item["updatedAt"]?.stringValue, text])
-    }
-
-    func deleteItem(_ id: ItemID, in table: TableName) throws {
-        guard try hasRowTable(table) else { return }
-        try db.cachedStatement(sql: "DELETE FROM \(SQLiteLocalStore.rowTable(table)) WHERE \"id\" = ?")
-            .execute(arguments: [id.rawValue])
-    }
-
-    func deleteItems(in table: TableName, matching filter: ODataExpression?) throws {
-        guard try hasRowTable(table) else { return }
-        let (whereSQL, _, arguments) = try LocalQueryTranslation.clauses(ODataQuery(filter: filter))
-        try db.execute(
-            sql: "DELETE FROM \(SQLiteLocalStore.rowTable(table)) WHERE \(whereSQL)",
-            arguments: StatementArguments(sqlValues: arguments))
-    }
-
-    // MARK: Operations
 
     private static let operationColumns =
         "\"id\", \"tableName\", \"itemID\", \"kind\", \"item\", \"attempt\", \"recreatesItem\""
@@ -152,6 +115,7 @@ struct SQLiteLocalStoreAccess: LocalStoreWriter {
             recreatesItem: row["recreatesItem"])
     }
 
+    /// Pending operations in queue order, after `sequence` when given, at most `limit` of them.
     func operations(after sequence: Int64?, limit: Int?) throws -> [PendingOperation] {
         let rows = try Row.fetchAll(
             db,
@@ -160,12 +124,14 @@ struct SQLiteLocalStoreAccess: LocalStoreWriter {
         return try rows.map(operation)
     }
 
+    /// The operation at queue position `id`, or nil when it is no longer queued.
     func operation(_ id: Int64) throws -> PendingOperation? {
         let statement = try db.cachedStatement(
             sql: "SELECT \(Self.operationColumns) FROM \"sync_operations\" WHERE \"id\" = ?")
         return try Row.fetchOne(statement, arguments: [id]).map(operation)
     }
 
+    /// The item's last pending operation, or nil.
     func lastOperation(for id: ItemID, in table: TableName) throws -> PendingOperation? {
         let statement = try db.cachedStatement(
             sql:
@@ -174,6 +140,7 @@ struct SQLiteLocalStoreAccess: LocalStoreWriter {
         return try Row.fetchOne(statement, arguments: [table.canonical, id.rawValue]).map(operation)
     }
 
+    /// The ids of a table's items that have pending operations.
     func itemIDsWithOperations(in table: TableName) throws -> Set<ItemID> {
         Set(
             try String.fetchAll(
@@ -182,6 +149,7 @@ struct SQLiteLocalStoreAccess: LocalStoreWriter {
             ).compactMap(ItemID.init(rawValue:)))
     }
 
+    /// How many operations are pending, in one table or in all.
     func operationCount(in table: TableName?) throws -> Int {
         if let table {
             return try Int.fetchOne(
@@ -191,41 +159,8 @@ struct SQLiteLocalStoreAccess: LocalStoreWriter {
         return try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM \"sync_operations\"") ?? 0
     }
 
-    func enqueue(_ kind: OperationKind, itemID: ItemID, in table: TableName, item: JSONValue?) throws
-        -> PendingOperation
-    {
-        try db.cachedStatement(
-            sql: "INSERT INTO \"sync_operations\" (\"tableName\", \"itemID\", \"kind\", \"item\") VALUES (?, ?, ?, ?)"
-        ).execute(arguments: [table.canonical, itemID.rawValue, kind.rawValue, item?.serialized()])
-        return PendingOperation(id: db.lastInsertedRowID, table: table, itemID: itemID, kind: kind, item: item)
-    }
-
-    func updateOperation(_ operation: PendingOperation) throws {
-        try db.execute(
-            sql: """
-                UPDATE "sync_operations" SET "kind" = ?, "item" = ?, "attempt" = ?, "recreatesItem" = ? WHERE "id" = ?
-                """,
-            arguments: [
-                operation.kind.rawValue, operation.item?.serialized(),
-                operation.attempt.map { OperationCoding.json($0).serialized() }, operation.recreatesItem, operation.id,
-            ])
-    }
-
-    func removeOperation(_ id: Int64) throws {
-        try db.execute(sql: "DELETE FROM \"sync_operations\" WHERE \"id\" = ?", arguments: [id])
-        try removeError(operationID: id)
-    }
-
-    func removeOperations(in table: TableName) throws {
-        try db.execute(
-            sql:
-                "DELETE FROM \"sync_errors\" WHERE \"operationID\" IN (SELECT \"id\" FROM \"sync_operations\" WHERE \"tableName\" = ?)",
-            arguments: [table.canonical])
-        try db.execute(sql: "DELETE FROM \"sync_operations\" WHERE \"tableName\" = ?", arguments: [table.canonical])
-    }
-
-    // MARK: Items to fetch again
-
+    /// The items of a table that must be fetched again from the server, because an operation left
+    /// the queue without a server reply (PROTOCOL.md §5).
     func itemsToRefetch(in table: TableName) throws -> [ItemID] {
         try String.fetchAll(
             db, sql: "SELECT \"itemID\" FROM \"sync_refetch\" WHERE \"tableName\" = ? ORDER BY \"itemID\"",
@@ -233,20 +168,7 @@ struct SQLiteLocalStoreAccess: LocalStoreWriter {
         ).map { try ItemID($0) }
     }
 
-    func markForRefetch(_ id: ItemID, in table: TableName) throws {
-        try db.execute(
-            sql: "INSERT OR IGNORE INTO \"sync_refetch\" (\"tableName\", \"itemID\") VALUES (?, ?)",
-            arguments: [table.canonical, id.rawValue])
-    }
-
-    func removeRefetch(_ id: ItemID, in table: TableName) throws {
-        try db.execute(
-            sql: "DELETE FROM \"sync_refetch\" WHERE \"tableName\" = ? AND \"itemID\" = ?",
-            arguments: [table.canonical, id.rawValue])
-    }
-
-    // MARK: Errors
-
+    /// Every kept operation error, in queue order.
     func operationErrors() throws -> [OperationError] {
         try Row.fetchAll(db, sql: "SELECT * FROM \"sync_errors\" ORDER BY \"operationID\"").map { row in
             let operationJSON = try JSONValue(parsing: row["operation"] as String)
@@ -258,24 +180,7 @@ struct SQLiteLocalStoreAccess: LocalStoreWriter {
         }
     }
 
-    func saveError(_ error: OperationError) throws {
-        try db.execute(
-            sql: """
-                INSERT OR REPLACE INTO "sync_errors" ("operationID", "operation", "status", "message", "sentItem", "serverItem")
-                VALUES (?, ?, ?, ?, ?, ?)
-                """,
-            arguments: [
-                error.operation.id, OperationCoding.json(error.operation).serialized(), error.status, error.message,
-                error.sentItem?.serialized(), error.serverItem?.serialized(),
-            ])
-    }
-
-    func removeError(operationID: Int64) throws {
-        try db.execute(sql: "DELETE FROM \"sync_errors\" WHERE \"operationID\" = ?", arguments: [operationID])
-    }
-
-    // MARK: Cursors and settings
-
+    /// The cursor of an incremental pull, or nil before its first page.
     func cursor(for table: TableName, queryID: QueryID) throws -> PullCursor? {
         guard
             let row = try Row.fetchOne(
@@ -288,6 +193,136 @@ struct SQLiteLocalStoreAccess: LocalStoreWriter {
             updatedAt: WireDate(millisecondsSince1970: row["updatedAt"]), itemID: try ItemID(row["itemID"] as String))
     }
 
+    /// A stored setting (such as the installation id), or nil.
+    func setting(_ key: String) throws -> String? {
+        try String.fetchOne(db, sql: "SELECT \"value\" FROM \"sync_settings\" WHERE \"key\" = ?", arguments: [key])
+    }
+}
+
+/// What ``LocalStore`` lets a write transaction change, beside what it reads.
+final class LocalStoreWriter: LocalStoreReader {
+    /// Creates the table's rows table if it has none yet (so that an observation of the table sees its first row).
+    func prepareTable(_ table: TableName) throws {
+        try ensureRowTable(table)
+    }
+
+    private func ensureRowTable(_ table: TableName) throws {
+        guard try !hasRowTable(table) else { return }
+        let name = SQLiteLocalStore.rowTable(table)
+        try db.execute(
+            sql: """
+                CREATE TABLE IF NOT EXISTS \(name) ("id" TEXT PRIMARY KEY NOT NULL, "updatedAt" TEXT, "data" TEXT NOT NULL);
+                CREATE INDEX IF NOT EXISTS "rows_\(table.canonical)_updatedAt" ON \(name) ("updatedAt");
+                """)
+        remember(table)
+    }
+
+    /// Inserts or replaces an item (by its `id`).
+    func upsert(_ item: JSONValue, in table: TableName) throws {
+        try upsert(item, text: item.serialized(), in: table)
+    }
+
+    /// By default the text is parsed and stored as ``upsert(_:in:)`` stores an item (a pull hands
+    /// over an item that holds only the fields it reads, and the whole row as `text`).
+    func upsert(_ item: JSONValue, text: String, in table: TableName) throws {
+        guard let id = item.itemID else { throw ValueError(kind: "item", reason: "it has no valid id") }
+        try ensureRowTable(table)
+        let statement = try db.cachedStatement(
+            sql: """
+                INSERT INTO \(SQLiteLocalStore.rowTable(table)) ("id", "updatedAt", "data") VALUES (?, ?, ?)
+                ON CONFLICT ("id") DO UPDATE SET "updatedAt" = excluded."updatedAt", "data" = excluded."data"
+                """)
+        try statement.execute(arguments: [id.rawValue, item["updatedAt"]?.stringValue, text])
+    }
+
+    /// Removes an item; nothing happens when it is absent.
+    func deleteItem(_ id: ItemID, in table: TableName) throws {
+        guard try hasRowTable(table) else { return }
+        try db.cachedStatement(sql: "DELETE FROM \(SQLiteLocalStore.rowTable(table)) WHERE \"id\" = ?")
+            .execute(arguments: [id.rawValue])
+    }
+
+    /// Removes the items matching `filter` (all items when nil).
+    func deleteItems(in table: TableName, matching filter: ODataExpression?) throws {
+        guard try hasRowTable(table) else { return }
+        let (whereSQL, _, arguments) = try LocalQueryTranslation.clauses(ODataQuery(filter: filter))
+        try db.execute(
+            sql: "DELETE FROM \(SQLiteLocalStore.rowTable(table)) WHERE \(whereSQL)",
+            arguments: StatementArguments(sqlValues: arguments))
+    }
+
+    /// Appends an operation to the queue, giving it the next sequence number.
+    func enqueue(_ kind: OperationKind, itemID: ItemID, in table: TableName, item: JSONValue?) throws
+        -> PendingOperation
+    {
+        try db.cachedStatement(
+            sql: "INSERT INTO \"sync_operations\" (\"tableName\", \"itemID\", \"kind\", \"item\") VALUES (?, ?, ?, ?)"
+        ).execute(arguments: [table.canonical, itemID.rawValue, kind.rawValue, item?.serialized()])
+        return PendingOperation(id: db.lastInsertedRowID, table: table, itemID: itemID, kind: kind, item: item)
+    }
+
+    /// Saves an operation's changed kind, item, attempt or re-creation mark.
+    func updateOperation(_ operation: PendingOperation) throws {
+        try db.execute(
+            sql: """
+                UPDATE "sync_operations" SET "kind" = ?, "item" = ?, "attempt" = ?, "recreatesItem" = ? WHERE "id" = ?
+                """,
+            arguments: [
+                operation.kind.rawValue, operation.item?.serialized(),
+                operation.attempt.map { OperationCoding.json($0).serialized() }, operation.recreatesItem, operation.id,
+            ])
+    }
+
+    /// Removes an operation and its error.
+    func removeOperation(_ id: Int64) throws {
+        try db.execute(sql: "DELETE FROM \"sync_operations\" WHERE \"id\" = ?", arguments: [id])
+        try removeError(operationID: id)
+    }
+
+    /// Removes every operation of a table, and their errors.
+    func removeOperations(in table: TableName) throws {
+        try db.execute(
+            sql:
+                "DELETE FROM \"sync_errors\" WHERE \"operationID\" IN (SELECT \"id\" FROM \"sync_operations\" WHERE \"tableName\" = ?)",
+            arguments: [table.canonical])
+        try db.execute(sql: "DELETE FROM \"sync_operations\" WHERE \"tableName\" = ?", arguments: [table.canonical])
+    }
+
+    /// Notes that an item must be fetched again from the server (see
+    /// ``LocalStoreReader/itemsToRefetch(in:)``).
+    func markForRefetch(_ id: ItemID, in table: TableName) throws {
+        try db.execute(
+            sql: "INSERT OR IGNORE INTO \"sync_refetch\" (\"tableName\", \"itemID\") VALUES (?, ?)",
+            arguments: [table.canonical, id.rawValue])
+    }
+
+    /// Forgets that an item must be fetched again.
+    func removeRefetch(_ id: ItemID, in table: TableName) throws {
+        try db.execute(
+            sql: "DELETE FROM \"sync_refetch\" WHERE \"tableName\" = ? AND \"itemID\" = ?",
+            arguments: [table.canonical, id.rawValue])
+    }
+
+    /// Keeps (or replaces) the error of an operation.
+    func saveError(_ error: OperationError) throws {
+        try db.execute(
+            sql: """
+                INSERT OR REPLACE INTO "sync_errors" ("operationID", "operation", "status", "message", "sentItem", "serverItem")
+                VALUES (?, ?, ?, ?, ?, ?)
+                """,
+            arguments: [
+                error.operation.id, OperationCoding.json(error.operation).serialized(), error.status, error.message,
+                error.sentItem?.serialized(), error.serverItem?.serialized(),
+            ])
+    }
+
+    /// Removes the error of an operation.
+    func removeError(operationID: Int64) throws {
+        try db.execute(sql: "DELETE FROM \"sync_errors\" WHERE \"operationID\" = ?", arguments: [operationID])
+    }
+
+    /// Sets or clears the cursor of an incremental pull. Setting never moves an existing cursor back
+    /// (two clients pulling one store at once must not make a third re-read what both applied).
     func setCursor(_ cursor: PullCursor?, for table: TableName, queryID: QueryID) throws {
         guard let cursor else {
             try db.execute(
@@ -306,14 +341,12 @@ struct SQLiteLocalStoreAccess: LocalStoreWriter {
         ])
     }
 
+    /// Clears every cursor of a table.
     func removeCursors(in table: TableName) throws {
         try db.execute(sql: "DELETE FROM \"sync_cursors\" WHERE \"tableName\" = ?", arguments: [table.canonical])
     }
 
-    func setting(_ key: String) throws -> String? {
-        try String.fetchOne(db, sql: "SELECT \"value\" FROM \"sync_settings\" WHERE \"key\" = ?", arguments: [key])
-    }
-
+    /// Stores or clears a setting.
     func setSetting(_ value: String?, for key: String) throws {
         if let value {
             try db.execute(

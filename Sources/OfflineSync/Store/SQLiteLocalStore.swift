@@ -84,7 +84,7 @@ public final class SQLiteLocalStore: LocalStore {
         let bound: String
         do {
             bound = try pool.write { db in
-                let access = SQLiteLocalStoreAccess(db: db, store: self)
+                let access = LocalStoreWriter(db: db, store: self)
                 if let bound = try access.setting(AccountGuard.key) { return bound }
                 try access.setSetting(account, for: AccountGuard.key)
                 return account
@@ -203,17 +203,17 @@ public final class SQLiteLocalStore: LocalStore {
         return migrator
     }
 
-    func write<T: Sendable>(_ body: @escaping @Sendable (any LocalStoreWriter) throws -> T) async throws -> T {
+    func write<T: Sendable>(_ body: @escaping @Sendable (LocalStoreWriter) throws -> T) async throws -> T {
         do {
-            return try await pool.write { db in try body(SQLiteLocalStoreAccess(db: db, store: self)) }
+            return try await pool.write { db in try body(LocalStoreWriter(db: db, store: self)) }
         } catch let error as DatabaseError {
             throw LocalStoreError(operation: "write", underlying: error)
         }
     }
 
-    func read<T: Sendable>(_ body: @escaping @Sendable (any LocalStoreReader) throws -> T) async throws -> T {
+    func read<T: Sendable>(_ body: @escaping @Sendable (LocalStoreReader) throws -> T) async throws -> T {
         do {
-            return try await pool.read { db in try body(SQLiteLocalStoreAccess(db: db, store: self)) }
+            return try await pool.read { db in try body(LocalStoreWriter(db: db, store: self)) }
         } catch let error as DatabaseError {
             throw LocalStoreError(operation: "read", underlying: error)
         }
@@ -222,15 +222,15 @@ public final class SQLiteLocalStore: LocalStore {
     /// Observes with GRDB's `ValueObservation`, which tracks exactly the rows tables `fetch` reads, in this
     /// process and in others that write the same file.
     func observe<T: Sendable & Equatable>(
-        _ tables: [TableName], _ fetch: @escaping @Sendable (any LocalStoreReader) throws -> T
-    ) -> AsyncThrowingStream<T, any Error>? {
+        _ tables: [TableName], _ fetch: @escaping @Sendable (LocalStoreReader) throws -> T
+    ) -> AsyncThrowingStream<T, any Error> {
         let (stream, continuation) = AsyncThrowingStream.makeStream(of: T.self)
         let task = Task {
             do {
                 // A table with no rows table yet would be read as empty without being tracked.
                 try await write { writer in for table in tables { try writer.prepareTable(table) } }
                 let observation = ValueObservation.tracking { db in
-                    try fetch(SQLiteLocalStoreAccess(db: db, store: self))
+                    try fetch(LocalStoreWriter(db: db, store: self))
                 }
                 .removeDuplicates()
                 for try await value in observation.values(in: pool) { continuation.yield(value) }
@@ -265,13 +265,13 @@ public final class SQLiteLocalStore: LocalStore {
     /// file (`VACUUM`) and empties the `-wal` (a `TRUNCATE` checkpoint, which waits for other connections'
     /// reads to end, as long as the busy timeout). The tables themselves stay (other clients on the file keep
     /// using them); their names are the app's schema, not its users' data.
-    func erase(after check: @escaping @Sendable (any LocalStoreReader) throws -> Void) async throws {
+    func erase(after check: @escaping @Sendable (LocalStoreReader) throws -> Void) async throws {
         do {
             try await pool.writeWithoutTransaction { db in
                 try db.execute(sql: "PRAGMA secure_delete = ON")
                 defer { try? db.execute(sql: "PRAGMA secure_delete = OFF") }
                 try db.inTransaction(.immediate) {
-                    try check(SQLiteLocalStoreAccess(db: db, store: self))
+                    try check(LocalStoreWriter(db: db, store: self))
                     let tables = try String.fetchAll(
                         db, sql: "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%'")
                     for table in tables where table != "grdb_migrations" {

@@ -95,7 +95,7 @@ extension SyncContext {
 
     /// Freezes an operation: what it sends is kept before it is first sent, and sent exactly so again after a
     /// lost reply (PROTOCOL.md §8). Nil when it is gone, or when its row is (purged): then nothing is sent.
-    static func freeze(_ id: Int64, writer: any LocalStoreWriter) throws -> PendingOperation? {
+    static func freeze(_ id: Int64, writer: LocalStoreWriter) throws -> PendingOperation? {
         guard var operation = try writer.operation(id) else { return nil }
         if operation.attempt != nil { return operation }  // sent before: send exactly that again
         if operation.kind == .delete {
@@ -231,7 +231,7 @@ extension SyncContext {
     }
 
     /// ``complete(_:serverItem:)`` in the caller's transaction.
-    static func complete(_ operation: PendingOperation, serverItem: JSONValue?, writer: any LocalStoreWriter) throws {
+    static func complete(_ operation: PendingOperation, serverItem: JSONValue?, writer: LocalStoreWriter) throws {
         try writer.removeOperation(operation.id)
         try applyServerRow(serverItem, for: operation, writer: writer)
     }
@@ -239,7 +239,7 @@ extension SyncContext {
     /// Stores the server's current row after `operation` left the queue (nil or a tombstone: the local
     /// row goes) — or only its version, when a newer operation for the item waits (the local change
     /// wins until it is pushed).
-    static func applyServerRow(_ serverItem: JSONValue?, for operation: PendingOperation, writer: any LocalStoreWriter)
+    static func applyServerRow(_ serverItem: JSONValue?, for operation: PendingOperation, writer: LocalStoreWriter)
         throws
     {
         let table = operation.table

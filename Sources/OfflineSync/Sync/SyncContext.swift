@@ -38,7 +38,7 @@ actor SyncContext {
     }
 
     /// One local write: the row, then the queue per PROTOCOL.md §6 (in the caller's transaction).
-    static func apply(_ kind: OperationKind, _ item: JSONValue, in table: TableName, writer: any LocalStoreWriter)
+    static func apply(_ kind: OperationKind, _ item: JSONValue, in table: TableName, writer: LocalStoreWriter)
         throws -> JSONValue
     {
         guard let id = item.itemID else { throw ValueError(kind: "item", reason: "it has no valid 'id'") }
