@@ -127,12 +127,17 @@ extension TableStore {
 /// (a v3 page leaves out `createdAt`, or keeps only the `$select`ed ones).
 public struct RowShape: Sendable, Hashable {
     /// The system properties each row carries.
-    public var systemProperties: Set<SystemProperty>
+    public let systemProperties: Set<SystemProperty>
+    /// Whether that is all of them (then only `$select` leaves members out: the check per column is skipped).
+    private let hasAll: Bool
 
     /// A shape of rows with `systemProperties`.
     ///
     /// - Parameter systemProperties: The system properties each row carries.
-    public init(systemProperties: Set<SystemProperty>) { self.systemProperties = systemProperties }
+    public init(systemProperties: Set<SystemProperty>) {
+        self.systemProperties = systemProperties
+        hasAll = systemProperties.count == SystemProperty.allCases.count
+    }
 
     /// Every system property: rows as they are stored.
     public static let stored = RowShape(systemProperties: Set(SystemProperty.allCases))
@@ -140,6 +145,7 @@ public struct RowShape: Sendable, Hashable {
     /// Whether a row carries `column`: a system property when the shape has it, a user field when `select` (the
     /// resolved `$select`, nil for all) names it.
     func carries(_ column: String, select: Set<String>?) -> Bool {
+        if hasAll, select == nil { return true }  // a page's rows as stored: the hot path
         if let system = SystemProperty(rawValue: column) { return systemProperties.contains(system) }
         return select?.contains(column) ?? true
     }
