@@ -51,24 +51,46 @@ struct TableEndpoint: Sendable {
         "tables/" + table.rawValue + (id.map { "/" + ODataQuery.percentEncode($0.rawValue) } ?? "")
     }
 
+    /// The URL of a custom API, `api/NAME`, with its query parameters (in name order).
+    func apiURL(_ name: String, parameters: [String: String]) -> URL {
+        var text = baseURL.absoluteString
+        if text.hasSuffix("/") { text.removeLast() }
+        text += "/api/" + name
+        if !parameters.isEmpty {
+            text += "?" + parameters.sorted { $0.key < $1.key }
+                .map { ODataQuery.percentEncode($0.key) + "=" + ODataQuery.percentEncode($0.value) }
+                .joined(separator: "&")
+        }
+        return URL(string: text) ?? baseURL
+    }
+
+    /// Header fields the protocol sets, which a caller's own headers cannot replace (lowercased).
+    static let protocolFields: Set<String> = [
+        "zumo-api-version", "x-zumo-installation-id", "x-zumo-features", "x-zumo-version", "authorization",
+        "x-zumo-auth", "content-type", "if-match",
+    ]
+
     /// The URL of the batch endpoint (docs/batch.md).
     var batchURL: URL { baseURL.appendingPathComponent("batch") }
 
     /// Sends a request; a 401 is retried once with a refreshed token. Each token is checked against the store's
     /// account first (``AccountGuard``): one for another account sends nothing and throws ``AccountError``.
+    /// `extraHeaders` are sent too, unless the protocol sets the same field.
     func send(
-        _ method: String, _ url: URL, body: JSONValue? = nil, ifMatch: Version? = nil, features: [String]
+        _ method: String, _ url: URL, body: JSONValue? = nil, ifMatch: Version? = nil, features: [String],
+        extraHeaders: [String: String] = [:]
     ) async throws -> HTTPResponseData {
         let installation = try await installationID.value()
         var token = try await tokenProvider?(false)
         var attempt = 0
         while true {
             try await account.check(token: token)
-            var headers = [
+            var headers = extraHeaders.filter { name, _ in !Self.protocolFields.contains(name.lowercased()) }
+            headers.merge([
                 "ZUMO-API-VERSION": wire.version.rawValue, "X-ZUMO-INSTALLATION-ID": installation,
                 "X-ZUMO-FEATURES": features.joined(separator: ","), "User-Agent": Self.userAgent,
                 "X-ZUMO-VERSION": Self.userAgent, "Accept": "application/json",
-            ]
+            ]) { _, ours in ours }
             if body != nil { headers["Content-Type"] = "application/json" }
             if let ifMatch { headers["If-Match"] = ifMatch.entityTag }
             if let token {
