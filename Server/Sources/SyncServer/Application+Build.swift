@@ -7,7 +7,8 @@ import SyncCore
 
 /// Builds the sync server: opens the store, prepares the tables, and wires the routes.
 ///
-/// Routes: the table API under `/tables` (PROTOCOL.md §3), `GET /changes` (docs/changes.md), `GET /health`,
+/// Routes: the table API under `/tables` (PROTOCOL.md §3), `GET /changes` (docs/changes.md), custom APIs under
+/// `/api` (``CustomAPI``), `GET /health`,
 /// `GET /metrics` (Prometheus text, when a registry is configured), `GET /openapi.yaml` and `GET /openapi-v3.yaml`.
 ///
 /// For example:
@@ -144,7 +145,8 @@ func buildRouter(_ configuration: SyncServerConfiguration, store: any TableStore
     }
     let controller = TableController(
         store: store, maxBodySize: configuration.maxBodySize, queryLimits: configuration.queryLimits,
-        makeID: configuration.makeID, authenticates: configuration.auth != nil, changes: changes, stats: stats
+        makeID: configuration.makeID, authenticates: configuration.auth != nil, changes: changes, stats: stats,
+        hooks: Dictionary(configuration.hooks.map { ($0.key.lowercased(), $0.value) }) { _, last in last }
     )
     if consoleIsOn {
         let database: String
@@ -174,6 +176,13 @@ func buildRouter(_ configuration: SyncServerConfiguration, store: any TableStore
     controller.addRoutes(to: versioned[0])
     versioned.dropFirst().first?.post { request, context in try await batch.handle(request, context) }
     router.get("changes") { request, context in try await controller.changes(request, context) }
+    if !configuration.apis.isEmpty {
+        let apis = router.group("api")
+        if configuration.checksAPIVersion { apis.add(middleware: APIVersionMiddleware()) }
+        CustomAPIRoutes(
+            apis: configuration.apis, maxBodySize: configuration.maxBodySize, authenticates: configuration.auth != nil
+        ).addRoutes(to: apis)
+    }
     return router
 }
 

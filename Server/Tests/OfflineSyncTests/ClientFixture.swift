@@ -9,7 +9,8 @@ import Testing
 enum LiveServer {
     static func run<T: Sendable>(
         in workspace: Workspace, tables: [TableConfiguration] = [], auth: AuthConfiguration? = nil,
-        offersBatch: Bool = true, _ body: @Sendable (_ url: URL) async throws -> T
+        offersBatch: Bool = true, configure: (inout SyncServerConfiguration) -> Void = { _ in },
+        _ body: @Sendable (_ url: URL) async throws -> T
     ) async throws -> T {
         var configuration = SyncServerConfiguration()
         configuration.port = 0
@@ -17,6 +18,7 @@ enum LiveServer {
         configuration.tables = tables
         configuration.auth = auth
         configuration.offersBatch = offersBatch
+        configure(&configuration)
         return try await buildApplication(configuration).test(.live) { client in
             try await body(URL(string: "http://127.0.0.1:\(client.port ?? 0)")!)
         }

@@ -97,7 +97,9 @@ extension SyncClient {
     ) async throws -> HTTPResponseData {
         guard (1...128).contains(name.count),
             name.allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber || $0 == "_" || $0 == "-") })
-        else { throw ValueError(kind: "API name", reason: "'\(name.prefix(40))' is not 1–128 letters, digits, _ and -") }
+        else {
+            throw ValueError(kind: "API name", reason: "'\(name.prefix(40))' is not 1–128 letters, digits, _ and -")
+        }
         let method = method.uppercased()
         guard !method.isEmpty, method.allSatisfy({ $0.isASCII && $0.isLetter }) else {
             throw ValueError(kind: "HTTP method", reason: "'\(method.prefix(20))' is not a method")

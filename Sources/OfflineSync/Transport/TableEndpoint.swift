@@ -56,11 +56,10 @@ struct TableEndpoint: Sendable {
         var text = baseURL.absoluteString
         if text.hasSuffix("/") { text.removeLast() }
         text += "/api/" + name
-        if !parameters.isEmpty {
-            text += "?" + parameters.sorted { $0.key < $1.key }
-                .map { ODataQuery.percentEncode($0.key) + "=" + ODataQuery.percentEncode($0.value) }
-                .joined(separator: "&")
+        let pairs = parameters.sorted { $0.key < $1.key }.map {
+            ODataQuery.percentEncode($0.key) + "=" + ODataQuery.percentEncode($0.value)
         }
+        if !pairs.isEmpty { text += "?" + pairs.joined(separator: "&") }
         return URL(string: text) ?? baseURL
     }
 

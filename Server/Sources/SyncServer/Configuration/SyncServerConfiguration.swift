@@ -45,6 +45,10 @@ public struct SyncServerConfiguration: Sendable {
     /// Whether `POST /batch` (docs/batch.md) is served and offered on table responses. Default true; false
     /// answers as a plain v2 backend does.
     public var offersBatch = true
+    /// Custom APIs, served at `/api/{name}` (``CustomAPI``). None by default.
+    public var apis: [CustomAPI] = []
+    /// Code run before the writes of a table (``TableHooks``), by table name. None by default.
+    public var hooks: [String: TableHooks] = [:]
     /// Responses whose body has at least this many bytes are sent compressed (`Content-Encoding: gzip` or
     /// `deflate`) to clients that accept it (`Accept-Encoding`), when their body is JSON or text. nil
     /// sends every response as is. Default 1024: below that, the gzip framing and the CPU are not worth it.
@@ -87,6 +91,22 @@ public struct SyncServerConfiguration: Sendable {
     public func validate() throws {
         try auth?.validate()
         try cors?.validate()
+        let served = Set(servedTables.map(\.name.canonical))
+        for name in hooks.keys where !served.contains(name.lowercased()) {
+            throw ConfigurationError("hooks: '\(name)' is not a served table")
+        }
+        var apiNames: Set<String> = []
+        for api in apis {
+            guard (1...128).contains(api.name.count),
+                api.name.allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber || $0 == "_" || $0 == "-") })
+            else { throw ConfigurationError("api '\(api.name)': a name is 1–128 letters, digits, '_' and '-'") }
+            guard apiNames.insert(api.name.lowercased()).inserted else {
+                throw ConfigurationError("api '\(api.name)': two APIs have this name")
+            }
+            if auth == nil, api.access?.needsCaller == true {
+                throw ConfigurationError("api '\(api.name)': it needs signed-in callers, but no auth is configured")
+            }
+        }
         for table in servedTables {
             let label = "table '\(table.name)'"
             if auth == nil {

@@ -54,6 +54,7 @@ extension TableController {
             precondition = .version(Version(text))
         }
         let includeDeleted = try includesDeleted(request)
+        fields = try await runHook(.update, schema, id: id, fields: fields, context)
         let item = try await perform(table: schema.name, conflictStatus: fromHeader ? .preconditionFailed : .conflict) {
             try await store.update(
                 id, with: fields, in: schema.name, owner: owner, precondition: precondition,
@@ -68,6 +69,7 @@ extension TableController {
         let (schema, id) = try await target(context)
         let owner = try authorize(.delete, schema, context)
         let precondition = try ifMatch(request)
+        _ = try await runHook(.delete, schema, id: id, context)
         let item = try await perform(table: schema.name) {
             try await store.delete(id, from: schema.name, owner: owner, precondition: precondition)
         }
@@ -80,6 +82,7 @@ extension TableController {
         let (schema, id) = try await target(context)
         let owner = try authorize(.update, schema, context)
         let precondition = try ifMatch(request)
+        _ = try await runHook(.undelete, schema, id: id, context)
         let item = try await perform(table: schema.name) {
             try await store.undelete(id, in: schema.name, owner: owner, precondition: precondition)
         }

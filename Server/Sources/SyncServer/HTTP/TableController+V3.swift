@@ -29,6 +29,7 @@ extension TableController {
         }
         for property in SystemProperty.allCases where property != .deleted { fields[property.rawValue] = nil }
         fields[SystemProperty.deleted.rawValue] = .bool(fields[SystemProperty.deleted.rawValue]?.boolValue ?? false)
+        fields = try await runHook(.update, schema, id: id, fields: fields, context)
         let item = try await perform(table: schema.name, shown: Self.v3Item) {
             // A tombstone only when asked: one deleted since the check is then a 404, not brought back.
             try await store.update(
@@ -45,6 +46,7 @@ extension TableController {
         let (schema, id) = try await target(context)
         let owner = try authorize(.delete, schema, context)
         let precondition = try await v3CheckLive(request, schema: schema, id: id, owner: owner, includeDeleted: false)
+        _ = try await runHook(.delete, schema, id: id, context)
         _ = try await perform(table: schema.name, shown: Self.v3Item) {
             try await store.delete(id, from: schema.name, owner: owner, precondition: precondition)
         }

@@ -18,6 +18,8 @@ struct TableController: Sendable {
     let changes: ChangeHub
     /// This instance's counts, for the console.
     let stats: ServerStats
+    /// The tables' write hooks, by canonical table name.
+    var hooks: [String: TableHooks] = [:]
 
     /// The routes; where the dialects differ, the request's ``TableWire`` reads and answers.
     func addRoutes(to group: RouterGroup<SyncRequestContext>) {
@@ -80,6 +82,7 @@ struct TableController: Sendable {
         }
         fields[SystemProperty.id.rawValue] = nil
         try context.wire.checkNewID(id)
+        fields = try await runHook(.insert, schema, id: id, fields: fields, context)
         let item = try await perform(table: schema.name, shown: context.wire.shown) {
             try await store.insert(fields, id: id, into: schema.name, owner: owner)
         }

@@ -1,0 +1,106 @@
+import HTTPTypes
+import Hummingbird
+import Logging
+public import SyncCore
+
+/// Code a table runs before each write, in the request's task, in both dialects and in batches: it may check the
+/// write, change the fields written (set server-owned fields, normalize), or refuse it by throwing
+/// ``RequestRefusal`` — the client sees a refused change with the hook's status and message, not a conflict. What
+/// the Azure Mobile Apps Node.js server's `table.insert(…)`, `table.update(…)` and `table.delete(…)` scripts did.
+///
+/// For example, a table whose items need a title and carry who last changed them:
+/// ```swift
+/// configuration.hooks["TodoItem"] = TableHooks(
+///     beforeInsert: { write in
+///         guard write.fields["text"]?.stringValue?.isEmpty == false else {
+///             throw RequestRefusal(.badRequest, "A to-do needs a text")
+///         }
+///         write.fields["changedBy"] = write.caller.map { .string($0.subject) } ?? .null
+///     })
+/// ```
+/// A hook runs before the write's preconditions are checked, so a write it lets through may still be a conflict.
+/// It may not change system properties (`version`, `updatedAt`, …): that is answered 500. Any error other than
+/// ``RequestRefusal`` is a 500 whose details go to the log only.
+public struct TableHooks: Sendable {
+    /// A hook: it receives the write and may change its ``TableWrite/fields`` or throw.
+    public typealias Hook = @Sendable (inout TableWrite) async throws -> Void
+
+    /// Before an insert (`POST /tables/T`); the fields are the item's, without `id`.
+    public var beforeInsert: Hook?
+    /// Before an update: v2's `PATCH` (the fields sent) and v3's `PUT` (the whole item, `deleted` included).
+    public var beforeUpdate: Hook?
+    /// Before a delete (`DELETE /tables/T/{id}`); there are no fields.
+    public var beforeDelete: Hook?
+    /// Before v2's undelete (`POST /tables/T/{id}`); there are no fields.
+    public var beforeUndelete: Hook?
+
+    /// Creates hooks; those left nil do nothing.
+    ///
+    /// - Parameters:
+    ///   - beforeInsert: Before an insert.
+    ///   - beforeUpdate: Before an update.
+    ///   - beforeDelete: Before a delete.
+    ///   - beforeUndelete: Before an undelete.
+    public init(
+        beforeInsert: Hook? = nil, beforeUpdate: Hook? = nil, beforeDelete: Hook? = nil, beforeUndelete: Hook? = nil
+    ) {
+        self.beforeInsert = beforeInsert
+        self.beforeUpdate = beforeUpdate
+        self.beforeDelete = beforeDelete
+        self.beforeUndelete = beforeUndelete
+    }
+
+    func hook(_ kind: TableWrite.Kind) -> Hook? {
+        switch kind {
+        case .insert: beforeInsert
+        case .update: beforeUpdate
+        case .delete: beforeDelete
+        case .undelete: beforeUndelete
+        }
+    }
+}
+
+/// One write, as a ``TableHooks`` hook sees it.
+public struct TableWrite: Sendable {
+    /// What the write does.
+    public enum Kind: String, Sendable, Hashable {
+        case insert, update, delete, undelete
+    }
+
+    /// What the write does.
+    public let kind: Kind
+    /// The table.
+    public let table: TableName
+    /// The item's id.
+    public let id: ItemID
+    /// Who writes, when the request carried a valid token.
+    public let caller: Caller?
+    /// The fields written (see each hook); the hook may change them.
+    public var fields: [String: JSONValue]
+}
+
+extension TableController {
+    /// Runs the table's hook for `kind`, if it has one, and returns the fields to write.
+    ///
+    /// - Throws: ``APIError``: the hook's refusal, or 500 when it throws anything else or changes a system property.
+    func runHook(
+        _ kind: TableWrite.Kind, _ schema: TableSchema, id: ItemID, fields: [String: JSONValue] = [:],
+        _ context: SyncRequestContext
+    ) async throws -> [String: JSONValue] {
+        guard let hook = hooks[schema.name.canonical]?.hook(kind) else { return fields }
+        var write = TableWrite(kind: kind, table: schema.name, id: id, caller: context.caller, fields: fields)
+        do {
+            try await hook(&write)
+        } catch let refusal as RequestRefusal {
+            throw refusal.apiError
+        } catch {
+            context.logger.error("The \(kind.rawValue) hook of \(schema.name) failed: \(error)")
+            throw APIError(.internalServerError, "The server failed the request", reason: "hook_failed")
+        }
+        for property in SystemProperty.allCases where write.fields[property.rawValue] != fields[property.rawValue] {
+            context.logger.error("The \(kind.rawValue) hook of \(schema.name) changed '\(property.rawValue)'")
+            throw APIError(.internalServerError, "The server failed the request", reason: "hook_failed")
+        }
+        return write.fields
+    }
+}

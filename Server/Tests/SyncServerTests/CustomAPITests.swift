@@ -1,0 +1,139 @@
+import Foundation
+import HTTPTypes
+import HummingbirdTesting
+import SyncCore
+import Testing
+
+@testable import SyncServer
+
+/// Custom APIs at `/api/{name}` (issue 31): JSON in and out, any method the API takes, query parameters, the
+/// tables' version header and authentication, refusals with the app's message, and bad input answered, not crashed
+/// on.
+@Suite struct CustomAPITests {
+    struct Greeting: Codable { var name: String }
+
+    /// `echo` answers what it was sent; `greet` decodes a typed body; `refuse` always refuses; `fail` throws.
+    static let apis = [
+        CustomAPI("echo") { request in
+            APIResponse(
+                headers: [HTTPField.Name("X-Echo")!: "yes"],
+                body: [
+                    "method": .string(request.method.rawValue),
+                    "parameters": .object(request.parameters.mapValues(JSONValue.string)),
+                    "body": request.body ?? .null, "caller": request.caller.map { .string($0.subject) } ?? .null,
+                ])
+        },
+        CustomAPI("greet", methods: [.post]) { request in
+            let greeting = try request.decodeBody(as: Greeting.self)
+            return try APIResponse(status: .created, encoding: ["hello": greeting.name])
+        },
+        CustomAPI("refuse") { _ in throw RequestRefusal(.forbidden, "Not on Sundays") },
+        CustomAPI("fail") { _ in throw CocoaError(.fileNoSuchFile) },
+        CustomAPI("nothing", methods: [.delete]) { _ in APIResponse(status: .noContent) },
+    ]
+
+    @Test func anAPIAnswersEachMethodWithItsParametersAndBody() async throws {
+        try await Fixture.withServer(.sqlite, configure: { $0.apis = Self.apis }) { client in
+            let get = try await client.send(.get, "/api/echo?a=1&b=x%20y&c=p+q&a=2")
+            #expect(get.status == .ok)
+            #expect(get["X-Echo"] == "yes")
+            #expect(get.json?["method"] == "GET")
+            #expect(get.json?["parameters"] == ["a": "2", "b": "x y", "c": "p q"])
+            #expect(get.json?["body"] == .null)
+
+            for method in [HTTPRequest.Method.post, .put, .patch, .delete] {
+                let reply = try await client.send(method, "/api/echo", json: ["n": 1])
+                #expect(reply.status == .ok)
+                #expect(reply.json?["method"] == .string(method.rawValue))
+                #expect(reply.json?["body"] == ["n": 1])
+            }
+
+            let greeted = try await client.send(.post, "/api/greet", json: ["name": "Ada"])
+            #expect(greeted.status == .created)
+            #expect(greeted.json == ["hello": "Ada"])
+
+            let empty = try await client.send(.delete, "/api/nothing")
+            #expect(empty.status == .noContent && empty.text.isEmpty)
+        }
+    }
+
+    @Test func badCallsAreAnsweredWithTheReason() async throws {
+        try await Fixture.withServer(.sqlite, configure: { $0.apis = Self.apis }) { client in
+            // A method the API does not take: 405, with the ones it does.
+            let get = try await client.send(.get, "/api/greet")
+            #expect(get.status == .methodNotAllowed)
+            #expect(get["Allow"] == "POST")
+            // A body that does not decode, none at all, one that is not JSON.
+            #expect(try await client.send(.post, "/api/greet", json: ["name": 3]).status == .badRequest)
+            let none = try await client.send(.post, "/api/greet")
+            #expect(none.status == .badRequest && none.error == "The request needs a JSON body")
+            let text = try await client.send(.post, "/api/greet", body: "hi", headers: [.contentType: "text/plain"])
+            #expect(text.status == .unsupportedMediaType)
+            // The app's refusal, its message kept; an unexpected error is a 500 that does not leak it.
+            let refused = try await client.send(.get, "/api/refuse")
+            #expect(refused.status == .forbidden && refused.error == "Not on Sundays")
+            let failed = try await client.send(.get, "/api/fail")
+            #expect(failed.status == .internalServerError)
+            #expect(!failed.text.contains("fileNoSuchFile") && !failed.text.contains("260"))
+            // No version header: refused as a table request would be; an unknown API: 404.
+            #expect(try await client.send(.get, "/api/echo", versioned: false).status == .badRequest)
+            #expect(try await client.send(.get, "/api/unknown").status == .notFound)
+        }
+    }
+
+    @Test func anAPIHasTheTablesAuthentication() async throws {
+        let alice = AuthTests.bearer(try await AuthTests.token("alice"))
+        let root = AuthTests.bearer(try await AuthTests.token("root"))
+        let apis = [
+            Self.apis[0],
+            CustomAPI("admin", access: .restricted(subjects: ["root"], roles: [])) { _ in APIResponse(body: "ok") },
+            CustomAPI("public", access: .anonymous) { request in
+                APIResponse(body: request.caller == nil ? "anyone" : "someone")
+            },
+        ]
+        var auth = AuthConfiguration(hs256Secret: AuthTests.secret)
+        auth.audience = AuthTests.audience
+        try await Fixture.withServer(
+            .sqlite,
+            configure: {
+                $0.auth = auth
+                $0.apis = apis
+            }
+        ) { (client: any TestClientProtocol) async throws in
+            // By default an API needs a signed-in caller, as tables do, and it learns who called.
+            #expect(try await client.send(.get, "/api/echo").status == .unauthorized)
+            #expect(try await client.send(.get, "/api/echo", headers: alice).json?["caller"] == "alice")
+            // The v2 clients' header works as well as the bearer one.
+            let zumo: HTTPFields = [HTTPField.Name("X-ZUMO-AUTH")!: String(alice[.authorization]!.dropFirst(7))]
+            #expect(try await client.send(.get, "/api/echo", headers: zumo).json?["caller"] == "alice")
+            #expect(try await client.send(.get, "/api/admin", headers: alice).status == .forbidden)
+            #expect(try await client.send(.get, "/api/admin", headers: root).json == "ok")
+            #expect(try await client.send(.get, "/api/public").json == "anyone")
+            // A bad token is a 401 even where anyone may call.
+            #expect(
+                try await client.send(.get, "/api/public", headers: AuthTests.bearer("x.y.z")).status == .unauthorized)
+        }
+    }
+
+    @Test func v3CallersAreServedToo() async throws {
+        try await Fixture.withServer(.sqlite, configure: { $0.apis = Self.apis }) { client in
+            let reply = try await client.send(
+                .post, "/api/echo", json: ["v": 3], headers: [HTTPField.Name("ZUMO-API-VERSION")!: "3.0.0"],
+                versioned: false)
+            #expect(reply.status == .ok && reply.json?["body"] == ["v": 3])
+        }
+    }
+
+    @Test(arguments: ["", "a/b", "spa ce", String(repeating: "x", count: 129)])
+    func aBadNameIsRefusedAtStartup(name: String) {
+        var configuration = SyncServerConfiguration()
+        configuration.apis = [CustomAPI(name) { _ in APIResponse() }]
+        #expect(throws: ConfigurationError.self) { try configuration.validate() }
+    }
+
+    @Test func twoAPIsOfOneNameAreRefusedAtStartup() {
+        var configuration = SyncServerConfiguration()
+        configuration.apis = [CustomAPI("a") { _ in APIResponse() }, CustomAPI("A") { _ in APIResponse() }]
+        #expect(throws: ConfigurationError.self) { try configuration.validate() }
+    }
+}
