@@ -68,9 +68,11 @@ struct BenchServer {
     /// with `perUser`, `TodoItem` is a per-user table and requests need tokens signed with ``secret``.
     static func run<T: Sendable>(
         _ database: DatabaseLocation, stamping: PostgresTableStore.Stamping = .serialized, perUser: Bool = false,
-        pageSize: Int = 1000, compressing: Bool = false, _ body: @Sendable (BenchServer) async throws -> T
+        pageSize: Int = 1000, compressing: Bool = false, hooks: TableHooks? = nil,
+        _ body: @Sendable (BenchServer) async throws -> T
     ) async throws -> T {
         var configuration = SyncServerConfiguration()
+        configuration.hooks = hooks.map { ["TodoItem": $0] } ?? [:]
         configuration.port = 0
         configuration.database = database
         configuration.postgresStamping = stamping

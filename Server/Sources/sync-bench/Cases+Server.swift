@@ -53,6 +53,28 @@ extension Cases {
     /// returns the same 50 items from memory (uncompressed, as both were before compression); with
     /// `compressing`, `server.page.gzip`: the same with the server's default compression (the pages are about
     /// 7 KB, and the client accepts gzip), against the same reference — the CPU price of compression per request.
+    /// `server.write.hook`: inserts from 16 concurrent connections into a server on SQLite whose table has an insert
+    /// hook that does nothing, against the same load with no hook, the two in turn (each first every other run). The ratio is what running
+    /// a hook costs (its target: 0.95 or more).
+    func serverWriteHook() async throws -> BenchResult {
+        let writes = quick ? 2000 : 8000
+        var ours: [Double] = []
+        var reference: [Double] = []
+        for run in 0..<repetitions {
+            for hooked in run.isMultiple(of: 2) ? [false, true] : [true, false] {
+                let rate = try await BenchServer.run(
+                    .sqlite(path: path("write")), hooks: hooked ? TableHooks(beforeInsert: { _ in }) : nil
+                ) { server in
+                    try await Self.insertLoad(server.url, writes: writes, connections: 16, prefix: "h\(run)")
+                }
+                if hooked { ours.append(rate) } else { reference.append(rate) }
+            }
+        }
+        return BenchResult(
+            name: "server.write.hook", ours: Measure.median(ours), reference: Measure.median(reference),
+            unit: "writes/s", higherIsBetter: true, n: writes)
+    }
+
     func serverPage(rows: Int, compressing: Bool = false) async throws -> BenchResult {
         let serverPath = path("page")
         try await BenchServer.seed(path: serverPath, rows: rows)
