@@ -87,6 +87,7 @@ import Testing
         let apis = [
             Self.apis[0],
             CustomAPI("admin", access: .restricted(subjects: ["root"], roles: [])) { _ in APIResponse(body: "ok") },
+            CustomAPI("claims") { request in APIResponse(body: .object(request.caller?.claims ?? [:])) },
             CustomAPI("public", access: .anonymous) { request in
                 APIResponse(body: request.caller == nil ? "anyone" : "someone")
             },
@@ -109,6 +110,9 @@ import Testing
             #expect(try await client.send(.get, "/api/admin", headers: alice).status == .forbidden)
             #expect(try await client.send(.get, "/api/admin", headers: root).json == "ok")
             #expect(try await client.send(.get, "/api/public").json == "anyone")
+            // Every claim of the token reaches the API, not only those the server checks.
+            let claims = try await client.send(.get, "/api/claims", headers: alice).json
+            #expect(claims?["sub"] == "alice" && claims?["aud"] == "todo-app" && claims?["exp"] != nil)
             // A bad token is a 401 even where anyone may call.
             #expect(
                 try await client.send(.get, "/api/public", headers: AuthTests.bearer("x.y.z")).status == .unauthorized)

@@ -1,6 +1,6 @@
 public import Foundation
 import JWTKit
-import SyncCore
+public import SyncCore
 
 /// Who called, as a verified token says.
 public struct Caller: Sendable, Hashable {
@@ -8,6 +8,9 @@ public struct Caller: Sendable, Hashable {
     public var subject: String
     /// The token's `roles` claim (a list of strings, or one string), empty when absent.
     public var roles: Set<String>
+    /// Every claim of the verified token, as its payload has them (`sub`, `roles`, `exp`, and those of the identity
+    /// provider or the app, such as `email` or `team`), for hooks and custom APIs.
+    public var claims: [String: JSONValue] = [:]
 
     /// Whether this caller may do what `access` allows: anyone for ``Access/anonymous`` and
     /// ``Access/authenticated``, the listed subjects and roles for ``Access/restricted(subjects:roles:)``.
@@ -139,7 +142,12 @@ final class TokenVerifier: Sendable {
             } catch {}
         }
         guard let claims else { throw failure }
-        return try check(claims)
+        var caller = try check(claims)
+        // The payload verified with the signature; read again as JSON so that no claim is lost to the `Claims` type.
+        if let payload = Self.base64URLDecoded(parts[1]), case .object(let all)? = try? JSONValue(parsing: payload) {
+            caller.claims = all
+        }
+        return caller
     }
 
     /// The bytes of a base64url text without padding (RFC 7515 §2), or nil.
