@@ -1,6 +1,10 @@
+import AsyncHTTPClient
 import Foundation
 import HTTPTypes
 import HummingbirdTesting
+import NIOCore
+import NIOHTTP1
+import NIOHTTPCompression
 import SyncCore
 import Testing
 
@@ -139,5 +143,84 @@ import Testing
         var configuration = SyncServerConfiguration()
         configuration.apis = [CustomAPI("a") { _ in APIResponse() }, CustomAPI("A") { _ in APIResponse() }]
         #expect(throws: ConfigurationError.self) { try configuration.validate() }
+    }
+}
+
+/// Custom APIs through a real socket, as clients that are not ours send: a chunked body with no length, a body past
+/// the size limit, a large answer with and without gzip, and `Connection: close`.
+@Suite struct CustomAPILiveTests {
+    /// The buffers, one after another, as a body whose length the client does not know.
+    static func stream(_ buffers: [ByteBuffer]) -> AsyncStream<ByteBuffer> {
+        AsyncStream { continuation in
+            for buffer in buffers { continuation.yield(buffer) }
+            continuation.finish()
+        }
+    }
+
+    @Test func otherClientsBodiesAndEncodingsAreServed() async throws {
+        let apis = [
+            CustomAPI("echo") { request in APIResponse(body: request.body ?? .null) },
+            CustomAPI("big", methods: [.get]) { _ in
+                APIResponse(body: .array((0..<5000).map { .string("row \($0) of a large answer") }))
+            },
+        ]
+        try await Fixture.withServer(.sqlite, setup: .live, configure: { $0.apis = apis }) {
+            (client: any TestClientProtocol) async throws in
+            let base = "http://127.0.0.1:\(try #require(client.port))/api/"
+            let http = HTTPClient(eventLoopGroupProvider: .singleton)
+            let decoding = HTTPClient(
+                eventLoopGroupProvider: .singleton, configuration: .init(decompression: .enabled(limit: .none)))
+            do {
+                try await Self.exercise(base: base, http: http, decoding: decoding)
+            } catch {
+                try? await http.shutdown()
+                try? await decoding.shutdown()
+                throw error
+            }
+            try await http.shutdown()
+            try await decoding.shutdown()
+        }
+    }
+
+    static func exercise(base: String, http: HTTPClient, decoding: HTTPClient) async throws {
+        func request(_ name: String, _ method: HTTPMethod = .GET) -> HTTPClientRequest {
+            var request = HTTPClientRequest(url: base + name)
+            request.method = method
+            request.headers.add(name: "ZUMO-API-VERSION", value: "2.0.0")
+            return request
+        }
+
+        // A chunked body (no Content-Length), in three pieces.
+        var chunked = request("echo", .POST)
+        chunked.headers.add(name: "Content-Type", value: "application/json; charset=utf-8")
+        let pieces = [#"{"a":"#, #"[1,2,"#, #"3]}"#].map { ByteBuffer(string: $0) }
+        chunked.body = .stream(Self.stream(pieces), length: .unknown)
+        let echoed = try await http.execute(chunked, timeout: .seconds(30))
+        #expect(echoed.status == .ok)
+        #expect(
+            try JSONValue(parsing: String(buffer: try await echoed.body.collect(upTo: 1 << 20))) == ["a": [1, 2, 3]])
+
+        // Past the body limit (1 MiB by default): 413, with or without a declared length.
+        let large = ByteBuffer(string: "[\"" + String(repeating: "x", count: 2 << 20) + "\"]")
+        for length: HTTPClientRequest.Body.Length in [.known(Int64(large.readableBytes)), .unknown] {
+            var tooLarge = request("echo", .POST)
+            tooLarge.headers.add(name: "Content-Type", value: "application/json")
+            tooLarge.body = .stream(Self.stream([large]), length: length)
+            let refused = try await http.execute(tooLarge, timeout: .seconds(30))
+            #expect(refused.status.code == 413)
+        }
+
+        // A large answer: plain when not asked, gzip when asked; `Connection: close` honoured.
+        var plain = request("big")
+        plain.headers.add(name: "Connection", value: "close")
+        let plainAnswer = try await http.execute(plain, timeout: .seconds(30))
+        #expect(plainAnswer.headers.first(name: "Content-Encoding") == nil)
+        let plainBytes = try await plainAnswer.body.collect(upTo: 8 << 20)
+        var gzip = request("big")
+        gzip.headers.add(name: "Accept-Encoding", value: "gzip")
+        let gzipAnswer = try await decoding.execute(gzip, timeout: .seconds(30))
+        #expect(gzipAnswer.headers.first(name: "Content-Encoding") == "gzip")
+        let unzipped = try await gzipAnswer.body.collect(upTo: 8 << 20)
+        #expect(unzipped == plainBytes && plainBytes.readableBytes > 100_000)
     }
 }
