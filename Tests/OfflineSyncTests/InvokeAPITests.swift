@@ -18,7 +18,9 @@ import Testing
         let client = try await Self.client(transport, workspace)
         let answer = try await client.invokeAPI(
             "sum", method: "post", body: ["a": 1, "b": 2], parameters: ["round": "yes & no", "x": "1+1"],
-            headers: ["X-Trace": "t1", "ZUMO-API-VERSION": "9.9.9", "Content-Type": "text/plain"])
+            headers: [
+                "X-Trace": "t1", "ZUMO-API-VERSION": "9.9.9", "Content-Type": "text/plain", "accept": "text/html",
+            ])
         #expect(answer == ["sum": 3])
         let request = try #require(transport.requests.first)
         #expect(request.method == "POST")
@@ -28,6 +30,7 @@ import Testing
         // The protocol's own fields are not the caller's to replace.
         #expect(request.headers["ZUMO-API-VERSION"] == "2.0.0")
         #expect(request.headers["Content-Type"] == "application/json")
+        #expect(request.headers.keys.filter { $0.lowercased() == "accept" } == ["Accept"])
         #expect(request.headers["X-ZUMO-FEATURES"] == "AJ")
     }
 

@@ -17,8 +17,8 @@ extension SyncClient {
     ///   - method: The HTTP method; `POST` by default.
     ///   - body: The JSON body, or nil for none.
     ///   - parameters: Query parameters (percent-encoded here).
-    ///   - headers: More header fields; the protocol's own (version, token, installation, content type) cannot be
-    ///     replaced.
+    ///   - headers: More header fields; the protocol's own (version, token, installation, content type, `Accept`,
+    ///     `User-Agent`) cannot be replaced, whatever their case.
     /// - Returns: The answer's JSON, or nil when it has no body.
     /// - Throws: ``APICallError`` for an answer that is not a success (with the server's message), or a success
     ///   whose body is not JSON; ``ServerUnavailableError`` when no try got an answer that is not transient;

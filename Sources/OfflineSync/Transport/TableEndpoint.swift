@@ -66,7 +66,7 @@ struct TableEndpoint: Sendable {
     /// Header fields the protocol sets, which a caller's own headers cannot replace (lowercased).
     static let protocolFields: Set<String> = [
         "zumo-api-version", "x-zumo-installation-id", "x-zumo-features", "x-zumo-version", "authorization",
-        "x-zumo-auth", "content-type", "if-match",
+        "x-zumo-auth", "content-type", "if-match", "accept", "user-agent",
     ]
 
     /// The URL of the batch endpoint (docs/batch.md).

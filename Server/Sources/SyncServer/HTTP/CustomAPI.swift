@@ -49,7 +49,7 @@ public struct CustomAPI: Sendable {
         self.handler = handler
     }
 
-    /// The methods a route is registered for (others are Hummingbird's 404 or the 405 of ``MethodNotAllowedMiddleware``).
+    /// The methods a route is registered for: one the API does not take is a 405; HEAD, OPTIONS and others are 404s.
     static let routedMethods: [HTTPRequest.Method] = [.get, .post, .put, .patch, .delete]
 }
 
