@@ -183,6 +183,7 @@ func buildRouter(_ configuration: SyncServerConfiguration, store: any TableStore
             apis: configuration.apis, maxBodySize: configuration.maxBodySize, authenticates: configuration.auth != nil
         ).addRoutes(to: apis)
     }
+    try configuration.routes?(router)
     return router
 }
 

@@ -1,4 +1,5 @@
 public import Foundation
+public import Hummingbird
 public import Logging
 public import Prometheus
 
@@ -49,6 +50,11 @@ public struct SyncServerConfiguration: Sendable {
     public var apis: [CustomAPI] = []
     /// Code run before the writes of a table (``TableHooks``), by table name. None by default.
     public var hooks: [String: TableHooks] = [:]
+    /// Adds the app's own Hummingbird routes and middleware to the server's router, after the server's own (its
+    /// middleware — token checks, CORS, metrics, the 500 for an unexpected error — runs for them too, and
+    /// `context.caller` is the verified caller). For JSON APIs with the tables' rules, ``apis`` is simpler. Nil by
+    /// default.
+    public var routes: (@Sendable (Router<SyncRequestContext>) throws -> Void)?
     /// Responses whose body has at least this many bytes are sent compressed (`Content-Encoding: gzip` or
     /// `deflate`) to clients that accept it (`Accept-Encoding`), when their body is JSON or text. nil
     /// sends every response as is. Default 1024: below that, the gzip framing and the CPU are not worth it.
