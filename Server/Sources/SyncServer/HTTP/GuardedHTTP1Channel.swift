@@ -374,8 +374,14 @@ final class RequestPartGuard: ChannelDuplexHandler, RemovableChannelHandler {
     typealias OutboundOut = HTTPResponsePart
 
     let state: ConnectionGuard
+    /// Requests whose head has arrived, requests whose end has arrived, and answers whose end has been written, on
+    /// this connection. The answer being ended answers request `responsesEnded + 1`; a client may have sent the next
+    /// request's head already (it had every byte of the answer, or it pipelines).
+    var requestsStarted = 0
+    var requestsEnded = 0
+    var responsesEnded = 0
     /// Whether a request's head has arrived and its end not yet.
-    var readingRequest = false
+    var readingRequest: Bool { requestsStarted > requestsEnded }
     /// Whether the parser failed inside the current request's body: its answer is the connection's last.
     var failedInBody = false
     /// A close asked for while a response was still being sent, done once its last byte has reached the socket.
@@ -399,13 +405,13 @@ final class RequestPartGuard: ChannelDuplexHandler, RemovableChannelHandler {
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
         switch unwrapInboundIn(data) {
         case .head:
-            readingRequest = true
+            requestsStarted += 1
             state.answered = false
             if case .head = state.phase { state.enter(.body) }  // a pipelined head the raw guard did not scan
         case .body:
             break
         case .end:
-            readingRequest = false
+            requestsEnded += 1
             if !state.answered { state.enter(.responding) }
         }
         context.fireChannelRead(data)
@@ -435,15 +441,23 @@ final class RequestPartGuard: ChannelDuplexHandler, RemovableChannelHandler {
                 context.close(mode: mode, promise: closed)
             }
         }
-        state.answered = true
-        // Answered before its body was read (413, 501, a malformed body): the rest is not worth reading.
-        if failedInBody || readingRequest {
+        // Answered before its own request's body was read (413, 501, a malformed body): the rest is not worth
+        // reading. Not so when the request still being read is the next one.
+        let answersUnreadRequest = failedInBody || requestsEnded <= responsesEnded
+        responsesEnded += 1
+        if requestsStarted == responsesEnded { state.answered = true }  // no later request has begun
+        if answersUnreadRequest {
+            state.answered = true
             let written = context.writeAndFlush(data)
             written.cascade(to: promise)
             state.close(after: written)
             return
         }
-        if case .responding = state.phase { state.enter(.idle) }
+        // A request read in full meanwhile waits for its answer (still responding); else the one whose head came early
+        // is being read, or none has begun.
+        if case .responding = state.phase, requestsEnded <= responsesEnded {
+            state.enter(readingRequest ? .body : .idle)
+        }
         context.write(data, promise: promise)
     }
 
