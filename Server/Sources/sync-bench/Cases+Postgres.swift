@@ -1,4 +1,7 @@
+import AsyncHTTPClient
 import Foundation
+import NIOCore
+import NIOHTTP1
 import OfflineSync
 import SyncServer
 
@@ -102,22 +105,53 @@ extension Cases {
         return figures
     }
 
-    /// POSTs `writes` new items from `connections` concurrent workers (worker `i` with `tokens[i]`, when given);
-    /// returns writes per second.
+    /// POSTs `writes` new items from `connections` concurrent workers (worker `i` with `tokens[i]`, when given), each
+    /// on a keep-alive connection of its own; returns writes per second. The workers are AsyncHTTPClient's: with
+    /// FoundationNetworking's URLSession the client was the bottleneck (about half the rate) and now and then left a
+    /// request unanswered for its 60 s (BENCHMARKS.md, "Hooks").
     static func insertLoad(_ url: URL, writes: Int, connections: Int, prefix: String, tokens: [String] = [])
         async throws -> Double
     {
-        try await load(requests: writes, connections: connections, expecting: 201) { worker, index in
-            var request = URLRequest(url: url.appendingPathComponent("tables/TodoItem"))
-            request.httpMethod = "POST"
-            if worker < tokens.count {
-                request.setValue("Bearer \(tokens[worker])", forHTTPHeaderField: "Authorization")
+        var configuration = HTTPClient.Configuration(timeout: .init(connect: .seconds(5), read: .seconds(30)))
+        configuration.connectionPool = .init(
+            idleTimeout: .seconds(60), concurrentHTTP1ConnectionsPerHostSoftLimit: connections)
+        let http = HTTPClient(eventLoopGroupProvider: .singleton, configuration: configuration)
+        let perWorker = writes / connections
+        let target = url.appendingPathComponent("tables/TodoItem").absoluteString
+        do {
+            let seconds = try await Measure.seconds {
+                try await withThrowingTaskGroup(of: Void.self) { group in
+                    for worker in 0..<connections {
+                        group.addTask {
+                            for index in 0..<perWorker {
+                                var request = HTTPClientRequest(url: target)
+                                request.method = .POST
+                                if worker < tokens.count {
+                                    request.headers.add(name: "Authorization", value: "Bearer \(tokens[worker])")
+                                }
+                                request.headers.add(name: "ZUMO-API-VERSION", value: "2.0.0")
+                                request.headers.add(name: "Content-Type", value: "application/json")
+                                request.body = .bytes(
+                                    ByteBuffer(
+                                        string:
+                                            #"{"id":"\#(prefix)-\#(worker)-\#(index)","text":"Task \#(index)","complete":false}"#
+                                    ))
+                                let response = try await http.execute(request, timeout: .seconds(30))
+                                _ = try await response.body.collect(upTo: 1 << 20)
+                                guard response.status.code == 201 else {
+                                    throw BenchError("POST /tables/TodoItem answered \(response.status.code)")
+                                }
+                            }
+                        }
+                    }
+                    try await group.waitForAll()
+                }
             }
-            request.setValue("2.0.0", forHTTPHeaderField: "ZUMO-API-VERSION")
-            request.setValue("application/json", forHTTPHeaderField: "Content-Type")
-            request.httpBody = Data(
-                #"{"id":"\#(prefix)-\#(worker)-\#(index)","text":"Task \#(index)","complete":false}"#.utf8)
-            return request
+            try await http.shutdown()
+            return Double(perWorker * connections) / seconds
+        } catch {
+            try? await http.shutdown()
+            throw error
         }
     }
 
