@@ -25,6 +25,13 @@ import Testing
 
     static func bearer(_ token: String) -> HTTPFields { [.authorization: "Bearer \(token)"] }
 
+    /// The auth section of these tests' servers: tokens signed with ``secret`` for ``audience``.
+    static var auth: AuthConfiguration {
+        var auth = AuthConfiguration(hs256Secret: secret)
+        auth.audience = audience
+        return auth
+    }
+
     /// The tables of these tests: per-user `TodoItem` (page size 2, so that paging shows), `Notes` open to any
     /// signed-in user, `Board` readable by anyone, `Archive` whose deletes are disabled, `Admin` for `root`
     /// and the `ops` role.
@@ -49,8 +56,6 @@ import Testing
         try await Fixture.withServer(
             backend, tables: tables, setup: setup,
             configure: {
-                var auth = AuthConfiguration(hs256Secret: secret)
-                auth.audience = audience
                 $0.auth = auth
                 configure(&$0)
             }, body)

@@ -97,12 +97,10 @@ import Testing
                 APIResponse(body: request.caller == nil ? "anyone" : "someone")
             },
         ]
-        var auth = AuthConfiguration(hs256Secret: AuthTests.secret)
-        auth.audience = AuthTests.audience
         try await Fixture.withServer(
             .sqlite,
             configure: {
-                $0.auth = auth
+                $0.auth = AuthTests.auth
                 $0.apis = apis
             }
         ) { (client: any TestClientProtocol) async throws in
@@ -240,12 +238,10 @@ import Testing
 @Suite struct AppRoutesTests {
     @Test func theAppsOwnRoutesServeBesideTheTables() async throws {
         let alice = AuthTests.bearer(try await AuthTests.token("alice"))
-        var auth = AuthConfiguration(hs256Secret: AuthTests.secret)
-        auth.audience = AuthTests.audience
         try await Fixture.withServer(
             .sqlite,
             configure: {
-                $0.auth = auth
+                $0.auth = AuthTests.auth
                 $0.routes = { router in
                     router.get("hello") { _, context in "hello, \(context.caller?.subject ?? "stranger")" }
                 }

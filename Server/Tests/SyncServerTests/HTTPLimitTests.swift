@@ -163,7 +163,7 @@ extension HTTPLimitTests {
     /// A keep-alive client may send its next request's head before the server has ended the answer to the previous
     /// one (the answer's bytes were all there; its end was not yet written, or the client pipelines). The server
     /// took that for "answered before the body was read" and closed the connection after the first answer, so the
-    /// second request met a closed connection (AsyncHTTPClient's `remoteConnectionClosed`, about once in 20,000
+    /// second request met a closed connection (AsyncHTTPClient's `remoteConnectionClosed`, about once in 80,000
     /// inserts at 16 connections in `sync-bench server.write.hook`).
     @Test func aNextRequestWhoseHeadArrivesEarlyIsServed() async throws {
         try await withServer { port, _ in
