@@ -178,7 +178,10 @@ func buildRouter(_ configuration: SyncServerConfiguration, store: any TableStore
     router.get("changes") { request, context in try await controller.changes(request, context) }
     if !configuration.apis.isEmpty {
         let apis = router.group("api")
-        if configuration.checksAPIVersion { apis.add(middleware: APIVersionMiddleware()) }
+        if configuration.checksAPIVersion {
+            apis.add(
+                middleware: APIVersionMiddleware(acceptsQueryForChanges: configuration.acceptsVersionQueryForChanges))
+        }
         CustomAPIRoutes(
             apis: configuration.apis, maxBodySize: configuration.maxBodySize, authenticates: configuration.auth != nil
         ).addRoutes(to: apis)

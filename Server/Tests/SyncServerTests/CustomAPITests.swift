@@ -122,6 +122,23 @@ import Testing
         }
     }
 
+    @Test func theVersionAsAQueryParameterFollowsTheTablesRule() async throws {
+        for acceptsQuery in [false, true] {
+            try await Fixture.withServer(
+                .sqlite,
+                configure: {
+                    $0.apis = Self.apis
+                    $0.acceptsVersionQueryForChanges = acceptsQuery
+                }
+            ) { (client: any TestClientProtocol) async throws in
+                let get = try await client.send(.get, "/api/echo?ZUMO-API-VERSION=2.0.0", versioned: false)
+                #expect(get.status == .ok)
+                let post = try await client.send(.post, "/api/echo?ZUMO-API-VERSION=2.0.0", json: [:], versioned: false)
+                #expect(post.status == (acceptsQuery ? .ok : .badRequest), "acceptsQuery: \(acceptsQuery)")
+            }
+        }
+    }
+
     @Test func v3CallersAreServedToo() async throws {
         try await Fixture.withServer(.sqlite, configure: { $0.apis = Self.apis }) { client in
             let reply = try await client.send(
