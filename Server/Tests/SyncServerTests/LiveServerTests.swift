@@ -4,6 +4,7 @@ import Hummingbird
 import HummingbirdTesting
 import SyncCore
 import SyncOData
+import SyncSQL
 import SyncSQLite
 import Testing
 
@@ -105,17 +106,41 @@ import Testing
         }
     }
 
-    func cursorRace(_ database: DatabaseLocation, perUser: Bool, v3: Bool = false, writesPerWriter: Int = 500)
-        async throws
-    {
+    /// The race on a table a read hook scopes (issue 31): 4 users in 2 teams, a row's team set by an insert hook
+    /// and seen only by its team; while the reader follows team 0's rows, each writer also tries to change a row of
+    /// the other team (a 404 every time, and no row ever changed by it). Hooks keep §5's guarantee per scope.
+    @Test(.timeLimit(.minutes(5)), arguments: Backend.all)
+    func aScopedCursorReaderMissesNothingWhileEightWritersWrite(_ backend: Backend) async throws {
+        try await TestDatabase.with(backend) { database in
+            try await cursorRace(database, perUser: false, scoped: true, writesPerWriter: 250)
+        }
+    }
+
+    /// The read hook of the scoped race: `user-N` is in team N % 2, `root` sees every row.
+    static let teamHooks = TableHooks(
+        read: { read in
+            guard let subject = read.caller?.subject, subject != "root" else { return .everything }
+            let team = Int64(subject.split(separator: "-").last.flatMap { Int($0) } ?? 0) % 2
+            return TableView(filter: .binary(.eq, .member("team"), .literal(.int(team))))
+        },
+        beforeInsert: { write in
+            let user = write.caller?.subject.split(separator: "-").last.flatMap { Int($0) } ?? 0
+            write.fields["team"] = .int(Int64(user % 2))
+        })
+
+    func cursorRace(
+        _ database: DatabaseLocation, perUser: Bool, scoped: Bool = false, v3: Bool = false, writesPerWriter: Int = 500
+    ) async throws {
         var table = Fixture.table("Race", pageSize: 200, maxTop: 200)
         table.perUser = perUser
+        if scoped { table.columns = ["team": .integer, "step": .integer] }
         var configuration = Fixture.configuration(database, tables: [table])
         var tokens: [String?] = Array(repeating: nil, count: 4)
-        if perUser {
+        if perUser || scoped {
             configuration.auth = AuthConfiguration(hs256Secret: AuthTests.secret)
             for user in 0..<4 { tokens[user] = try await AuthTests.token("user-\(user)", audience: nil) }
         }
+        if scoped { configuration.hooks = ["race": Self.teamHooks] }
         try await buildApplication(configuration).test(.live) { [tokens] client in
             let http = HTTP(port: try #require(client.port))
             let writers = 8
@@ -135,6 +160,13 @@ import Testing
                     group.addTask {
                         var mine: [String] = []
                         for step in 0..<writesPerWriter {
+                            if scoped, step % 3 == 2 {
+                                // A row of the other team (writer + 1 is in it): as missing, before or after it exists.
+                                let (status, _) = try await http.send(
+                                    "PATCH", "/tables/Race/w\((writer + 1) % writers)-\(step / 2)", json: ["step": -1],
+                                    token: token)
+                                #expect(status == 404)
+                            }
                             if step % 3 == 2, let id = mine.randomElement() {
                                 let (status, _) = try await http.send(
                                     "PATCH", "/tables/Race/\(id)", json: ["step": .int(Int64(step))], token: token)
@@ -159,10 +191,18 @@ import Testing
             // A fresh full read is the truth to compare with.
             let truth = CursorReader(token: tokens[0], v3: v3)
             while try await truth.pullPage(http) > 0 {}
-            let expectedRows = (perUser ? writers / 4 : writers) * (writesPerWriter - writesPerWriter / 3)
+            let expectedRows =
+                (perUser ? writers / 4 : scoped ? writers / 2 : writers) * (writesPerWriter - writesPerWriter / 3)
             #expect(await truth.versions.count == expectedRows)
             #expect(await reader.versions == truth.versions)
             #expect(await reader.outOfOrder == 0)
+            if scoped {
+                #expect(await truth.versions.keys.allSatisfy { Int($0.dropFirst().prefix { $0 != "-" })! % 2 == 0 })
+                let everything = CursorReader(token: try await AuthTests.token("root", audience: nil))
+                while try await everything.pullPage(http) > 0 {}
+                #expect(await everything.versions.count == 2 * expectedRows)
+                #expect(await everything.steps.values.allSatisfy { $0 >= 0 }, "no write crossed the teams")
+            }
         }
     }
 
@@ -172,6 +212,8 @@ import Testing
         let token: String?
         private var cursor: (updatedAt: String, id: String)?
         private(set) var versions: [String: String] = [:]
+        /// The last `step` of each row.
+        private(set) var steps: [String: Int64] = [:]
         /// Rows that came back at or behind the cursor (a skipped or re-read row).
         private(set) var outOfOrder = 0
 
@@ -201,6 +243,7 @@ import Testing
                 if let (t, i) = cursor, (updatedAt, id) <= (t, i) { outOfOrder += 1 }
                 cursor = (updatedAt, id)
                 versions[id] = item["version"]?.stringValue
+                steps[id] = item["step"]?.intValue
             }
             return items.count
         }

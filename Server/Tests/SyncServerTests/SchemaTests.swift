@@ -200,17 +200,18 @@ import Testing
         try await writer.prepare([configuration])
         try await reader.prepare([configuration])  // caches the table before it has a "text" column
 
-        _ = try await writer.insert(["text": "milk", "done": false], id: ItemID("a"), into: table, owner: nil)
+        _ = try await writer.insert(["text": "milk", "done": false], id: ItemID("a"), into: table, scope: .everything)
 
-        let page = try await reader.query(table, ODataQuery(), owner: nil, limit: 10, maxBytes: .max)
+        let page = try await reader.query(table, ODataQuery(), scope: .everything, limit: 10, maxBytes: .max)
         let rows = try JSONValue(parsing: Data(page.itemsJSON))
         #expect(rows.arrayValue?.first?["text"] == "milk")
         #expect(rows.arrayValue?.first?["done"] == false)  // typed by the stored schema: a Boolean, not 0
-        #expect(try await reader.item(ItemID("a"), in: table, owner: nil, includeDeleted: false)?["text"] == "milk")
+        #expect(
+            try await reader.item(ItemID("a"), in: table, scope: .everything, includeDeleted: false)?["text"] == "milk")
         let updated = try await reader.update(
-            ItemID("a"), with: ["done": true], in: table, owner: nil, precondition: nil, includeDeleted: false)
+            ItemID("a"), with: ["done": true], in: table, scope: .everything, precondition: nil, includeDeleted: false)
         #expect(updated["text"] == "milk")
-        let deleted = try await reader.delete(ItemID("a"), from: table, owner: nil, precondition: nil)
+        let deleted = try await reader.delete(ItemID("a"), from: table, scope: .everything, precondition: nil)
         #expect(deleted["text"] == "milk")
     }
 }

@@ -8,6 +8,7 @@ import Testing
 
 /// Write hooks (issue 31): each kind refusing with the app's status and message (nothing written), transforming
 /// the fields written, and failing safely (500, nothing written) — on both stores, in both dialects and in a batch.
+/// The read hook: its filter and hidden columns on every read and write path, its refusal, its failure.
 @Suite struct TableHookTests {
     static let v3: HTTPFields = [HTTPField.Name("ZUMO-API-VERSION")!: "3.0.0"]
 
@@ -121,6 +122,126 @@ import Testing
             let answers = reply.json?["responses"]?.arrayValue ?? []
             #expect(answers.map { $0["status"]?.intValue } == [201, 403])
             #expect(try await client.send(.get, "/tables/TodoItem/x").json?["text"] == "BREAD")
+        }
+    }
+
+    /// The read hook of `Task`: `alice` is in team red, `bob` in blue, `root` sees everything, anyone else is
+    /// refused; team callers never see `cost`. The insert hook sets the row's team from the caller and its cost.
+    static let teamHooks = TableHooks(
+        read: { read in
+            switch read.caller?.subject {
+            case "root"?: return .everything
+            case "alice"?, "bob"?:
+                let team = read.caller?.subject == "alice" ? "red" : "blue"
+                return TableView(
+                    filter: .binary(.eq, .member("team"), .literal(.string(team))), hiddenColumns: ["cost"])
+            case "boom"?: throw CocoaError(.fileNoSuchFile)
+            default: throw RequestRefusal(.forbidden, "You are in no team")
+            }
+        },
+        beforeInsert: { write in
+            write.fields["team"] = write.caller?.subject == "alice" ? "red" : "blue"
+            write.fields["cost"] = write.fields["cost"] ?? 5
+        })
+
+    static func withTeams(_ backend: Backend, _ body: @Sendable (any TestClientProtocol) async throws -> Void)
+        async throws
+    {
+        try await Fixture.withServer(
+            backend, tables: [Fixture.table("Task")],
+            configure: {
+                $0.auth = AuthTests.auth
+                $0.auth?.console = .restricted(subjects: ["root", "alice"], roles: [])
+                $0.hooks = ["Task": Self.teamHooks]
+            }, body)
+    }
+
+    /// Every path by which alice could reach bob's row (v2 and v3 items, writes, undelete, an insert of its id,
+    /// pages, counts, a filter on it, a batch) answers as for a missing row; `cost` appears nowhere alice looks —
+    /// not in items, pages, write answers, conflicts or the console — cannot be filtered, sorted or selected, and
+    /// what she sends for it is dropped (a PATCH and a v3 replace leave it as the hook set it).
+    @Test(arguments: Backend.all) func theReadHookScopesEveryPathAndHidesColumns(_ backend: Backend) async throws {
+        let alice = AuthTests.bearer(try await AuthTests.token("alice"))
+        let bob = AuthTests.bearer(try await AuthTests.token("bob"))
+        let root = AuthTests.bearer(try await AuthTests.token("root"))
+        let v3Alice = HTTPFields(Array(alice) + Array(Self.v3))
+        try await Self.withTeams(backend) { (client: any TestClientProtocol) async throws in
+            let mine = try await client.send(
+                .post, "/tables/Task", json: ["id": "r1", "text": "paint", "cost": 99, "team": "blue"], headers: alice)
+            #expect(mine.status == .created && mine.json?["team"] == "red" && mine.json?["cost"] == nil)
+            #expect(try await client.send(.post, "/tables/Task", json: ["id": "b1"], headers: bob).status == .created)
+
+            for (method, path, body) in [
+                (HTTPRequest.Method.get, "/tables/Task/b1", nil),
+                (.patch, "/tables/Task/b1", ["text": "x"] as JSONValue),
+                (.delete, "/tables/Task/b1", nil), (.post, "/tables/Task/b1", nil),
+            ] {
+                let reply = try await client.send(method, path, json: body, headers: alice)
+                #expect(reply.status == .notFound && reply.error == "The item does not exist", "\(method) b1")
+            }
+            for (method, body) in [
+                (HTTPRequest.Method.get, nil), (.put, ["id": "b1", "text": "x"] as JSONValue), (.delete, nil),
+            ] {
+                let reply = try await client.send(
+                    method, "/tables/Task/b1", json: body, headers: v3Alice, versioned: false)
+                #expect(reply.status == .notFound, "v3 \(method) b1")
+            }
+            let taken = try await client.send(.post, "/tables/Task", json: ["id": "b1"], headers: alice)
+            #expect(taken.status == .conflict && taken.json?["team"] == nil && taken.error != nil)
+            let duplicate = try await client.send(.post, "/tables/Task", json: ["id": "r1"], headers: alice)
+            #expect(duplicate.status == .conflict && duplicate.json?["id"] == "r1" && duplicate.json?["cost"] == nil)
+
+            let page = try await client.send(.get, "/tables/Task?$inlinecount=allpages", headers: alice)
+            #expect(page.ids == ["r1"] && page.json?["count"] == 1 && !page.text.contains("cost"))
+            let v3Page = try await client.send(.get, "/tables/Task?$count=true", headers: v3Alice, versioned: false)
+            #expect(v3Page.json?["count"] == 1 && !v3Page.text.contains("cost"))
+            #expect(try await client.send(.get, "/tables/Task?$filter=team%20eq%20'blue'", headers: alice).ids == [])
+            for query in ["$filter=cost%20gt%201", "$orderby=cost", "$select=cost,text"] {
+                let reply = try await client.send(.get, "/tables/Task?\(query)", headers: alice)
+                #expect(
+                    reply.status == .badRequest && reply.error?.contains("unknown field 'cost'") == true, "\(query)")
+            }
+            let batch: JSONValue = ["requests": [["method": "PATCH", "url": "tables/Task/b1", "body": ["text": "x"]]]]
+            let batched = try await client.send(.post, "/batch", json: batch, headers: alice)
+            #expect(batched.json?["responses"]?.arrayValue?.first?["status"] == 404)
+
+            let patched = try await client.send(
+                .patch, "/tables/Task/r1", json: ["cost": 1, "text": "tile"], headers: alice)
+            #expect(patched.status == .ok && patched.json?["text"] == "tile" && patched.json?["cost"] == nil)
+            let stale = try await client.send(
+                .patch, "/tables/Task/r1", json: ["version": "old", "text": "x"], headers: alice)
+            #expect(stale.status == .conflict && stale.json?["text"] == "tile" && stale.json?["cost"] == nil)
+            let replaced = try await client.send(
+                .put, "/tables/Task/r1", json: ["id": "r1", "text": "grout", "team": "red"], headers: v3Alice,
+                versioned: false)
+            #expect(replaced.status == .ok && replaced.json?["cost"] == nil)
+
+            // What root sees: the cost the hook set, untouched by alice's writes; bob's row as bob left it.
+            let all = try await client.send(.get, "/tables/Task?$orderby=id", headers: root)
+            #expect(all.items.map { $0["cost"] } == [5, 5] && all.items.map { $0["text"] } == [.null, "grout"])
+            let console = try await client.send(.get, "/console/api/tables/Task", headers: alice, versioned: false)
+            #expect(console.json?["count"] == 1 && !console.text.contains("cost"))
+            let rootConsole = try await client.send(.get, "/console/api/tables/Task", headers: root, versioned: false)
+            #expect(rootConsole.json?["count"] == 2 && rootConsole.text.contains("cost"))
+        }
+    }
+
+    /// A read hook's refusal answers every request to the table (reads, writes, `/changes`) with its status and
+    /// message; a hook that fails is a 500 whose details stay in the log.
+    @Test func theReadHookRefusesAndFailsSafely() async throws {
+        let carol = AuthTests.bearer(try await AuthTests.token("carol"))
+        let boom = AuthTests.bearer(try await AuthTests.token("boom"))
+        try await Self.withTeams(.sqlite) { (client: any TestClientProtocol) async throws in
+            for (method, path) in [
+                (HTTPRequest.Method.get, "/tables/Task"), (.get, "/tables/Task/a"), (.post, "/tables/Task"),
+                (.get, "/changes?tables=Task&wait=0"),
+            ] {
+                let reply = try await client.send(
+                    method, path, json: method == .post ? ["id": "a"] : nil, headers: carol)
+                #expect(reply.status == .forbidden && reply.error == "You are in no team", "\(method) \(path)")
+            }
+            let failed = try await client.send(.get, "/tables/Task", headers: boom)
+            #expect(failed.status == .internalServerError && !failed.text.contains("fileNoSuchFile"))
         }
     }
 

@@ -77,7 +77,8 @@ struct Console: Sendable {
             live.includeTotalCount = true
             var all = live
             all.includeDeleted = true
-            let (liveCount, allCount) = try await (count(table.name, live), count(table.name, all))
+            let scope = try await scope(table.name, context)
+            let (liveCount, allCount) = try await (count(table.name, live, scope), count(table.name, all, scope))
             entries.append([
                 "name": .string(table.name.rawValue), "perUser": .bool(table.perUser),
                 "softDelete": .bool(table.softDelete), "live": .int(Int64(liveCount)),
@@ -94,7 +95,8 @@ struct Console: Sendable {
         return JSONResponse.make(.ok, body)
     }
 
-    /// A page of a table's rows, every user's, as the table API's v2 query options select and order them
+    /// A page of a table's rows, every user's (as the table's read hook lets the caller see them), as the table API's
+    /// v2 query options select and order them
     /// (`$filter`, `$orderby` — newest first when absent —, `$skip`, `$top` up to ``maxPage``,
     /// `__includeDeleted`): `{"items", "count", "columns"}`. A query the API refuses is refused in its words.
     func rows(_ request: Request, _ context: SyncRequestContext) async throws -> Response {
@@ -107,11 +109,14 @@ struct Console: Sendable {
         if query.orderBy.isEmpty { query.orderBy = [ODataOrdering("updatedAt", .descending)] }
         query.includeTotalCount = true
         let limit = min(query.top ?? 50, Self.maxPage)
+        let scope = try await scope(table.name, context)
         let page = try await controller.perform {
             try await controller.store.query(
-                table.name, query, owner: nil, limit: limit, maxBytes: controller.queryLimits.maxPageBytes)
+                table.name, query, scope: scope, limit: limit, maxBytes: controller.queryLimits.maxPageBytes)
         }
-        let columns = SystemProperty.allCases.map(\.rawValue) + schema.columns.keys.sorted()
+        let columns =
+            SystemProperty.allCases.map(\.rawValue)
+            + controller.writable(schema.columns.mapValues { _ in JSONValue.null }, scope).keys.sorted()
         var body = Array(#"{"columns":"#.utf8)
         JSONValue.array(columns.map(JSONValue.string)).write(to: &body)
         body += Array(#","count":\#(page.totalCount ?? page.itemCount),"items":"#.utf8) + page.itemsJSON
@@ -125,9 +130,15 @@ struct Console: Sendable {
         try Authorization.check(access, caller: context.caller, what: "The console")
     }
 
-    private func count(_ table: TableName, _ query: ODataQuery) async throws -> Int {
+    /// Every owner's rows of the table, as its read hook lets the console's caller see them.
+    private func scope(_ table: TableName, _ context: SyncRequestContext) async throws -> RowScope {
+        let view = try await controller.view(table, context)
+        return RowScope(filter: view.filter, hiddenColumns: view.hiddenColumns)
+    }
+
+    private func count(_ table: TableName, _ query: ODataQuery, _ scope: RowScope) async throws -> Int {
         let page = try await controller.perform {
-            try await controller.store.query(table, query, owner: nil, limit: 0, maxBytes: 1)
+            try await controller.store.query(table, query, scope: scope, limit: 0, maxBytes: 1)
         }
         return page.totalCount ?? 0
     }

@@ -42,7 +42,7 @@ extension TableController {
             guard let schema = try await store.schema(of: name) else {
                 throw APIError(.notFound, TableStoreError.unknownTable(name).description)
             }
-            keys[Self.changeKey(schema, owner: try authorize(.read, schema, context))] = text
+            keys[Self.changeKey(schema, owner: try await authorize(.read, schema, context).owner)] = text
         }
         // A server shutting down answers its waiting followers at once rather than holding them for `wait`.
         let hub = self.changes

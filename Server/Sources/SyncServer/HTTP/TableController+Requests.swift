@@ -29,10 +29,11 @@ extension TableController {
         do { return (schema, try ItemID(text)) } catch { throw APIError.badRequest("\(error)") }
     }
 
-    /// Checks that the caller may do `operation` on the table (401, 403 or 405 otherwise), and returns the
-    /// owner to scope a per-user table's rows to: the caller's subject (nil for other tables).
-    func authorize(_ operation: TableOperation, _ schema: TableSchema, _ context: SyncRequestContext) throws
-        -> String?
+    /// Checks that the caller may do `operation` on the table (401, 403 or 405 otherwise, or the read hook's
+    /// refusal), and returns the rows the caller may see and change: a per-user table's owned by the caller's
+    /// subject, those the read hook's filter passes, without its hidden columns.
+    func authorize(_ operation: TableOperation, _ schema: TableSchema, _ context: SyncRequestContext) async throws
+        -> RowScope
     {
         let configuration = schema.configuration
         let isItem = context.parameters.get("id") != nil
@@ -44,7 +45,18 @@ extension TableController {
             configuration.access(operation, authenticates: authenticates), caller: context.caller,
             what: "\(Self.verbs[operation]!) \(schema.name)",
             allowed: methods.filter { configuration.access($0.1, authenticates: authenticates) != .disabled }.map(\.0))
-        return configuration.perUser ? context.caller?.subject : nil
+        let view = try await view(schema.name, context)
+        return RowScope(
+            owner: configuration.perUser ? context.caller?.subject : nil, filter: view.filter,
+            hiddenColumns: view.hiddenColumns)
+    }
+
+    /// A write's fields without those for the scope's hidden columns: the caller may not write them (the write
+    /// hooks, which run after, may).
+    func writable(_ fields: [String: JSONValue], _ scope: RowScope) -> [String: JSONValue] {
+        guard !scope.hiddenColumns.isEmpty else { return fields }
+        let hidden = Set(scope.hiddenColumns.map { $0.lowercased() })
+        return fields.filter { !hidden.contains($0.key.lowercased()) }
     }
 
     private static let verbs: [TableOperation: String] = [

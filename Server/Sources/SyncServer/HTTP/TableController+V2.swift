@@ -25,11 +25,11 @@ extension TableController {
     /// `GET /tables/T/{id}`: the item, or 404 (a tombstone too, unless `__includeDeleted=true`).
     func v2Read(_ request: Request, _ context: SyncRequestContext) async throws -> Response {
         let (schema, id) = try await target(context)
-        let owner = try authorize(.read, schema, context)
+        let scope = try await authorize(.read, schema, context)
         let includeDeleted = try includesDeleted(request)
         guard
             let item = try await perform({
-                try await store.item(id, in: schema.name, owner: owner, includeDeleted: includeDeleted)
+                try await store.item(id, in: schema.name, scope: scope, includeDeleted: includeDeleted)
             })
         else {
             throw APIError(.notFound, TableStoreError.notFound.description)
@@ -41,7 +41,7 @@ extension TableController {
     /// precondition.
     func v2Update(_ request: Request, _ context: SyncRequestContext) async throws -> Response {
         let (schema, id) = try await target(context)
-        let owner = try authorize(.update, schema, context)
+        let scope = try await authorize(.update, schema, context)
         var fields = try await changeFields(request, id: id)
         fields[SystemProperty.deleted.rawValue] = nil  // v2 changes the flag by DELETE and undelete only
         fields[SystemProperty.id.rawValue] = nil
@@ -54,39 +54,39 @@ extension TableController {
             precondition = .version(Version(text))
         }
         let includeDeleted = try includesDeleted(request)
-        fields = try await runHook(.update, schema, id: id, fields: fields, context)
+        fields = try await runHook(.update, schema, id: id, fields: writable(fields, scope), context)
         let item = try await perform(table: schema.name, conflictStatus: fromHeader ? .preconditionFailed : .conflict) {
             try await store.update(
-                id, with: fields, in: schema.name, owner: owner, precondition: precondition,
+                id, with: fields, in: schema.name, scope: scope, precondition: precondition,
                 includeDeleted: includeDeleted)
         }
-        changes.publish(Self.changeKey(schema, owner: owner))
+        changes.publish(Self.changeKey(schema, owner: scope.owner))
         return JSONResponse.item(.ok, item)
     }
 
     /// `DELETE /tables/T/{id}`: the item, now a tombstone (or gone without soft delete).
     func v2Delete(_ request: Request, _ context: SyncRequestContext) async throws -> Response {
         let (schema, id) = try await target(context)
-        let owner = try authorize(.delete, schema, context)
+        let scope = try await authorize(.delete, schema, context)
         let precondition = try ifMatch(request)
         _ = try await runHook(.delete, schema, id: id, context)
         let item = try await perform(table: schema.name) {
-            try await store.delete(id, from: schema.name, owner: owner, precondition: precondition)
+            try await store.delete(id, from: schema.name, scope: scope, precondition: precondition)
         }
-        changes.publish(Self.changeKey(schema, owner: owner))
+        changes.publish(Self.changeKey(schema, owner: scope.owner))
         return JSONResponse.item(.ok, item)
     }
 
     /// `POST /tables/T/{id}`: the tombstone brought back.
     func v2Undelete(_ request: Request, _ context: SyncRequestContext) async throws -> Response {
         let (schema, id) = try await target(context)
-        let owner = try authorize(.update, schema, context)
+        let scope = try await authorize(.update, schema, context)
         let precondition = try ifMatch(request)
         _ = try await runHook(.undelete, schema, id: id, context)
         let item = try await perform(table: schema.name) {
-            try await store.undelete(id, in: schema.name, owner: owner, precondition: precondition)
+            try await store.undelete(id, in: schema.name, scope: scope, precondition: precondition)
         }
-        changes.publish(Self.changeKey(schema, owner: owner))
+        changes.publish(Self.changeKey(schema, owner: scope.owner))
         return JSONResponse.item(.ok, item)
     }
 }

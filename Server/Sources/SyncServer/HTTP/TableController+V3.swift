@@ -13,18 +13,21 @@ extension TableController {
     /// out become null, `deleted` is stored as given (absent: false), so a PUT with `__includedeleted=true` brings a
     /// tombstone back and one with `deleted: true` soft-deletes. 400 when the body's `id` differs from the URL's,
     /// 404 when missing (no upsert), 410 for a tombstone without `__includedeleted=true`, 412 with the item when
-    /// `If-Match` names another version or another condition fails (``v3CheckLive(_:schema:id:owner:includeDeleted:)``);
+    /// `If-Match` names another version or another condition fails (``v3CheckLive(_:schema:id:scope:includeDeleted:)``);
     /// a body `version` is not a precondition. Under v2, PUT is not a route (405).
     func v3Replace(_ request: Request, _ context: SyncRequestContext) async throws -> Response {
         let (schema, id) = try await target(context)
-        let owner = try authorize(.update, schema, context)
+        let scope = try await authorize(.update, schema, context)
         var fields = try await changeFields(request, id: id)
         let includeDeleted = try includesDeleted(request)
         _ = try await perform { try schema.plan(fields) }  // an invalid body is a 400 whatever the conditions say
         let precondition = try await v3CheckLive(
-            request, schema: schema, id: id, owner: owner, includeDeleted: includeDeleted)
-        // A replace: every user field the body leaves out becomes null; the system properties are the server's.
-        for column in schema.columns.keys where fields[column] == nil && column != TableConfiguration.ownerColumn {
+            request, schema: schema, id: id, scope: scope, includeDeleted: includeDeleted)
+        // A replace: every user field the body leaves out becomes null, but for those the caller cannot see or
+        // write (the owner, hidden columns); the system properties are the server's.
+        fields = writable(fields, scope)
+        for column in writable(schema.columns.mapValues { _ in JSONValue.null }, scope).keys
+        where fields[column] == nil && column != TableConfiguration.ownerColumn {
             fields[column] = .null
         }
         for property in SystemProperty.allCases where property != .deleted { fields[property.rawValue] = nil }
@@ -33,10 +36,10 @@ extension TableController {
         let item = try await perform(table: schema.name, shown: Self.v3Item) {
             // A tombstone only when asked: one deleted since the check is then a 404, not brought back.
             try await store.update(
-                id, with: fields, in: schema.name, owner: owner, precondition: precondition,
+                id, with: fields, in: schema.name, scope: scope, precondition: precondition,
                 includeDeleted: includeDeleted)
         }
-        changes.publish(Self.changeKey(schema, owner: owner))
+        changes.publish(Self.changeKey(schema, owner: scope.owner))
         return Self.v3ItemResponse(.ok, item)
     }
 
@@ -44,13 +47,13 @@ extension TableController {
     /// tombstone, 412 with the item when `If-Match` names another version or another condition fails.
     func v3Delete(_ request: Request, _ context: SyncRequestContext) async throws -> Response {
         let (schema, id) = try await target(context)
-        let owner = try authorize(.delete, schema, context)
-        let precondition = try await v3CheckLive(request, schema: schema, id: id, owner: owner, includeDeleted: false)
+        let scope = try await authorize(.delete, schema, context)
+        let precondition = try await v3CheckLive(request, schema: schema, id: id, scope: scope, includeDeleted: false)
         _ = try await runHook(.delete, schema, id: id, context)
         _ = try await perform(table: schema.name, shown: Self.v3Item) {
-            try await store.delete(id, from: schema.name, owner: owner, precondition: precondition)
+            try await store.delete(id, from: schema.name, scope: scope, precondition: precondition)
         }
-        changes.publish(Self.changeKey(schema, owner: owner))
+        changes.publish(Self.changeKey(schema, owner: scope.owner))
         return Response(status: .noContent, headers: [.cacheControl: "no-cache"])
     }
 
@@ -62,9 +65,9 @@ extension TableController {
     /// - Returns: The precondition of the write: with `If-Match`, the version just checked, so that a write
     ///   between the check and this one is a 412 too; nil without.
     func v3CheckLive(
-        _ request: Request, schema: TableSchema, id: ItemID, owner: String?, includeDeleted: Bool
+        _ request: Request, schema: TableSchema, id: ItemID, scope: RowScope, includeDeleted: Bool
     ) async throws -> Precondition? {
-        let stored = try await v3StoredItem(schema: schema, id: id, owner: owner, includeDeleted: includeDeleted)
+        let stored = try await v3StoredItem(schema: schema, id: id, scope: scope, includeDeleted: includeDeleted)
         let conditions = Self.conditions(request, item: stored)
         if conditions.matchFails || conditions.notModified || conditions.unmodifiedFails {
             countConflict(schema.name)
@@ -76,11 +79,11 @@ extension TableController {
 
     /// The stored item: 404 when missing, 410 when a tombstone and `includeDeleted` is false (v3 tells the two
     /// apart; v2 answers 404 for both).
-    func v3StoredItem(schema: TableSchema, id: ItemID, owner: String?, includeDeleted: Bool) async throws
+    func v3StoredItem(schema: TableSchema, id: ItemID, scope: RowScope, includeDeleted: Bool) async throws
         -> JSONValue
     {
         let stored = try await perform {
-            try await store.item(id, in: schema.name, owner: owner, includeDeleted: true)
+            try await store.item(id, in: schema.name, scope: scope, includeDeleted: true)
         }
         guard let stored else { throw APIError(.notFound, TableStoreError.notFound.description) }
         if stored.isDeleted, schema.configuration.softDelete, !includeDeleted {
@@ -222,9 +225,9 @@ extension TableController {
     /// (the toolkit compares its milliseconds, PROTOCOL-v3.md §2). The item comes with `ETag` and `Last-Modified`.
     func v3Read(_ request: Request, _ context: SyncRequestContext) async throws -> Response {
         let (schema, id) = try await target(context)
-        let owner = try authorize(.read, schema, context)
+        let scope = try await authorize(.read, schema, context)
         let item = try await v3StoredItem(
-            schema: schema, id: id, owner: owner, includeDeleted: try includesDeleted(request))
+            schema: schema, id: id, scope: scope, includeDeleted: try includesDeleted(request))
         let conditions = Self.conditions(request, item: item)
         if conditions.matchFails || conditions.unmodifiedFails {
             throw APIError(conflict: .preconditionFailed, storedItem: Self.v3Item(item))

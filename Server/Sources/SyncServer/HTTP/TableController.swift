@@ -36,7 +36,7 @@ struct TableController: Sendable {
 
     func query(_ request: Request, _ context: SyncRequestContext) async throws -> Response {
         let schema = try await schema(context)
-        let owner = try authorize(.read, schema, context)
+        let scope = try await authorize(.read, schema, context)
         let query = try parsedQuery(request, wire: context.wire)
         let configuration = schema.configuration
         if let top = query.top, top > configuration.maxTop {
@@ -45,7 +45,7 @@ struct TableController: Sendable {
         let limit = min(query.top ?? configuration.pageSize, configuration.pageSize)
         let page = try await perform {
             try await store.query(
-                schema.name, query, owner: owner, limit: limit, maxBytes: queryLimits.maxPageBytes,
+                schema.name, query, scope: scope, limit: limit, maxBytes: queryLimits.maxPageBytes,
                 shape: context.wire.rowShape(for: query))
         }
         Counter(label: MetricLabel.rowsReturned, dimensions: [(MetricLabel.table, schema.name.canonical)])
@@ -68,7 +68,7 @@ struct TableController: Sendable {
 
     func insert(_ request: Request, _ context: SyncRequestContext) async throws -> Response {
         let schema = try await schema(context)
-        let owner = try authorize(.insert, schema, context)
+        let scope = try await authorize(.insert, schema, context)
         var fields = try await body(request)
         try checkSystemProperties(fields)
         let id: ItemID
@@ -82,11 +82,11 @@ struct TableController: Sendable {
         }
         fields[SystemProperty.id.rawValue] = nil
         try context.wire.checkNewID(id)
-        fields = try await runHook(.insert, schema, id: id, fields: fields, context)
+        fields = try await runHook(.insert, schema, id: id, fields: writable(fields, scope), context)
         let item = try await perform(table: schema.name, shown: context.wire.shown) {
-            try await store.insert(fields, id: id, into: schema.name, owner: owner)
+            try await store.insert(fields, id: id, into: schema.name, scope: scope)
         }
-        changes.publish(Self.changeKey(schema, owner: owner))
+        changes.publish(Self.changeKey(schema, owner: scope.owner))
         return context.wire.inserted(item, location: itemURL(request, id: id))
     }
 }

@@ -18,13 +18,31 @@ public import SyncCore
 ///         write.fields["changedBy"] = write.caller.map { .string($0.subject) } ?? .null
 ///     })
 /// ```
-/// A hook runs before the write's preconditions are checked, so a write it lets through may still be a conflict.
+/// A ``read`` hook narrows what each caller may see *and change* of the table: the rows its ``TableView/filter``
+/// passes, without its ``TableView/hiddenColumns`` — in pages, counts, items, write answers, conflicts, `/batch` and
+/// the console, in both dialects. For example, rows of the caller's team, and a column callers never see:
+/// ```swift
+/// configuration.hooks["Task"] = TableHooks(read: { read in
+///     guard let team = read.caller?.claims["team"]?.stringValue else { throw RequestRefusal(.forbidden, "No team") }
+///     return TableView(filter: .binary(.eq, .member("team"), .literal(.string(team))), hiddenColumns: ["cost"])
+/// })
+/// ```
+/// A row outside the view is as missing: reading, changing or deleting it is a 404, inserting its id a 409 that
+/// shows nothing of it. The store checks the filter in the statement or transaction that writes, so a concurrent
+/// write cannot slip a row out of the view between a check and a write. Values a client sends for hidden columns
+/// are dropped before the write hooks run, so those may set them (a server-owned field).
+///
+/// A write hook runs before the write's preconditions are checked, so a write it lets through may still be a conflict.
 /// It may not change system properties (`version`, `updatedAt`, …): that is answered 500. Any error other than
 /// ``RequestRefusal`` is a 500 whose details go to the log only.
 public struct TableHooks: Sendable {
     /// A hook: it receives the write and may change its ``TableWrite/fields`` or throw.
     public typealias Hook = @Sendable (inout TableWrite) async throws -> Void
+    /// A read hook: it receives who asks and returns what they see, or throws ``RequestRefusal``.
+    public typealias ReadHook = @Sendable (TableRead) async throws -> TableView
 
+    /// Before every request to the table — reads and writes, `/changes` too: what the caller may see and change.
+    public var read: ReadHook?
     /// Before an insert (`POST /tables/T`); the fields are the item's, without `id`.
     public var beforeInsert: Hook?
     /// Before an update: v2's `PATCH` (the fields sent) and v3's `PUT` (the whole item, `deleted` included).
@@ -37,13 +55,16 @@ public struct TableHooks: Sendable {
     /// Creates hooks; those left nil do nothing.
     ///
     /// - Parameters:
+    ///   - read: What each caller sees of the table.
     ///   - beforeInsert: Before an insert.
     ///   - beforeUpdate: Before an update.
     ///   - beforeDelete: Before a delete.
     ///   - beforeUndelete: Before an undelete.
     public init(
-        beforeInsert: Hook? = nil, beforeUpdate: Hook? = nil, beforeDelete: Hook? = nil, beforeUndelete: Hook? = nil
+        read: ReadHook? = nil, beforeInsert: Hook? = nil, beforeUpdate: Hook? = nil, beforeDelete: Hook? = nil,
+        beforeUndelete: Hook? = nil
     ) {
+        self.read = read
         self.beforeInsert = beforeInsert
         self.beforeUpdate = beforeUpdate
         self.beforeDelete = beforeDelete
@@ -58,6 +79,37 @@ public struct TableHooks: Sendable {
         case .undelete: beforeUndelete
         }
     }
+}
+
+/// A request to a table, as a ``TableHooks/read`` hook sees it.
+public struct TableRead: Sendable {
+    /// The table.
+    public let table: TableName
+    /// Who asks, when the request carried a valid token.
+    public let caller: Caller?
+}
+
+/// What a caller sees of a table (``TableHooks/read``): the rows `filter` passes, without `hiddenColumns`.
+public struct TableView: Sendable, Hashable {
+    /// The condition a row must meet (nil: every row), built from the caller with ``ODataExpression``'s cases or
+    /// parsed from constant text (``ODataExpression/init(parsing:dialect:)``) — never from text spliced with a
+    /// claim's value. It may name hidden columns.
+    public var filter: ODataExpression?
+    /// Columns the caller never sees, and cannot query, sort by, select or write.
+    public var hiddenColumns: Set<String>
+
+    /// A view.
+    ///
+    /// - Parameters:
+    ///   - filter: The condition a row must meet.
+    ///   - hiddenColumns: Columns the caller never sees.
+    public init(filter: ODataExpression? = nil, hiddenColumns: Set<String> = []) {
+        self.filter = filter
+        self.hiddenColumns = hiddenColumns
+    }
+
+    /// The whole table.
+    public static let everything = TableView()
 }
 
 /// One write, as a ``TableHooks`` hook sees it.
@@ -80,6 +132,21 @@ public struct TableWrite: Sendable {
 }
 
 extension TableController {
+    /// The table's view for the request's caller: the read hook's answer, or the whole table without one.
+    ///
+    /// - Throws: ``APIError``: the hook's refusal, or 500 when it throws anything else.
+    func view(_ table: TableName, _ context: SyncRequestContext) async throws -> TableView {
+        guard let hook = hooks[table.canonical]?.read else { return .everything }
+        do {
+            return try await hook(TableRead(table: table, caller: context.caller))
+        } catch let refusal as RequestRefusal {
+            throw refusal.apiError
+        } catch {
+            context.logger.error("The read hook of \(table) failed: \(error)")
+            throw APIError(.internalServerError, "The server failed the request", reason: "hook_failed")
+        }
+    }
+
     /// Runs the table's hook for `kind`, if it has one, and returns the fields to write.
     ///
     /// - Throws: ``APIError``: the hook's refusal, or 500 when it throws anything else or changes a system property.

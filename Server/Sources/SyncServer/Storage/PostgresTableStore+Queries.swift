@@ -7,31 +7,31 @@ import SyncSQL
 
 extension PostgresTableStore {
     public func query(
-        _ table: TableName, _ query: ODataQuery, owner: String?, limit: Int, maxBytes: Int, shape: RowShape
+        _ table: TableName, _ query: ODataQuery, scope: RowScope, limit: Int, maxBytes: Int, shape: RowShape
     ) async throws
         -> QueryPage
     {
         let (page, sawNewColumn) = try await self.page(
-            table, query, owner: owner, limit: limit, maxBytes: maxBytes, shape: shape,
+            table, query, scope: scope, limit: limit, maxBytes: maxBytes, shape: shape,
             schema: try schemas.require(table))
         guard sawNewColumn else { return page }
         // Another instance added a column since this one cached the schema: learn its type, then
         // write the page again so that its values show as that type (a date, not a number).
         return try await self.page(
-            table, query, owner: owner, limit: limit, maxBytes: maxBytes, shape: shape,
+            table, query, scope: scope, limit: limit, maxBytes: maxBytes, shape: shape,
             schema: try await reloadSchema(of: table)
         ).page
     }
 
     private func page(
-        _ table: TableName, _ query: ODataQuery, owner: String?, limit: Int, maxBytes: Int, shape: RowShape,
+        _ table: TableName, _ query: ODataQuery, scope: RowScope, limit: Int, maxBytes: Int, shape: RowShape,
         schema: TableSchema
     ) async throws -> (page: QueryPage, sawNewColumn: Bool) {
         var schema = schema
         let translated = { (schema: TableSchema) throws(TableStoreError) in
             (
-                select: try StoreSQL.selection(query.select, schema: schema),
-                clauses: try StoreSQL.clauses(for: query, schema: schema, owner: owner, dialect: .postgres)
+                select: try StoreSQL.selection(query.select, schema: schema, scope: scope),
+                clauses: try StoreSQL.clauses(for: query, schema: schema, scope: scope, dialect: .postgres)
             )
         }
         let select: Set<String>?
@@ -76,14 +76,14 @@ extension PostgresTableStore {
         }
     }
 
-    public func item(_ id: ItemID, in table: TableName, owner: String?, includeDeleted: Bool) async throws
+    public func item(_ id: ItemID, in table: TableName, scope: RowScope, includeDeleted: Bool) async throws
         -> JSONValue?
     {
         var schema = try schemas.require(table)
         let logger = self.logger
         let read = { @Sendable (schema: TableSchema) in
             try await self.withConnection { connection in
-                try await Self.item(id, schema: schema, on: connection, logger: logger)
+                try await Self.item(id, schema: schema, scope: scope, on: connection, logger: logger)
             }
         }
         var item = try await read(schema)
@@ -91,21 +91,28 @@ extension PostgresTableStore {
             schema = try await reloadSchema(of: table)  // a column another instance added: learn its type
             item = try await read(schema)
         }
-        guard let item, !item.isDeleted || includeDeleted, StoreSQL.isVisible(item, to: owner, schema: schema) else {
-            return nil
-        }
-        return item
+        guard let item, !item.isDeleted || includeDeleted else { return nil }
+        return scope.shown(item)
     }
 
-    /// The stored item with `id`, tombstone or not, or nil.
-    static func item(_ id: ItemID, schema: TableSchema, on connection: PostgresConnection, logger: Logger)
-        async throws -> JSONValue?
-    {
+    /// The stored item with `id`, tombstone or not, or nil — also when it is outside `scope` (whose filter is part
+    /// of the statement that reads it).
+    static func item(
+        _ id: ItemID, schema: TableSchema, scope: RowScope, on connection: PostgresConnection, logger: Logger
+    ) async throws -> JSONValue? {
+        var sql = "SELECT * FROM \(StoreSQL.quoted(schema.name.canonical)) WHERE \"id\" = $1"
+        var values: [SQLValue] = [.text(id.rawValue)]
+        if let filter = try StoreSQL.scopeFilter(scope, schema: schema, dialect: .postgres) {
+            let (condition, arguments) = filter.render(for: .postgres, firstParameterIndex: 2)
+            sql += " AND \(condition)"
+            values += arguments
+        }
         let rows = try await connection.query(
-            PostgresQuery(
-                unsafeSQL: "SELECT * FROM \(StoreSQL.quoted(schema.name.canonical)) WHERE \"id\" = $1",
-                binds: try bindings([.text(id.rawValue)])), logger: logger)
-        for try await row in rows { return try item(from: row, schema: schema) }
+            PostgresQuery(unsafeSQL: sql, binds: try bindings(values)), logger: logger)
+        for try await row in rows {
+            let item = try item(from: row, schema: schema)
+            return StoreSQL.isVisible(item, to: scope.owner, schema: schema) ? item : nil
+        }
         return nil
     }
 

@@ -20,132 +20,150 @@ import SyncSQL
 // rows — needs, and users never wait for each other.
 
 extension PostgresTableStore {
-    public func insert(_ fields: [String: JSONValue], id: ItemID, into table: TableName, owner: String?) async throws
+    public func insert(_ fields: [String: JSONValue], id: ItemID, into table: TableName, scope: RowScope) async throws
         -> JSONValue
     {
-        let cached = try schemas.require(table)
-        let owner = try StoreSQL.writeOwner(owner, schema: cached)
-        let fields = StoreSQL.withoutOwner(fields, schema: cached)
-        if let plan = try? cached.plan(fields), !plan.changesSchema {
-            let first = Self.stampParameterCount(cached) + 1
-            let columns =
-                StoreSQL.systemColumns + plan.values.map(\.column)
-                + (owner.map { _ in [TableConfiguration.ownerColumn] } ?? [])
-            let values = [SQLValue.text(id.rawValue)] + plan.values.map(\.value)
-            let selected =
-                ["$\(first)", #""__stamp"."lastStamp""#, #""__stamp"."lastStamp""#, Self.versionSQL, "FALSE"]
-                + (0..<plan.values.count).map { "$\($0 + first + 1)" }
-                + (owner.map { _ in [Self.ownerParameter] } ?? [])
-            let sql =
-                "\(stampCTE(cached)) INSERT INTO \(StoreSQL.quoted(cached.name.canonical)) "
-                + "(\(columns.map(StoreSQL.quoted).joined(separator: ", "))) "
-                + "SELECT \(selected.joined(separator: ", ")) FROM \"__stamp\" ON CONFLICT (\"id\") DO NOTHING RETURNING *"
-            if let item = try await writeStatement(sql, values, table: cached, owner: owner) { return item }
-            guard let existing = try await item(id, in: table, owner: nil, includeDeleted: true) else {
-                throw TableStoreError.alreadyExists(.null)
+        try await scope.showing {
+            let cached = try schemas.require(table)
+            let owner = try StoreSQL.writeOwner(scope, schema: cached)
+            let fields = StoreSQL.withoutOwner(fields, schema: cached)
+            if let plan = try? cached.plan(fields), !plan.changesSchema {
+                let first = Self.stampParameterCount(cached) + 1
+                let columns =
+                    StoreSQL.systemColumns + plan.values.map(\.column)
+                    + (owner.map { _ in [TableConfiguration.ownerColumn] } ?? [])
+                let values = [SQLValue.text(id.rawValue)] + plan.values.map(\.value)
+                let selected =
+                    ["$\(first)", #""__stamp"."lastStamp""#, #""__stamp"."lastStamp""#, Self.versionSQL, "FALSE"]
+                    + (0..<plan.values.count).map { "$\($0 + first + 1)" }
+                    + (owner.map { _ in [Self.ownerParameter] } ?? [])
+                let sql =
+                    "\(stampCTE(cached)) INSERT INTO \(StoreSQL.quoted(cached.name.canonical)) "
+                    + "(\(columns.map(StoreSQL.quoted).joined(separator: ", "))) "
+                    + "SELECT \(selected.joined(separator: ", ")) FROM \"__stamp\" ON CONFLICT (\"id\") DO NOTHING RETURNING *"
+                if let item = try await writeStatement(sql, values, table: cached, owner: owner) { return item }
+                // The id is taken: by a row the caller may see (a conflict showing it), or not (or gone since).
+                guard let existing = try await item(id, in: table, scope: scope, includeDeleted: true) else {
+                    throw TableStoreError.idTaken
+                }
+                throw TableStoreError.alreadyExists(existing)
             }
-            guard StoreSQL.isVisible(existing, to: owner, schema: cached) else { throw TableStoreError.idTaken }
-            throw TableStoreError.alreadyExists(existing)
+            let (item, schema) = try await lockedWrite(cached, owner: owner) { connection, stamp, stored, logger in
+                let (plan, schema) = try await Self.applySchemaChanges(
+                    for: fields, schema: stored, on: connection, logger: logger)
+                let (columns, values) = StoreSQL.insertion(id: id, stamp: stamp, plan: plan, owner: owner)
+                let placeholders = (1...values.count).map { "$\($0)" }.joined(separator: ", ")
+                let rows = try await connection.query(
+                    PostgresQuery(
+                        unsafeSQL: "INSERT INTO \(StoreSQL.quoted(schema.name.canonical)) "
+                            + "(\(columns.map(StoreSQL.quoted).joined(separator: ", "))) "
+                            + "VALUES (\(placeholders)) ON CONFLICT (\"id\") DO NOTHING RETURNING *",
+                        binds: try Self.bindings(values)), logger: logger)
+                for try await row in rows { return (try Self.item(from: row, schema: schema), schema) }
+                // The table is locked: the row that took the id is there, in the scope or not.
+                guard
+                    let existing = try await Self.item(id, schema: schema, scope: scope, on: connection, logger: logger)
+                else { throw TableStoreError.idTaken }
+                throw TableStoreError.alreadyExists(existing)
+            }
+            schemas.publish(schema)
+            return item
         }
-        let (item, schema) = try await lockedWrite(cached, owner: owner) { connection, stamp, stored, logger in
-            let (plan, schema) = try await Self.applySchemaChanges(
-                for: fields, schema: stored, on: connection, logger: logger)
-            let (columns, values) = StoreSQL.insertion(id: id, stamp: stamp, plan: plan, owner: owner)
-            let placeholders = (1...values.count).map { "$\($0)" }.joined(separator: ", ")
-            let rows = try await connection.query(
-                PostgresQuery(
-                    unsafeSQL: "INSERT INTO \(StoreSQL.quoted(schema.name.canonical)) "
-                        + "(\(columns.map(StoreSQL.quoted).joined(separator: ", "))) "
-                        + "VALUES (\(placeholders)) ON CONFLICT (\"id\") DO NOTHING RETURNING *",
-                    binds: try Self.bindings(values)), logger: logger)
-            for try await row in rows { return (try Self.item(from: row, schema: schema), schema) }
-            let existing = try await Self.item(id, schema: schema, on: connection, logger: logger)
-            if let existing, !StoreSQL.isVisible(existing, to: owner, schema: schema) { throw TableStoreError.idTaken }
-            throw TableStoreError.alreadyExists(existing ?? .null)
-        }
-        schemas.publish(schema)
-        return item
     }
 
     public func update(
-        _ id: ItemID, with fields: [String: JSONValue], in table: TableName, owner: String?,
+        _ id: ItemID, with fields: [String: JSONValue], in table: TableName, scope: RowScope,
         precondition: Precondition?, includeDeleted: Bool
     ) async throws -> JSONValue {
-        let cached = try schemas.require(table)
-        let owner = try StoreSQL.writeOwner(owner, schema: cached)
-        let fields = StoreSQL.withoutOwner(fields, schema: cached)
-        if let plan = try? cached.plan(fields), !plan.changesSchema {
-            let first = Self.stampParameterCount(cached) + 1
-            let changes = plan.values + StoreSQL.deletedAssignment(fields, schema: cached)
-            let assignments = changes.enumerated().map { "\(StoreSQL.quoted($1.column)) = $\($0 + first)" }
+        try await scope.showing {
+            let cached = try schemas.require(table)
+            let owner = try StoreSQL.writeOwner(scope, schema: cached)
+            let fields = StoreSQL.withoutOwner(fields, schema: cached)
+            if let plan = try? cached.plan(fields), !plan.changesSchema {
+                let first = Self.stampParameterCount(cached) + 1
+                let changes = plan.values + StoreSQL.deletedAssignment(fields, schema: cached)
+                let assignments = changes.enumerated().map { "\(StoreSQL.quoted($1.column)) = $\($0 + first)" }
+                return try await conditionalUpdate(
+                    id, in: cached, scope: scope, set: assignments, values: changes.map(\.value),
+                    precondition: precondition, includeDeleted: includeDeleted)
+            }
+            let (item, schema) = try await lockedWrite(cached, owner: owner) { connection, stamp, stored, logger in
+                _ = try StoreSQL.checked(
+                    try await Self.item(id, schema: stored, scope: scope, on: connection, logger: logger),
+                    schema: stored,
+                    owner: owner,
+                    precondition: precondition, includeDeleted: includeDeleted)
+                let (plan, schema) = try await Self.applySchemaChanges(
+                    for: fields, schema: stored, on: connection, logger: logger)
+                var assignments = ["\"updatedAt\" = $1", "\"version\" = $2"]
+                var values: [SQLValue] = [.int(stamp), .text(StoreSQL.version(stamp))]
+                for (column, value) in plan.values + StoreSQL.deletedAssignment(fields, schema: schema) {
+                    values.append(value)
+                    assignments.append("\(StoreSQL.quoted(column)) = $\(values.count)")
+                }
+                values.append(.text(id.rawValue))
+                let rows = try await connection.query(
+                    PostgresQuery(
+                        unsafeSQL:
+                            "UPDATE \(StoreSQL.quoted(schema.name.canonical)) SET \(assignments.joined(separator: ", ")) "
+                            + "WHERE \"id\" = $\(values.count) RETURNING *",
+                        binds: try Self.bindings(values)), logger: logger)
+                for try await row in rows { return (try Self.item(from: row, schema: schema), schema) }
+                throw TableStoreError.notFound
+            }
+            schemas.publish(schema)
+            return item
+        }
+    }
+
+    public func delete(_ id: ItemID, from table: TableName, scope: RowScope, precondition: Precondition?) async throws
+        -> JSONValue
+    {
+        try await scope.showing {
+            let schema = try schemas.require(table)
+            let owner = try StoreSQL.writeOwner(scope, schema: schema)
+            guard schema.configuration.softDelete else {
+                var sql = "DELETE FROM \(StoreSQL.quoted(schema.name.canonical)) WHERE \"id\" = $1"
+                var values: [SQLValue] = [.text(id.rawValue)]
+                if case .version(let version) = precondition {
+                    values.append(.text(version.rawValue))
+                    sql += " AND \"version\" = $\(values.count)"
+                }
+                if let owner {
+                    values.append(.text(owner))
+                    sql += " AND \(StoreSQL.quoted(TableConfiguration.ownerColumn)) = $\(values.count)"
+                }
+                if let filter = try StoreSQL.scopeFilter(scope, schema: schema, dialect: .postgres) {
+                    let (condition, arguments) = filter.render(for: .postgres, firstParameterIndex: values.count + 1)
+                    sql += " AND \(condition)"
+                    values += arguments
+                }
+                let logger = self.logger
+                let deleted = try await withConnection(isWrite: true) { [sql, values] connection in
+                    try await Self.returning(
+                        sql + " RETURNING *", values, schema: schema, on: connection, logger: logger)
+                }
+                if let deleted { return deleted }
+                return try await explainMiss(
+                    id, in: schema, scope: scope, precondition: precondition, includeDeleted: false)
+            }
             return try await conditionalUpdate(
-                id, in: cached, owner: owner, set: assignments, values: changes.map(\.value),
-                precondition: precondition, includeDeleted: includeDeleted)
+                id, in: schema, scope: scope, set: ["\"deleted\" = TRUE"], values: [], precondition: precondition,
+                includeDeleted: false)
         }
-        let (item, schema) = try await lockedWrite(cached, owner: owner) { connection, stamp, stored, logger in
-            _ = try StoreSQL.checked(
-                try await Self.item(id, schema: stored, on: connection, logger: logger), schema: stored, owner: owner,
-                precondition: precondition, includeDeleted: includeDeleted)
-            let (plan, schema) = try await Self.applySchemaChanges(
-                for: fields, schema: stored, on: connection, logger: logger)
-            var assignments = ["\"updatedAt\" = $1", "\"version\" = $2"]
-            var values: [SQLValue] = [.int(stamp), .text(StoreSQL.version(stamp))]
-            for (column, value) in plan.values + StoreSQL.deletedAssignment(fields, schema: schema) {
-                values.append(value)
-                assignments.append("\(StoreSQL.quoted(column)) = $\(values.count)")
-            }
-            values.append(.text(id.rawValue))
-            let rows = try await connection.query(
-                PostgresQuery(
-                    unsafeSQL:
-                        "UPDATE \(StoreSQL.quoted(schema.name.canonical)) SET \(assignments.joined(separator: ", ")) "
-                        + "WHERE \"id\" = $\(values.count) RETURNING *",
-                    binds: try Self.bindings(values)), logger: logger)
-            for try await row in rows { return (try Self.item(from: row, schema: schema), schema) }
-            throw TableStoreError.notFound
-        }
-        schemas.publish(schema)
-        return item
     }
 
-    public func delete(_ id: ItemID, from table: TableName, owner: String?, precondition: Precondition?) async throws
+    public func undelete(_ id: ItemID, in table: TableName, scope: RowScope, precondition: Precondition?) async throws
         -> JSONValue
     {
-        let schema = try schemas.require(table)
-        let owner = try StoreSQL.writeOwner(owner, schema: schema)
-        guard schema.configuration.softDelete else {
-            var sql = "DELETE FROM \(StoreSQL.quoted(schema.name.canonical)) WHERE \"id\" = $1"
-            var values: [SQLValue] = [.text(id.rawValue)]
-            if case .version(let version) = precondition {
-                values.append(.text(version.rawValue))
-                sql += " AND \"version\" = $\(values.count)"
-            }
-            if let owner {
-                values.append(.text(owner))
-                sql += " AND \(StoreSQL.quoted(TableConfiguration.ownerColumn)) = $\(values.count)"
-            }
-            let logger = self.logger
-            let deleted = try await withConnection(isWrite: true) { [sql, values] connection in
-                try await Self.returning(sql + " RETURNING *", values, schema: schema, on: connection, logger: logger)
-            }
-            if let deleted { return deleted }
-            return try await explainMiss(
-                id, in: schema, owner: owner, precondition: precondition, includeDeleted: false)
+        try await scope.showing {
+            let schema = try schemas.require(table)
+            _ = try StoreSQL.writeOwner(scope, schema: schema)
+            return try await conditionalUpdate(
+                id, in: schema, scope: scope, set: ["\"deleted\" = FALSE"], values: [], precondition: precondition,
+                includeDeleted: true, extraCondition: "\"deleted\"",
+                onMiss: { current in current.isDeleted ? nil : current })
         }
-        return try await conditionalUpdate(
-            id, in: schema, owner: owner, set: ["\"deleted\" = TRUE"], values: [], precondition: precondition,
-            includeDeleted: false)
-    }
-
-    public func undelete(_ id: ItemID, in table: TableName, owner: String?, precondition: Precondition?) async throws
-        -> JSONValue
-    {
-        let schema = try schemas.require(table)
-        let owner = try StoreSQL.writeOwner(owner, schema: schema)
-        return try await conditionalUpdate(
-            id, in: schema, owner: owner, set: ["\"deleted\" = FALSE"], values: [], precondition: precondition,
-            includeDeleted: true, extraCondition: "\"deleted\"",
-            onMiss: { current in current.isDeleted ? nil : current })
     }
 
     /// The `stamp` CTE of a write to `schema`: its next stamp, from `$1` (the clock), `$2` (the table's name)
@@ -192,12 +210,12 @@ extension PostgresTableStore {
         }
     }
 
-    /// Updates a row in one stamped statement when it exists, is visible to `owner`, satisfies the precondition
+    /// Updates a row in one stamped statement when it exists, is in `scope`, satisfies the precondition
     /// and `extraCondition`; otherwise says why not: `onMiss` gets the stored item when none of the standard
     /// reasons (404, 412) apply, and returns what to answer, or nil to try again. `assignments` number their
     /// values from ``stampParameterCount(_:)`` + 1.
     func conditionalUpdate(
-        _ id: ItemID, in schema: TableSchema, owner: String?, set assignments: [String], values: [SQLValue],
+        _ id: ItemID, in schema: TableSchema, scope: RowScope, set assignments: [String], values: [SQLValue],
         precondition: Precondition?, includeDeleted: Bool, extraCondition: String? = nil,
         onMiss: (JSONValue) -> JSONValue? = { _ in nil }
     ) async throws -> JSONValue {
@@ -210,8 +228,16 @@ extension PostgresTableStore {
             values.append(.text(version.rawValue))
             conditions.append("\"t\".\"version\" = $\(values.count + base)")
         }
+        let owner = try StoreSQL.writeOwner(scope, schema: schema)
         if owner != nil {
             conditions.append("\"t\".\(StoreSQL.quoted(TableConfiguration.ownerColumn)) = \(Self.ownerParameter)")
+        }
+        if let filter = try StoreSQL.scopeFilter(scope, schema: schema, dialect: .postgres) {
+            // On the row as updated (its own columns only, so none is taken for "__stamp"'s): a row a concurrent
+            // write moved out of the scope is checked again, as it is, before this write changes it.
+            let (condition, arguments) = filter.render(for: .postgres, firstParameterIndex: values.count + base + 1)
+            conditions.append("EXISTS (SELECT 1 FROM (SELECT \"t\".*) AS \"__row\" WHERE \(condition))")
+            values += arguments
         }
         if let extraCondition { conditions.append("\"t\".\(extraCondition)") }
         let sql =
@@ -222,7 +248,7 @@ extension PostgresTableStore {
         for _ in 0..<3 {
             if let item = try await writeStatement(sql, values, table: schema, owner: owner) { return item }
             let current = try await explainMiss(
-                id, in: schema, owner: owner, precondition: precondition, includeDeleted: includeDeleted)
+                id, in: schema, scope: scope, precondition: precondition, includeDeleted: includeDeleted)
             if let answer = onMiss(current) { return answer }
         }
         throw TableStoreError.unavailable("the item kept changing during the write; try again")
@@ -231,11 +257,11 @@ extension PostgresTableStore {
     /// Why a conditional write matched no row: ``TableStoreError/notFound`` or
     /// ``TableStoreError/preconditionFailed(_:)``; otherwise the stored item (it changed meanwhile).
     func explainMiss(
-        _ id: ItemID, in schema: TableSchema, owner: String?, precondition: Precondition?, includeDeleted: Bool
+        _ id: ItemID, in schema: TableSchema, scope: RowScope, precondition: Precondition?, includeDeleted: Bool
     ) async throws -> JSONValue {
         try StoreSQL.checked(
-            try await item(id, in: schema.name, owner: nil, includeDeleted: true), schema: schema, owner: owner,
-            precondition: precondition, includeDeleted: includeDeleted)
+            try await item(id, in: schema.name, scope: scope, includeDeleted: true), schema: schema,
+            owner: scope.owner, precondition: precondition, includeDeleted: includeDeleted)
     }
 
     /// Runs a write transaction that changes a dynamic table's schema. It locks the table against other

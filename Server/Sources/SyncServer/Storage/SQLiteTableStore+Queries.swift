@@ -6,7 +6,7 @@ import SyncSQLite
 
 extension SQLiteTableStore {
     public func query(
-        _ table: TableName, _ query: ODataQuery, owner: String?, limit: Int, maxBytes: Int, shape: RowShape
+        _ table: TableName, _ query: ODataQuery, scope: RowScope, limit: Int, maxBytes: Int, shape: RowShape
     ) async throws
         -> QueryPage
     {
@@ -14,7 +14,7 @@ extension SQLiteTableStore {
         let (page, schema) = try await read { db in
             let schema = try Self.committedSchema(cached, in: db)
             let page = try Self.page(
-                query, owner: owner, limit: limit, maxBytes: maxBytes, shape: shape, schema: schema, in: db)
+                query, scope: scope, limit: limit, maxBytes: maxBytes, shape: shape, schema: schema, in: db)
             return (page, schema)
         }
         schemas.publish(schema)
@@ -22,11 +22,11 @@ extension SQLiteTableStore {
     }
 
     private static func page(
-        _ query: ODataQuery, owner: String?, limit: Int, maxBytes: Int, shape: RowShape, schema: TableSchema,
+        _ query: ODataQuery, scope: RowScope, limit: Int, maxBytes: Int, shape: RowShape, schema: TableSchema,
         in db: Database
     ) throws -> QueryPage {
-        let select = try StoreSQL.selection(query.select, schema: schema)
-        let (whereClause, orderBy) = try StoreSQL.clauses(for: query, schema: schema, owner: owner, dialect: .sqlite)
+        let select = try StoreSQL.selection(query.select, schema: schema, scope: scope)
+        let (whereClause, orderBy) = try StoreSQL.clauses(for: query, schema: schema, scope: scope, dialect: .sqlite)
         let (whereSQL, whereArguments) = whereClause.render(for: .sqlite)
         let name = StoreSQL.quoted(schema.name.canonical)
         let rowsSQL =
@@ -58,7 +58,7 @@ extension SQLiteTableStore {
         return QueryPage(itemsJSON: json, itemCount: count, hasMore: hasMore, totalCount: total)
     }
 
-    public func item(_ id: ItemID, in table: TableName, owner: String?, includeDeleted: Bool) async throws
+    public func item(_ id: ItemID, in table: TableName, scope: RowScope, includeDeleted: Bool) async throws
         -> JSONValue?
     {
         let cached = try schemas.require(table)
@@ -66,8 +66,8 @@ extension SQLiteTableStore {
             let schema = try Self.committedSchema(cached, in: db)
             guard let row = try Self.row(id, schema: schema, in: db) else { return nil }
             let item = Self.item(from: row, schema: schema)
-            guard StoreSQL.isVisible(item, to: owner, schema: schema) else { return nil }
-            return item.isDeleted && !includeDeleted ? nil : item
+            guard try Self.isInScope(item, scope, schema: schema, in: db) else { return nil }
+            return item.isDeleted && !includeDeleted ? nil : scope.shown(item)
         }
     }
 

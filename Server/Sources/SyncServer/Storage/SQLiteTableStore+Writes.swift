@@ -5,118 +5,142 @@ import SyncSQL
 import SyncSQLite
 
 extension SQLiteTableStore {
-    public func insert(_ fields: [String: JSONValue], id: ItemID, into table: TableName, owner: String?) async throws
+    public func insert(_ fields: [String: JSONValue], id: ItemID, into table: TableName, scope: RowScope) async throws
         -> JSONValue
     {
-        let known = try schemas.require(table)
-        let owner = try StoreSQL.writeOwner(owner, schema: known)
-        let fields = StoreSQL.withoutOwner(fields, schema: known)
-        let now = self.now
-        let (item, schema) = try await write { db in
-            var schema = try Self.committedSchema(known, in: db)
-            let plan = try schema.plan(fields)
-            if let existing = try Self.row(id, schema: schema, in: db) {
-                let item = Self.item(from: existing, schema: schema)
-                guard StoreSQL.isVisible(item, to: owner, schema: schema) else { throw TableStoreError.idTaken }
-                throw TableStoreError.alreadyExists(item)
+        try await scope.showing {
+            let known = try schemas.require(table)
+            let owner = try StoreSQL.writeOwner(scope, schema: known)
+            let fields = StoreSQL.withoutOwner(fields, schema: known)
+            let now = self.now
+            let (item, schema) = try await write { db in
+                var schema = try Self.committedSchema(known, in: db)
+                let plan = try schema.plan(fields)
+                if let existing = try Self.row(id, schema: schema, in: db) {
+                    let item = Self.item(from: existing, schema: schema)
+                    guard try Self.isInScope(item, scope, schema: schema, in: db) else { throw TableStoreError.idTaken }
+                    throw TableStoreError.alreadyExists(item)
+                }
+                if plan.changesSchema { schema = try Self.applySchemaChanges(plan, to: schema, in: db) }
+                let stamp = try Self.nextStamp(for: schema, now: now, in: db)
+                let (columns, values) = StoreSQL.insertion(id: id, stamp: stamp, plan: plan, owner: owner)
+                try db.execute(
+                    sql:
+                        "INSERT INTO \(StoreSQL.quoted(schema.name.canonical)) (\(columns.map(StoreSQL.quoted).joined(separator: ", "))) "
+                        + "VALUES (\(Array(repeating: "?", count: values.count).joined(separator: ", ")))",
+                    arguments: StatementArguments(sqlValues: values))
+                return (try Self.storedItem(id, schema: schema, in: db), schema)
             }
-            if plan.changesSchema { schema = try Self.applySchemaChanges(plan, to: schema, in: db) }
-            let stamp = try Self.nextStamp(for: schema, now: now, in: db)
-            let (columns, values) = StoreSQL.insertion(id: id, stamp: stamp, plan: plan, owner: owner)
-            try db.execute(
-                sql:
-                    "INSERT INTO \(StoreSQL.quoted(schema.name.canonical)) (\(columns.map(StoreSQL.quoted).joined(separator: ", "))) "
-                    + "VALUES (\(Array(repeating: "?", count: values.count).joined(separator: ", ")))",
-                arguments: StatementArguments(sqlValues: values))
-            return (try Self.storedItem(id, schema: schema, in: db), schema)
+            schemas.publish(schema)
+            return item
         }
-        schemas.publish(schema)
-        return item
     }
 
     public func update(
-        _ id: ItemID, with fields: [String: JSONValue], in table: TableName, owner: String?,
+        _ id: ItemID, with fields: [String: JSONValue], in table: TableName, scope: RowScope,
         precondition: Precondition?, includeDeleted: Bool
     ) async throws -> JSONValue {
-        let known = try schemas.require(table)
-        let owner = try StoreSQL.writeOwner(owner, schema: known)
-        let fields = StoreSQL.withoutOwner(fields, schema: known)
-        let now = self.now
-        let (item, schema) = try await write { db in
-            var schema = try Self.committedSchema(known, in: db)
-            let plan = try schema.plan(fields)
-            _ = try Self.checked(
-                id, schema: schema, owner: owner, precondition: precondition, includeDeleted: includeDeleted, in: db)
-            if plan.changesSchema { schema = try Self.applySchemaChanges(plan, to: schema, in: db) }
-            let stamp = try Self.nextStamp(for: schema, now: now, in: db)
-            var assignments = ["\"updatedAt\" = ?", "\"version\" = ?"]
-            var values: [SQLValue] = [.int(stamp), .text(StoreSQL.version(stamp))]
-            for (column, value) in plan.values + StoreSQL.deletedAssignment(fields, schema: schema) {
-                assignments.append("\(StoreSQL.quoted(column)) = ?")
-                values.append(value)
+        try await scope.showing {
+            let known = try schemas.require(table)
+            _ = try StoreSQL.writeOwner(scope, schema: known)
+            let fields = StoreSQL.withoutOwner(fields, schema: known)
+            let now = self.now
+            let (item, schema) = try await write { db in
+                var schema = try Self.committedSchema(known, in: db)
+                let plan = try schema.plan(fields)
+                _ = try Self.checked(
+                    id, schema: schema, scope: scope, precondition: precondition, includeDeleted: includeDeleted, in: db
+                )
+                if plan.changesSchema { schema = try Self.applySchemaChanges(plan, to: schema, in: db) }
+                let stamp = try Self.nextStamp(for: schema, now: now, in: db)
+                var assignments = ["\"updatedAt\" = ?", "\"version\" = ?"]
+                var values: [SQLValue] = [.int(stamp), .text(StoreSQL.version(stamp))]
+                for (column, value) in plan.values + StoreSQL.deletedAssignment(fields, schema: schema) {
+                    assignments.append("\(StoreSQL.quoted(column)) = ?")
+                    values.append(value)
+                }
+                try db.execute(
+                    sql:
+                        "UPDATE \(StoreSQL.quoted(schema.name.canonical)) SET \(assignments.joined(separator: ", ")) WHERE \"id\" = ?",
+                    arguments: StatementArguments(sqlValues: values + [.text(id.rawValue)]))
+                return (try Self.storedItem(id, schema: schema, in: db), schema)
             }
-            try db.execute(
-                sql:
-                    "UPDATE \(StoreSQL.quoted(schema.name.canonical)) SET \(assignments.joined(separator: ", ")) WHERE \"id\" = ?",
-                arguments: StatementArguments(sqlValues: values + [.text(id.rawValue)]))
-            return (try Self.storedItem(id, schema: schema, in: db), schema)
+            schemas.publish(schema)
+            return item
         }
-        schemas.publish(schema)
-        return item
     }
 
-    public func delete(_ id: ItemID, from table: TableName, owner: String?, precondition: Precondition?) async throws
+    public func delete(_ id: ItemID, from table: TableName, scope: RowScope, precondition: Precondition?) async throws
         -> JSONValue
     {
-        let cached = try schemas.require(table)
-        let owner = try StoreSQL.writeOwner(owner, schema: cached)
-        let now = self.now
-        return try await write { db in
-            let schema = try Self.committedSchema(cached, in: db)
-            let current = try Self.checked(
-                id, schema: schema, owner: owner, precondition: precondition, includeDeleted: false, in: db)
-            let name = StoreSQL.quoted(schema.name.canonical)
-            guard schema.configuration.softDelete else {
-                try db.execute(sql: "DELETE FROM \(name) WHERE \"id\" = ?", arguments: [id.rawValue])
-                return current
+        try await scope.showing {
+            let cached = try schemas.require(table)
+            _ = try StoreSQL.writeOwner(scope, schema: cached)
+            let now = self.now
+            return try await write { db in
+                let schema = try Self.committedSchema(cached, in: db)
+                let current = try Self.checked(
+                    id, schema: schema, scope: scope, precondition: precondition, includeDeleted: false, in: db)
+                let name = StoreSQL.quoted(schema.name.canonical)
+                guard schema.configuration.softDelete else {
+                    try db.execute(sql: "DELETE FROM \(name) WHERE \"id\" = ?", arguments: [id.rawValue])
+                    return current
+                }
+                let stamp = try Self.nextStamp(for: schema, now: now, in: db)
+                try db.execute(
+                    sql: "UPDATE \(name) SET \"deleted\" = 1, \"updatedAt\" = ?, \"version\" = ? WHERE \"id\" = ?",
+                    arguments: [stamp, StoreSQL.version(stamp), id.rawValue])
+                return try Self.storedItem(id, schema: schema, in: db)
             }
-            let stamp = try Self.nextStamp(for: schema, now: now, in: db)
-            try db.execute(
-                sql: "UPDATE \(name) SET \"deleted\" = 1, \"updatedAt\" = ?, \"version\" = ? WHERE \"id\" = ?",
-                arguments: [stamp, StoreSQL.version(stamp), id.rawValue])
-            return try Self.storedItem(id, schema: schema, in: db)
         }
     }
 
-    public func undelete(_ id: ItemID, in table: TableName, owner: String?, precondition: Precondition?) async throws
+    public func undelete(_ id: ItemID, in table: TableName, scope: RowScope, precondition: Precondition?) async throws
         -> JSONValue
     {
-        let cached = try schemas.require(table)
-        let owner = try StoreSQL.writeOwner(owner, schema: cached)
-        let now = self.now
-        return try await write { db in
-            let schema = try Self.committedSchema(cached, in: db)
-            let current = try Self.checked(
-                id, schema: schema, owner: owner, precondition: precondition, includeDeleted: true, in: db)
-            guard current.isDeleted else { return current }
-            let stamp = try Self.nextStamp(for: schema, now: now, in: db)
-            try db.execute(
-                sql:
-                    "UPDATE \(StoreSQL.quoted(schema.name.canonical)) SET \"deleted\" = 0, \"updatedAt\" = ?, \"version\" = ? WHERE \"id\" = ?",
-                arguments: [stamp, StoreSQL.version(stamp), id.rawValue])
-            return try Self.storedItem(id, schema: schema, in: db)
+        try await scope.showing {
+            let cached = try schemas.require(table)
+            _ = try StoreSQL.writeOwner(scope, schema: cached)
+            let now = self.now
+            return try await write { db in
+                let schema = try Self.committedSchema(cached, in: db)
+                let current = try Self.checked(
+                    id, schema: schema, scope: scope, precondition: precondition, includeDeleted: true, in: db)
+                guard current.isDeleted else { return current }
+                let stamp = try Self.nextStamp(for: schema, now: now, in: db)
+                try db.execute(
+                    sql:
+                        "UPDATE \(StoreSQL.quoted(schema.name.canonical)) SET \"deleted\" = 0, \"updatedAt\" = ?, \"version\" = ? WHERE \"id\" = ?",
+                    arguments: [stamp, StoreSQL.version(stamp), id.rawValue])
+                return try Self.storedItem(id, schema: schema, in: db)
+            }
         }
     }
 
-    /// The stored item, after checking that it exists (a tombstone only with `includeDeleted`), is `owner`'s,
+    /// The stored item, after checking that it exists (a tombstone only with `includeDeleted`), is in `scope`,
     /// and satisfies the precondition.
     static func checked(
-        _ id: ItemID, schema: TableSchema, owner: String?, precondition: Precondition?, includeDeleted: Bool,
+        _ id: ItemID, schema: TableSchema, scope: RowScope, precondition: Precondition?, includeDeleted: Bool,
         in db: Database
     ) throws -> JSONValue {
-        let stored = try row(id, schema: schema, in: db).map { item(from: $0, schema: schema) }
+        var stored = try row(id, schema: schema, in: db).map { item(from: $0, schema: schema) }
+        if let item = stored, try !isInScope(item, scope, schema: schema, in: db) { stored = nil }
         return try StoreSQL.checked(
-            stored, schema: schema, owner: owner, precondition: precondition, includeDeleted: includeDeleted)
+            stored, schema: schema, owner: scope.owner, precondition: precondition, includeDeleted: includeDeleted)
+    }
+
+    /// Whether the stored `item` is in `scope`: the owner's, in a per-user table, and passing the scope's filter
+    /// (asked of the database, in the caller's transaction).
+    static func isInScope(_ item: JSONValue, _ scope: RowScope, schema: TableSchema, in db: Database) throws -> Bool {
+        guard StoreSQL.isVisible(item, to: scope.owner, schema: schema) else { return false }
+        guard let filter = try StoreSQL.scopeFilter(scope, schema: schema, dialect: .sqlite),
+            let id = item[SystemProperty.id.rawValue]?.stringValue
+        else { return true }
+        let (sql, arguments) = filter.render(for: .sqlite)
+        return try Bool.fetchOne(
+            db,
+            sql: "SELECT 1 FROM \(StoreSQL.quoted(schema.name.canonical)) WHERE \"id\" = ? AND \(sql)",
+            arguments: StatementArguments(sqlValues: [.text(id)] + arguments)) ?? false
     }
 
     static func storedItem(_ id: ItemID, schema: TableSchema, in db: Database) throws -> JSONValue {

@@ -31,9 +31,9 @@ enum StoreSQL {
     /// The owner a write to a per-user table stamps or is scoped to (nil for other tables).
     ///
     /// - Throws: ``TableStoreError/invalidItem(_:)`` for a per-user table and no owner.
-    static func writeOwner(_ owner: String?, schema: TableSchema) throws(TableStoreError) -> String? {
+    static func writeOwner(_ scope: RowScope, schema: TableSchema) throws(TableStoreError) -> String? {
         guard schema.configuration.perUser else { return nil }
-        guard let owner else { throw .invalidItem("a per-user table's rows are written by their owner") }
+        guard let owner = scope.owner else { throw .invalidItem("a per-user table's rows are written by their owner") }
         return owner
     }
 
@@ -70,27 +70,55 @@ enum StoreSQL {
             .joined(separator: ", ")
     }
 
-    /// The user fields `$select` names (nil for all), each checked against the schema.
-    static func selection(_ fields: [String]?, schema: TableSchema) throws(TableStoreError) -> Set<String>? {
-        guard let fields else { return nil }
+    /// The user fields `$select` names (nil for all), each checked against the schema; a hidden column is as unknown,
+    /// and left out when `$select` names none.
+    static func selection(_ fields: [String]?, schema: TableSchema, scope: RowScope) throws(TableStoreError)
+        -> Set<String>?
+    {
+        let columns = visibleColumns(schema, scope: scope)
+        guard let fields else {
+            return scope.hiddenColumns.isEmpty ? nil : Set(schema.columns.keys.filter { columns(String($0)) != nil })
+        }
         var selected: Set<String> = []
         for field in fields {
-            guard let column = schema.column(for: field) else {
-                throw .invalidQuery("$select: unknown field '\(field)'")
-            }
+            guard let column = columns(field) else { throw .invalidQuery("$select: unknown field '\(field)'") }
             selected.insert(column.name)
         }
         return selected
     }
 
-    /// The `WHERE` condition (the owner's rows of a per-user table, tombstones excluded unless asked for)
-    /// and the `ORDER BY` terms (with `id` appended so that the order is total) of a query.
-    static func clauses(for query: ODataQuery, schema: TableSchema, owner: String?, dialect: SQLDialect)
+    /// The columns a query may name: the table's, but for the scope's hidden ones.
+    static func visibleColumns(_ schema: TableSchema, scope: RowScope) -> @Sendable (String) -> SQLColumn? {
+        let hidden = Set(scope.hiddenColumns.map { $0.lowercased() })
+        return { field in
+            guard let column = schema.column(for: field), !hidden.contains(column.name.lowercased()) else { return nil }
+            return column
+        }
+    }
+
+    /// The SQL condition of the scope's filter, or nil when it has none. It may name hidden columns.
+    static func scopeFilter(_ scope: RowScope, schema: TableSchema, dialect: SQLDialect) throws(TableStoreError)
+        -> SQLFragment?
+    {
+        guard let filter = scope.filter else { return nil }
+        do {
+            return SQLFragment("(") + (try SQLTranslator(dialect: dialect) { schema.column(for: $0) }.predicate(filter))
+                + SQLFragment(")")
+        } catch {
+            throw .invalidQuery("the table's read scope: \(error.description)")
+        }
+    }
+
+    /// The `WHERE` condition (the scope's rows — the owner's of a per-user table, those its filter passes —,
+    /// tombstones excluded unless asked for) and the `ORDER BY` terms (with `id` appended so that the order is total)
+    /// of a query.
+    static func clauses(for query: ODataQuery, schema: TableSchema, scope: RowScope, dialect: SQLDialect)
         throws(TableStoreError) -> (where: SQLFragment, orderBy: SQLFragment)
     {
-        let translator = SQLTranslator(dialect: dialect) { schema.column(for: $0) }
+        let translator = SQLTranslator(dialect: dialect, resolveColumn: visibleColumns(schema, scope: scope))
         var conditions: [SQLFragment] = []
-        if schema.configuration.perUser, let owner {
+        if let filter = try scopeFilter(scope, schema: schema, dialect: dialect) { conditions.append(filter) }
+        if schema.configuration.perUser, let owner = scope.owner {
             conditions.append(
                 SQLFragment("(\(quoted(TableConfiguration.ownerColumn)) = ") + SQLFragment(parameter: .text(owner))
                     + SQLFragment(")"))

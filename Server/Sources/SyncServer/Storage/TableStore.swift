@@ -8,11 +8,13 @@ public import SyncOData
 /// after a query returned rows up to `(updatedAt, id) = (T, I)` gets a greater cursor.
 /// `SQLiteTableStore` is the embedded one.
 ///
-/// Rows of a per-user table (``TableConfiguration/perUser``) belong to an owner, kept in its
-/// ``TableConfiguration/ownerColumn``. Every call takes an `owner`: for a per-user table, the caller's
-/// subject — the call then sees and writes that owner's rows only, and another owner's row is as missing
-/// (an insert of its id fails with ``TableStoreError/idTaken``); nil reads every owner's rows and cannot
-/// write. For other tables `owner` is ignored. For each owner, the cursor guarantee holds.
+/// Every call takes a ``RowScope``: the rows the caller may see and write. A row outside it is as missing — an
+/// insert of its id fails with ``TableStoreError/idTaken`` — and its hidden columns never leave the store. Stores
+/// check the scope in the statement or transaction that writes, so a concurrent write cannot move a row into or
+/// out of scope between the check and the write. Rows of a per-user table (``TableConfiguration/perUser``)
+/// belong to an owner, kept in its ``TableConfiguration/ownerColumn``: a scope with an owner sees and writes that
+/// owner's rows only; one without reads every owner's rows and cannot write. For each scope, the cursor
+/// guarantee holds (a scope narrows which rows a reader sees, never their cursors).
 public protocol TableStore: Sendable {
     /// Creates the configured tables that do not exist yet, and adds declared columns they lack.
     ///
@@ -30,8 +32,9 @@ public protocol TableStore: Sendable {
     ///
     /// - Parameters:
     ///   - table: The table.
-    ///   - query: The filter, order, skip and selection (its `top` is ignored: use `limit`).
-    ///   - owner: Whose rows, in a per-user table.
+    ///   - query: The filter, order, skip and selection (its `top` is ignored: use `limit`); a hidden column is as
+    ///     unknown to it.
+    ///   - scope: The rows the caller may see.
     ///   - limit: The most rows to return.
     ///   - maxBytes: The most bytes of JSON for the rows: the page ends after the row that passes it (so
     ///     one row always fits), and says more match.
@@ -39,7 +42,7 @@ public protocol TableStore: Sendable {
     /// - Returns: The rows, whether more match, and the total count when the query asks for it.
     /// - Throws: ``TableStoreError``.
     func query(
-        _ table: TableName, _ query: ODataQuery, owner: String?, limit: Int, maxBytes: Int, shape: RowShape
+        _ table: TableName, _ query: ODataQuery, scope: RowScope, limit: Int, maxBytes: Int, shape: RowShape
     ) async throws -> QueryPage
 
     /// One item by id; nil when missing, or soft-deleted and `includeDeleted` is false.
@@ -47,11 +50,11 @@ public protocol TableStore: Sendable {
     /// - Parameters:
     ///   - id: The item's id.
     ///   - table: The table.
-    ///   - owner: Whose rows, in a per-user table.
+    ///   - scope: The rows the caller may see.
     ///   - includeDeleted: Whether a tombstone counts.
     /// - Returns: The item, or nil.
     /// - Throws: ``TableStoreError``.
-    func item(_ id: ItemID, in table: TableName, owner: String?, includeDeleted: Bool) async throws -> JSONValue?
+    func item(_ id: ItemID, in table: TableName, scope: RowScope, includeDeleted: Bool) async throws -> JSONValue?
 
     /// Inserts an item, stamping its system properties.
     ///
@@ -59,11 +62,11 @@ public protocol TableStore: Sendable {
     ///   - fields: The item's fields (system properties other than `id` are ignored).
     ///   - id: The id to store it under.
     ///   - table: The table.
-    ///   - owner: The new row's owner, in a per-user table (required there).
+    ///   - scope: The rows the caller may write; its owner owns the new row of a per-user table (required there).
     /// - Returns: The stored item.
     /// - Throws: ``TableStoreError/alreadyExists(_:)`` with the stored item (even a tombstone),
-    ///   ``TableStoreError/idTaken`` when another owner holds the id, or ``TableStoreError/invalidItem(_:)``.
-    func insert(_ fields: [String: JSONValue], id: ItemID, into table: TableName, owner: String?) async throws
+    ///   ``TableStoreError/idTaken`` when a row outside the scope holds the id, or ``TableStoreError/invalidItem(_:)``.
+    func insert(_ fields: [String: JSONValue], id: ItemID, into table: TableName, scope: RowScope) async throws
         -> JSONValue
 
     /// Changes the given fields of an item; absent fields stay as they are. A `deleted` flag among them is
@@ -73,14 +76,14 @@ public protocol TableStore: Sendable {
     ///   - id: The item's id.
     ///   - fields: The fields to change.
     ///   - table: The table.
-    ///   - owner: Whose rows, in a per-user table (required there).
+    ///   - scope: The rows the caller may write (with the owner, in a per-user table).
     ///   - precondition: The version the stored item must have, if any.
     ///   - includeDeleted: Whether a tombstone may be updated.
     /// - Returns: The stored item.
     /// - Throws: ``TableStoreError/notFound``, ``TableStoreError/preconditionFailed(_:)`` with the
     ///   stored item, or ``TableStoreError/invalidItem(_:)``.
     func update(
-        _ id: ItemID, with fields: [String: JSONValue], in table: TableName, owner: String?,
+        _ id: ItemID, with fields: [String: JSONValue], in table: TableName, scope: RowScope,
         precondition: Precondition?, includeDeleted: Bool
     ) async throws -> JSONValue
 
@@ -89,12 +92,12 @@ public protocol TableStore: Sendable {
     /// - Parameters:
     ///   - id: The item's id.
     ///   - table: The table.
-    ///   - owner: Whose rows, in a per-user table (required there).
+    ///   - scope: The rows the caller may write (with the owner, in a per-user table).
     ///   - precondition: The version the stored item must have, if any.
     /// - Returns: The item as deleted (a tombstone, or the last stored copy).
     /// - Throws: ``TableStoreError/notFound`` (also for an item already deleted) or
     ///   ``TableStoreError/preconditionFailed(_:)``.
-    func delete(_ id: ItemID, from table: TableName, owner: String?, precondition: Precondition?) async throws
+    func delete(_ id: ItemID, from table: TableName, scope: RowScope, precondition: Precondition?) async throws
         -> JSONValue
 
     /// Brings a soft-deleted item back; a live item is returned unchanged.
@@ -102,24 +105,69 @@ public protocol TableStore: Sendable {
     /// - Parameters:
     ///   - id: The item's id.
     ///   - table: The table.
-    ///   - owner: Whose rows, in a per-user table (required there).
+    ///   - scope: The rows the caller may write (with the owner, in a per-user table).
     ///   - precondition: The version the stored item must have, if any.
     /// - Returns: The live item.
     /// - Throws: ``TableStoreError/notFound`` or ``TableStoreError/preconditionFailed(_:)``.
-    func undelete(_ id: ItemID, in table: TableName, owner: String?, precondition: Precondition?) async throws
+    func undelete(_ id: ItemID, in table: TableName, scope: RowScope, precondition: Precondition?) async throws
         -> JSONValue
 }
 
 extension TableStore {
     /// A query whose rows carry every system property (``RowShape/stored``).
     ///
-    /// - Parameters: As for ``query(_:_:owner:limit:maxBytes:shape:)``.
+    /// - Parameters: As for ``query(_:_:scope:limit:maxBytes:shape:)``.
     /// - Returns: The page.
     /// - Throws: ``TableStoreError``.
-    public func query(_ table: TableName, _ query: ODataQuery, owner: String?, limit: Int, maxBytes: Int)
+    public func query(_ table: TableName, _ query: ODataQuery, scope: RowScope, limit: Int, maxBytes: Int)
         async throws -> QueryPage
     {
-        try await self.query(table, query, owner: owner, limit: limit, maxBytes: maxBytes, shape: .stored)
+        try await self.query(table, query, scope: scope, limit: limit, maxBytes: maxBytes, shape: .stored)
+    }
+}
+
+/// The rows a store call may see and write, and the columns it may not show: the caller's share of a table.
+public struct RowScope: Sendable, Hashable {
+    /// The owner of a per-user table's rows the call is limited to; nil for every owner's (read only). Ignored for
+    /// other tables.
+    public var owner: String?
+    /// A condition rows must meet, on top of the owner (nil: none); it may name hidden columns.
+    public var filter: ODataExpression?
+    /// Columns left out of every item and page, and unknown to a query's `$filter`, `$orderby` and `$select`.
+    public var hiddenColumns: Set<String>
+
+    /// A scope.
+    ///
+    /// - Parameters:
+    ///   - owner: The owner of a per-user table's rows (nil: every owner's, read only).
+    ///   - filter: A condition rows must meet.
+    ///   - hiddenColumns: Columns never shown.
+    public init(owner: String? = nil, filter: ODataExpression? = nil, hiddenColumns: Set<String> = []) {
+        self.owner = owner
+        self.filter = filter
+        self.hiddenColumns = hiddenColumns
+    }
+
+    /// Every row and column (of every owner, read only in a per-user table): the console's and tools' scope.
+    public static let everything = RowScope()
+
+    /// `item` without the hidden columns.
+    func shown(_ item: JSONValue) -> JSONValue {
+        guard !hiddenColumns.isEmpty, case .object(var members) = item else { return item }
+        for column in hiddenColumns { members[column] = nil }
+        return .object(members)
+    }
+
+    /// Runs a store call whose item, and the item a conflict carries, are shown without the hidden columns.
+    func showing(_ body: () async throws -> JSONValue) async throws -> JSONValue {
+        guard !hiddenColumns.isEmpty else { return try await body() }
+        do {
+            return shown(try await body())
+        } catch TableStoreError.alreadyExists(let stored) {
+            throw TableStoreError.alreadyExists(shown(stored))
+        } catch TableStoreError.preconditionFailed(let stored) {
+            throw TableStoreError.preconditionFailed(shown(stored))
+        }
     }
 }
 
@@ -193,7 +241,7 @@ public enum TableStoreError: Error, Sendable, Equatable, CustomStringConvertible
     case notFound
     /// An insert's id is taken; the payload is the stored item.
     case alreadyExists(JSONValue)
-    /// An insert's id is taken by another owner's row in a per-user table (which the caller must not see).
+    /// An insert's id is taken by a row outside the caller's scope (which the caller must not see).
     case idTaken
     /// The stored item's version does not satisfy the precondition; the payload is the stored item.
     case preconditionFailed(JSONValue)
