@@ -66,14 +66,27 @@ public func buildApplication(
         onServerRunning: { channel in await onServerRunning(channel.localAddress?.port ?? configuration.port) },
         logger: configuration.logger
     )
+    let afterCommit = Dictionary(
+        configuration.servedTables.compactMap { table in
+            configuration.hooks(for: table.name)?.afterCommit.map { (table.name.canonical, $0) }
+        }, uniquingKeysWith: { first, _ in first })
+    let delivery =
+        afterCommit.isEmpty
+        ? nil
+        : CommitDelivery(
+            store: store, hooks: afterCommit, lease: configuration.afterCommitLease, logger: configuration.logger)
     if let postgres {
         // The pool runs as a service; the tables are prepared once it runs and before the server listens.
         app.addServices(postgres, PostgresChangeRelay(store: postgres, hub: changes))
         app.beforeServerStarts {
             try await postgres.waitUntilReachable(for: configuration.databaseWaitLimit)
             try await postgres.prepare(configuration.servedTables)
+            delivery?.start()
         }
+    } else {
+        delivery?.start()
     }
+    if let delivery { app.addServices(delivery) }
     return app
 }
 

@@ -164,6 +164,16 @@ struct Serve: AsyncParsableCommand {
     @Option(help: "The most bytes of rows in one page (a page ends after the row that passes it).")
     var maxPageBytes = 8 << 20
 
+    @Option(
+        help: ArgumentHelp(
+            "Append every committed write to this file, one JSON line each.",
+            discussion: """
+                Each line is {"sequence", "table", "kind", "item"}: the write as it committed. Every write is \
+                appended at least once, also across a crash (the database keeps it until it is appended); a \
+                repeat has the same sequence.
+                """))
+    var auditLog: String?
+
     func run() async throws {
         guard let level = Logger.Level(rawValue: logLevel) else {
             throw ValidationError("--log-level must be one of trace, debug, info, notice, warning, error, critical")
@@ -233,6 +243,12 @@ struct Serve: AsyncParsableCommand {
                 }
                 configuration.auth = configuration.auth ?? AuthConfiguration()
                 configuration.auth?.hs256Secret = secret
+            }
+            if let auditLog {
+                let log = try AuditLog(path: auditLog)
+                for table in configuration.servedTables {
+                    configuration.hooks[table.name.rawValue, default: TableHooks()].afterCommit = log.append
+                }
             }
             try configuration.validate()
         } catch let error as ConfigurationError {

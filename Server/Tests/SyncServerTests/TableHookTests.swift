@@ -2,6 +2,7 @@ import Foundation
 import HTTPTypes
 import HummingbirdTesting
 import SyncCore
+import SyncSQLite
 import Testing
 
 @testable import SyncServer
@@ -242,6 +243,67 @@ import Testing
             }
             let failed = try await client.send(.get, "/tables/Task", headers: boom)
             #expect(failed.status == .internalServerError && !failed.text.contains("fileNoSuchFile"))
+        }
+    }
+
+    /// Every committed write of both dialects — insert, PATCH, DELETE, undelete, v3 PUT, v3 DELETE — reaches the
+    /// after-commit hook with the item as it committed; refused and failed writes do not; a hook that throws gets the
+    /// write again after the lease, and the outbox ends empty. On both stores.
+    @Test(arguments: Backend.all) func theAfterCommitHookGetsEveryCommittedWrite(_ backend: Backend) async throws {
+        let seen = Locked<[CommittedWrite]>([])
+        let failuresLeft = Locked(2)
+        let hooks = TableHooks(
+            beforeInsert: { write in
+                if write.fields["text"] == "forbidden" { throw RequestRefusal(.forbidden, "No") }
+            },
+            afterCommit: { write in
+                if write.id == "flaky",
+                    failuresLeft.withLock({
+                        $0 -= 1; return $0 >= 0
+                    })
+                {
+                    throw CocoaError(.fileWriteUnknown)
+                }
+                seen.withLock { $0.append(write) }
+            })
+        try await Fixture.withServer(
+            backend, tables: [Fixture.table("TodoItem")], setup: .live,
+            configure: {
+                $0.hooks = ["TodoItem": hooks]
+                $0.afterCommitLease = .milliseconds(300)
+            }
+        ) { (client: any TestClientProtocol) async throws in
+            var versions: [String] = []
+            func expectOK(_ reply: Reply, _ status: HTTPResponse.Status = .ok) {
+                #expect(reply.status == status)
+                if let version = reply.json?["version"]?.stringValue ?? reply.headers[.eTag] {
+                    versions.append(version)
+                }
+            }
+            expectOK(try await client.send(.post, "/tables/TodoItem", json: ["id": "a", "text": "milk"]), .created)
+            expectOK(try await client.send(.patch, "/tables/TodoItem/a", json: ["text": "oat milk"]))
+            expectOK(try await client.send(.delete, "/tables/TodoItem/a"))
+            expectOK(try await client.send(.post, "/tables/TodoItem/a"))
+            expectOK(
+                try await client.send(
+                    .put, "/tables/TodoItem/a", json: ["id": "a", "text": "tea"], headers: Self.v3, versioned: false))
+            let v3Delete = try await client.send(.delete, "/tables/TodoItem/a", headers: Self.v3, versioned: false)
+            #expect(v3Delete.status == .noContent)
+            #expect(try await client.send(.post, "/tables/TodoItem", json: ["text": "forbidden"]).status == .forbidden)
+            #expect(try await client.send(.post, "/tables/TodoItem", json: ["id": "a"]).status == .conflict)
+            expectOK(try await client.send(.post, "/tables/TodoItem", json: ["id": "flaky"]), .created)
+
+            let deadline = ContinuousClock.now + .seconds(20)
+            while seen.withLock({ $0.count }) < 7, ContinuousClock.now < deadline {
+                try await Task.sleep(for: .milliseconds(50))
+            }
+            let writes = seen.withLock { $0 }
+            #expect(writes.map(\.kind) == [.insert, .update, .delete, .undelete, .update, .delete, .insert])
+            #expect(writes.map(\.id) == ["a", "a", "a", "a", "a", "a", "flaky"])
+            #expect(writes[1].item["text"] == "oat milk" && writes[5].item.isDeleted)
+            #expect(writes.prefix(5).map { $0.version?.rawValue } == versions.prefix(5).map { Optional($0) })
+            #expect(Set(writes.map(\.sequence)).count == 7)
+            #expect(failuresLeft.withLock { $0 } < 0, "the flaky write's hook threw twice, then ran")
         }
     }
 

@@ -48,8 +48,12 @@ public struct SyncServerConfiguration: Sendable {
     public var offersBatch = true
     /// Custom APIs, served at `/api/{name}` (``CustomAPI``). None by default.
     public var apis: [CustomAPI] = []
-    /// Code run before the writes of a table (``TableHooks``), by table name. None by default.
+    /// Code run for the requests and writes of a table (``TableHooks``), by table name. None by default.
     public var hooks: [String: TableHooks] = [:]
+    /// How long a committed write is held by the delivery that took it to a ``TableHooks/afterCommit`` hook: when
+    /// the hook throws, or the delivery is cut short, it is delivered again after this; a hook that runs longer may
+    /// see the write twice (another instance delivers it too). Default 60 s.
+    public var afterCommitLease = Duration.seconds(60)
     /// Adds the app's own Hummingbird routes and middleware to the server's router, after the server's own (its
     /// middleware — token checks, CORS, metrics, the 500 for an unexpected error — runs for them too, and
     /// `context.caller` is the verified caller). For JSON APIs with the tables' rules, ``apis`` is simpler. Nil by
@@ -88,7 +92,18 @@ public struct SyncServerConfiguration: Sendable {
     public init() {}
 
     /// The tables actually served: ``tables``, or `TodoItem` when none are configured.
-    public var servedTables: [TableConfiguration] { tables.isEmpty ? [.todoItem] : tables }
+    public var servedTables: [TableConfiguration] {
+        (tables.isEmpty ? [.todoItem] : tables).map { table in
+            var table = table
+            if hooks(for: table.name)?.afterCommit != nil { table.recordsCommits = true }
+            return table
+        }
+    }
+
+    /// The hooks of `table` (``hooks`` names tables in any case).
+    func hooks(for table: TableName) -> TableHooks? {
+        hooks.first { $0.key.lowercased() == table.canonical }?.value
+    }
 
     /// Checks that the settings fit together: a table that needs signed-in callers needs ``auth``, and a
     /// per-user table cannot be read or written anonymously.

@@ -29,6 +29,9 @@ public struct TableConfiguration: Sendable, Hashable {
     /// read-only `userId` column and scopes every read and write to the caller's rows. Needs
     /// ``SyncServerConfiguration/auth``. Default false.
     public var perUser = false
+    /// Whether each committed write is also recorded in the store's outbox, in the write's own transaction, for the
+    /// table's ``TableHooks/afterCommit`` hook. The server sets it for the tables that have one.
+    public var recordsCommits = false
     /// Who may do each operation; an operation not listed takes the server's default (any signed-in user
     /// when ``SyncServerConfiguration/auth`` is set, anyone otherwise). Default: none listed.
     public var access: [TableOperation: Access] = [:]

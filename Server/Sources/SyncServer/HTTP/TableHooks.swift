@@ -32,6 +32,10 @@ public import SyncCore
 /// write cannot slip a row out of the view between a check and a write. Values a client sends for hidden columns
 /// are dropped before the write hooks run, so those may set them (a server-owned field).
 ///
+/// An ``afterCommit`` hook runs for every committed write, at least once, even across a crash: the write is recorded in
+/// an outbox in the same database transaction, and removed once the hook returned (``CommittedWrite``) — for audit
+/// logs, webhooks and emails. It runs apart from requests, in a delivery task the server starts.
+///
 /// A write hook runs before the write's preconditions are checked, so a write it lets through may still be a conflict.
 /// It may not change system properties (`version`, `updatedAt`, …): that is answered 500. Any error other than
 /// ``RequestRefusal`` is a 500 whose details go to the log only.
@@ -41,8 +45,13 @@ public struct TableHooks: Sendable {
     /// A read hook: it receives who asks and returns what they see, or throws ``RequestRefusal``.
     public typealias ReadHook = @Sendable (TableRead) async throws -> TableView
 
+    /// An after-commit hook: it receives a committed write; when it throws, the write is delivered again later.
+    public typealias AfterCommit = @Sendable (CommittedWrite) async throws -> Void
+
     /// Before every request to the table — reads and writes, `/changes` too: what the caller may see and change.
     public var read: ReadHook?
+    /// After each write committed, at least once (``SyncServerConfiguration/afterCommitLease`` after a failure).
+    public var afterCommit: AfterCommit?
     /// Before an insert (`POST /tables/T`); the fields are the item's, without `id`.
     public var beforeInsert: Hook?
     /// Before an update: v2's `PATCH` (the fields sent) and v3's `PUT` (the whole item, `deleted` included).
@@ -60,11 +69,13 @@ public struct TableHooks: Sendable {
     ///   - beforeUpdate: Before an update.
     ///   - beforeDelete: Before a delete.
     ///   - beforeUndelete: Before an undelete.
+    ///   - afterCommit: After each committed write.
     public init(
         read: ReadHook? = nil, beforeInsert: Hook? = nil, beforeUpdate: Hook? = nil, beforeDelete: Hook? = nil,
-        beforeUndelete: Hook? = nil
+        beforeUndelete: Hook? = nil, afterCommit: AfterCommit? = nil
     ) {
         self.read = read
+        self.afterCommit = afterCommit
         self.beforeInsert = beforeInsert
         self.beforeUpdate = beforeUpdate
         self.beforeDelete = beforeDelete

@@ -35,6 +35,7 @@ extension PostgresTableStore {
             )
             """
         ),
+        (3, "outbox", CommitOutbox.createSQL(sequence: "bigserial PRIMARY KEY")),
     ]
 
     public func prepare(_ tables: [TableConfiguration]) async throws {

@@ -41,7 +41,9 @@ extension PostgresTableStore {
                     "\(stampCTE(cached)) INSERT INTO \(StoreSQL.quoted(cached.name.canonical)) "
                     + "(\(columns.map(StoreSQL.quoted).joined(separator: ", "))) "
                     + "SELECT \(selected.joined(separator: ", ")) FROM \"__stamp\" ON CONFLICT (\"id\") DO NOTHING RETURNING *"
-                if let item = try await writeStatement(sql, values, table: cached, owner: owner) { return item }
+                if let item = try await writeStatement(sql, values, table: cached, owner: owner, kind: .insert) {
+                    return item
+                }
                 // The id is taken: by a row the caller may see (a conflict showing it), or not (or gone since).
                 guard let existing = try await item(id, in: table, scope: scope, includeDeleted: true) else {
                     throw TableStoreError.idTaken
@@ -59,7 +61,11 @@ extension PostgresTableStore {
                             + "(\(columns.map(StoreSQL.quoted).joined(separator: ", "))) "
                             + "VALUES (\(placeholders)) ON CONFLICT (\"id\") DO NOTHING RETURNING *",
                         binds: try Self.bindings(values)), logger: logger)
-                for try await row in rows { return (try Self.item(from: row, schema: schema), schema) }
+                for try await row in rows {
+                    let item = try Self.item(from: row, schema: schema)
+                    try await Self.record(.insert, item, schema: schema, on: connection, logger: logger)
+                    return (item, schema)
+                }
                 // The table is locked: the row that took the id is there, in the scope or not.
                 guard
                     let existing = try await Self.item(id, schema: schema, scope: scope, on: connection, logger: logger)
@@ -84,7 +90,7 @@ extension PostgresTableStore {
                 let changes = plan.values + StoreSQL.deletedAssignment(fields, schema: cached)
                 let assignments = changes.enumerated().map { "\(StoreSQL.quoted($1.column)) = $\($0 + first)" }
                 return try await conditionalUpdate(
-                    id, in: cached, scope: scope, set: assignments, values: changes.map(\.value),
+                    .update, id, in: cached, scope: scope, set: assignments, values: changes.map(\.value),
                     precondition: precondition, includeDeleted: includeDeleted)
             }
             let (item, schema) = try await lockedWrite(cached, owner: owner) { connection, stamp, stored, logger in
@@ -108,7 +114,11 @@ extension PostgresTableStore {
                             "UPDATE \(StoreSQL.quoted(schema.name.canonical)) SET \(assignments.joined(separator: ", ")) "
                             + "WHERE \"id\" = $\(values.count) RETURNING *",
                         binds: try Self.bindings(values)), logger: logger)
-                for try await row in rows { return (try Self.item(from: row, schema: schema), schema) }
+                for try await row in rows {
+                    let item = try Self.item(from: row, schema: schema)
+                    try await Self.record(.update, item, schema: schema, on: connection, logger: logger)
+                    return (item, schema)
+                }
                 throw TableStoreError.notFound
             }
             schemas.publish(schema)
@@ -139,7 +149,7 @@ extension PostgresTableStore {
                     values += arguments
                 }
                 let logger = self.logger
-                let deleted = try await withConnection(isWrite: true) { [sql, values] connection in
+                let deleted = try await recording(.delete, schema) { [sql, values] connection, logger in
                     try await Self.returning(
                         sql + " RETURNING *", values, schema: schema, on: connection, logger: logger)
                 }
@@ -148,7 +158,8 @@ extension PostgresTableStore {
                     id, in: schema, scope: scope, precondition: precondition, includeDeleted: false)
             }
             return try await conditionalUpdate(
-                id, in: schema, scope: scope, set: ["\"deleted\" = TRUE"], values: [], precondition: precondition,
+                .delete, id, in: schema, scope: scope, set: ["\"deleted\" = TRUE"], values: [],
+                precondition: precondition,
                 includeDeleted: false)
         }
     }
@@ -160,7 +171,8 @@ extension PostgresTableStore {
             let schema = try schemas.require(table)
             _ = try StoreSQL.writeOwner(scope, schema: schema)
             return try await conditionalUpdate(
-                id, in: schema, scope: scope, set: ["\"deleted\" = FALSE"], values: [], precondition: precondition,
+                .undelete, id, in: schema, scope: scope, set: ["\"deleted\" = FALSE"], values: [],
+                precondition: precondition,
                 includeDeleted: true, extraCondition: "\"deleted\"",
                 onMiss: { current in current.isDeleted ? nil : current })
         }
@@ -198,16 +210,43 @@ extension PostgresTableStore {
 
     /// Runs one stamped write statement (`$1` the clock, `$2` the table, `$3` the owner of a per-user table's
     /// row, then `values`) and returns the row it wrote, or nil when it matched none.
-    func writeStatement(_ sql: String, _ values: [SQLValue], table: TableSchema, owner: String?) async throws
-        -> JSONValue?
-    {
+    func writeStatement(
+        _ sql: String, _ values: [SQLValue], table: TableSchema, owner: String?, kind: TableWrite.Kind
+    ) async throws -> JSONValue? {
         let clock = WireDate(now()).millisecondsSince1970
-        let logger = self.logger
         var parameters: [SQLValue] = [.int(clock), .text(table.name.canonical)]
         if table.configuration.perUser { parameters.append(owner.map(SQLValue.text) ?? .null) }
-        return try await withConnection(isWrite: true) { [parameters] connection in
+        return try await recording(kind, table) { [parameters] connection, logger in
             try await Self.returning(sql, parameters + values, schema: table, on: connection, logger: logger)
         }
+    }
+
+    /// Runs a write statement that returns the row it wrote (or nil for none); when the table records its commits,
+    /// in a transaction that also records the row in the outbox.
+    func recording(
+        _ kind: TableWrite.Kind, _ schema: TableSchema,
+        _ statement: @escaping @Sendable (PostgresConnection, Logger) async throws -> JSONValue?
+    ) async throws -> JSONValue? {
+        let logger = self.logger
+        let body = { @Sendable (connection: PostgresConnection) in
+            let item = try await statement(connection, logger)
+            if let item { try await Self.record(kind, item, schema: schema, on: connection, logger: logger) }
+            return item
+        }
+        return try await schema.configuration.recordsCommits
+            ? transaction(body) : withConnection(isWrite: true, body)
+    }
+
+    /// Records a write in the outbox, on the write's connection, when the table records its commits.
+    static func record(
+        _ kind: TableWrite.Kind, _ item: JSONValue, schema: TableSchema, on connection: PostgresConnection,
+        logger: Logger
+    ) async throws {
+        guard schema.configuration.recordsCommits else { return }
+        try await connection.query(
+            PostgresQuery(
+                unsafeSQL: "INSERT INTO \"\(CommitOutbox.table)\" (\"table\", \"kind\", \"item\") VALUES ($1, $2, $3)",
+                binds: try bindings(CommitOutbox.entry(kind, item, schema: schema))), logger: logger)
     }
 
     /// Updates a row in one stamped statement when it exists, is in `scope`, satisfies the precondition
@@ -215,7 +254,8 @@ extension PostgresTableStore {
     /// reasons (404, 412) apply, and returns what to answer, or nil to try again. `assignments` number their
     /// values from ``stampParameterCount(_:)`` + 1.
     func conditionalUpdate(
-        _ id: ItemID, in schema: TableSchema, scope: RowScope, set assignments: [String], values: [SQLValue],
+        _ kind: TableWrite.Kind, _ id: ItemID, in schema: TableSchema, scope: RowScope, set assignments: [String],
+        values: [SQLValue],
         precondition: Precondition?, includeDeleted: Bool, extraCondition: String? = nil,
         onMiss: (JSONValue) -> JSONValue? = { _ in nil }
     ) async throws -> JSONValue {
@@ -246,7 +286,9 @@ extension PostgresTableStore {
             .joined(separator: ", ")
             + " FROM \"__stamp\" WHERE \(conditions.joined(separator: " AND ")) RETURNING \"t\".*"
         for _ in 0..<3 {
-            if let item = try await writeStatement(sql, values, table: schema, owner: owner) { return item }
+            if let item = try await writeStatement(sql, values, table: schema, owner: owner, kind: kind) {
+                return item
+            }
             let current = try await explainMiss(
                 id, in: schema, scope: scope, precondition: precondition, includeDeleted: includeDeleted)
             if let answer = onMiss(current) { return answer }
@@ -314,5 +356,38 @@ extension PostgresTableStore {
             PostgresQuery(unsafeSQL: sql, binds: try bindings(values)), logger: logger)
         for try await row in rows { return try item(from: row, schema: schema) }
         return nil
+    }
+
+    public func leaseCommits(limit: Int, for lease: Duration) async throws -> [CommittedWrite] {
+        let now = WireDate(self.now()).millisecondsSince1970
+        let until = now + lease.milliseconds
+        let logger = self.logger
+        let writes = try await withConnection(isWrite: true) { connection in
+            let rows = try await connection.query(
+                """
+                UPDATE "__sync_outbox" SET "leasedUntil" = \(until) WHERE "sequence" IN (
+                    SELECT "sequence" FROM "__sync_outbox" WHERE "leasedUntil" < \(now) ORDER BY "sequence"
+                    LIMIT \(limit) FOR UPDATE SKIP LOCKED)
+                RETURNING "sequence", "table", "kind", "item"
+                """, logger: logger)
+            var writes: [CommittedWrite] = []
+            for try await (sequence, table, kind, item) in rows.decode((Int64, String, String, String).self) {
+                if let write = CommitOutbox.write(sequence: sequence, table: table, kind: kind, item: item) {
+                    writes.append(write)
+                }
+            }
+            return writes
+        }
+        return writes.sorted { $0.sequence < $1.sequence }
+    }
+
+    public func removeCommits(_ sequences: [Int64]) async throws {
+        guard !sequences.isEmpty else { return }
+        let logger = self.logger
+        try await withConnection(isWrite: true) { connection in
+            let rows = try await connection.query(
+                #"DELETE FROM "__sync_outbox" WHERE "sequence" = ANY(\#(sequences))"#, logger: logger)
+            for try await _ in rows {}
+        }
     }
 }

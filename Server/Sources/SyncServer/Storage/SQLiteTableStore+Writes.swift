@@ -29,7 +29,7 @@ extension SQLiteTableStore {
                         "INSERT INTO \(StoreSQL.quoted(schema.name.canonical)) (\(columns.map(StoreSQL.quoted).joined(separator: ", "))) "
                         + "VALUES (\(Array(repeating: "?", count: values.count).joined(separator: ", ")))",
                     arguments: StatementArguments(sqlValues: values))
-                return (try Self.storedItem(id, schema: schema, in: db), schema)
+                return (try Self.recorded(.insert, id, schema: schema, in: db), schema)
             }
             schemas.publish(schema)
             return item
@@ -63,7 +63,7 @@ extension SQLiteTableStore {
                     sql:
                         "UPDATE \(StoreSQL.quoted(schema.name.canonical)) SET \(assignments.joined(separator: ", ")) WHERE \"id\" = ?",
                     arguments: StatementArguments(sqlValues: values + [.text(id.rawValue)]))
-                return (try Self.storedItem(id, schema: schema, in: db), schema)
+                return (try Self.recorded(.update, id, schema: schema, in: db), schema)
             }
             schemas.publish(schema)
             return item
@@ -84,13 +84,14 @@ extension SQLiteTableStore {
                 let name = StoreSQL.quoted(schema.name.canonical)
                 guard schema.configuration.softDelete else {
                     try db.execute(sql: "DELETE FROM \(name) WHERE \"id\" = ?", arguments: [id.rawValue])
+                    try Self.record(.delete, current, schema: schema, in: db)
                     return current
                 }
                 let stamp = try Self.nextStamp(for: schema, now: now, in: db)
                 try db.execute(
                     sql: "UPDATE \(name) SET \"deleted\" = 1, \"updatedAt\" = ?, \"version\" = ? WHERE \"id\" = ?",
                     arguments: [stamp, StoreSQL.version(stamp), id.rawValue])
-                return try Self.storedItem(id, schema: schema, in: db)
+                return try Self.recorded(.delete, id, schema: schema, in: db)
             }
         }
     }
@@ -112,7 +113,7 @@ extension SQLiteTableStore {
                     sql:
                         "UPDATE \(StoreSQL.quoted(schema.name.canonical)) SET \"deleted\" = 0, \"updatedAt\" = ?, \"version\" = ? WHERE \"id\" = ?",
                     arguments: [stamp, StoreSQL.version(stamp), id.rawValue])
-                return try Self.storedItem(id, schema: schema, in: db)
+                return try Self.recorded(.undelete, id, schema: schema, in: db)
             }
         }
     }
@@ -143,9 +144,22 @@ extension SQLiteTableStore {
             arguments: StatementArguments(sqlValues: [.text(id)] + arguments)) ?? false
     }
 
-    static func storedItem(_ id: ItemID, schema: TableSchema, in db: Database) throws -> JSONValue {
+    /// The item as a write of `kind` left it, recorded in the outbox when the table records its commits.
+    static func recorded(_ kind: TableWrite.Kind, _ id: ItemID, schema: TableSchema, in db: Database) throws
+        -> JSONValue
+    {
         guard let row = try row(id, schema: schema, in: db) else { throw TableStoreError.notFound }
-        return item(from: row, schema: schema)
+        let item = item(from: row, schema: schema)
+        try record(kind, item, schema: schema, in: db)
+        return item
+    }
+
+    /// Records a write in the outbox, in the write's transaction, when the table records its commits.
+    static func record(_ kind: TableWrite.Kind, _ item: JSONValue, schema: TableSchema, in db: Database) throws {
+        guard schema.configuration.recordsCommits else { return }
+        try db.execute(
+            sql: "INSERT INTO \"\(CommitOutbox.table)\" (\"table\", \"kind\", \"item\") VALUES (?, ?, ?)",
+            arguments: StatementArguments(sqlValues: CommitOutbox.entry(kind, item, schema: schema)))
     }
 
     /// The next `updatedAt` of a table (see ``StoreSQL/nextStamp(after:now:)``); SQLite serializes writes,
@@ -154,5 +168,34 @@ extension SQLiteTableStore {
         let last = try Int64.fetchOne(
             db, sql: "SELECT MAX(\"updatedAt\") FROM \(StoreSQL.quoted(schema.name.canonical))")
         return StoreSQL.nextStamp(after: last, now: now())
+    }
+
+    public func leaseCommits(limit: Int, for lease: Duration) async throws -> [CommittedWrite] {
+        let now = WireDate(self.now()).millisecondsSince1970
+        return try await write { db in
+            let rows = try Row.fetchAll(
+                db,
+                sql: "SELECT \"sequence\", \"table\", \"kind\", \"item\" FROM \"\(CommitOutbox.table)\" "
+                    + "WHERE \"leasedUntil\" < ? ORDER BY \"sequence\" LIMIT ?",
+                arguments: [now, limit])
+            guard let last = rows.last?["sequence"] as Int64? else { return [] }
+            try db.execute(
+                sql: "UPDATE \"\(CommitOutbox.table)\" SET \"leasedUntil\" = ? "
+                    + "WHERE \"leasedUntil\" < ? AND \"sequence\" <= ?",
+                arguments: [now + lease.milliseconds, now, last])
+            return rows.compactMap { row in
+                CommitOutbox.write(sequence: row["sequence"], table: row["table"], kind: row["kind"], item: row["item"])
+            }
+        }
+    }
+
+    public func removeCommits(_ sequences: [Int64]) async throws {
+        guard !sequences.isEmpty else { return }
+        try await write { db in
+            for sequence in sequences {
+                try db.execute(
+                    sql: "DELETE FROM \"\(CommitOutbox.table)\" WHERE \"sequence\" = ?", arguments: [sequence])
+            }
+        }
     }
 }

@@ -67,6 +67,10 @@ public final class SQLiteTableStore: TableStore {
                     )
                     """)
         }
+        migrator.registerMigration("v2: outbox") { db in
+            // AUTOINCREMENT: a sequence is never used again after its entry is removed.
+            try db.execute(sql: CommitOutbox.createSQL(sequence: "INTEGER PRIMARY KEY AUTOINCREMENT"))
+        }
         return migrator
     }
 

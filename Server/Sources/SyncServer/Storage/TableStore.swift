@@ -111,6 +111,22 @@ public protocol TableStore: Sendable {
     /// - Throws: ``TableStoreError/notFound`` or ``TableStoreError/preconditionFailed(_:)``.
     func undelete(_ id: ItemID, in table: TableName, scope: RowScope, precondition: Precondition?) async throws
         -> JSONValue
+
+    /// Up to `limit` writes from the outbox (``TableConfiguration/recordsCommits``) that no drainer holds, oldest
+    /// first, now held by the caller for `lease` — after which, not removed, they are handed out again.
+    ///
+    /// - Parameters:
+    ///   - limit: The most writes to return.
+    ///   - lease: How long the caller holds them.
+    /// - Returns: The writes.
+    /// - Throws: ``TableStoreError/unavailable(_:)``.
+    func leaseCommits(limit: Int, for lease: Duration) async throws -> [CommittedWrite]
+
+    /// Removes delivered writes from the outbox.
+    ///
+    /// - Parameter sequences: Their ``CommittedWrite/sequence``s.
+    /// - Throws: ``TableStoreError/unavailable(_:)``.
+    func removeCommits(_ sequences: [Int64]) async throws
 }
 
 extension TableStore {
