@@ -199,6 +199,7 @@ let package = Package(
             name: "SyncServerTests",
             dependencies: [
                 "SyncServer",
+                .product(name: "OfflineSyncTesting", package: client),
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
                 .product(name: "NIOHTTPCompression", package: "swift-nio-extras"),

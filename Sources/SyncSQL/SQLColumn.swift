@@ -1,5 +1,5 @@
 import Foundation
-import SyncCore
+public import SyncCore
 
 /// What a column holds, as the translator needs to know it.
 public enum SQLColumnType: String, Sendable, Hashable, CaseIterable, Codable {
@@ -33,6 +33,11 @@ public struct SQLColumn: Sendable, Hashable {
     /// Trusted SQL that computes the value instead of the quoted column name, such as
     /// `json_extract("data", '$.text')`; nil for a plain column. Never built from user text.
     public var expression: String?
+    /// How a string column compares and sorts; with a collation other than binary, ``collationKeyColumn`` holds
+    /// each value's ``Collation/key(_:)``, which `$orderby` and the comparison operators use instead.
+    public var collation = Collation.binary
+    /// The column holding the collation keys of a column whose ``collation`` is not binary.
+    public var collationKeyColumn: String?
 
     /// Describes a column.
     ///

@@ -27,6 +27,7 @@ extension SQLTranslator {
         case .binary(let op, let left, let right) where op.isLogical:
             return try logicalList(op, left, right)
         case .binary(let op, let left, let right) where op.isComparison:
+            if let (left, right) = try collated(left, right) { return try comparison(op, left, right) }
             return try comparison(op, try value(left), try value(right))
         case .binary(let op, let left, let right):
             return try arithmetic(op, try value(left), try value(right))
@@ -80,6 +81,40 @@ extension SQLTranslator {
     }
 
     // MARK: Comparisons
+
+    /// A comparison's operands as collation keys, when one is a column with a collation and the other a string or a
+    /// column with the same collation: the key column, and the string's key. Nil otherwise (binary).
+    private func collated(_ left: ODataExpression, _ right: ODataExpression) throws(ODataError) -> (TypedSQL, TypedSQL)?
+    {
+        func column(_ expression: ODataExpression) throws(ODataError) -> SQLColumn? {
+            guard case .member(let field) = expression else { return nil }
+            return try self.column(field).column
+        }
+        func key(_ column: SQLColumn) throws(ODataError) -> TypedSQL? {
+            guard let keyColumn = column.collationKeyColumn else { return nil }
+            let sql = try self.column(keyColumn, as: column)
+            return TypedSQL(sql: sql, type: .string, isNullable: column.isNullable)
+        }
+        func text(_ expression: ODataExpression, _ collation: Collation) -> TypedSQL? {
+            guard case .literal(.string(let text)) = expression, let key = collation.key(text) else { return nil }
+            return literalValue(.string(key))
+        }
+        switch (try column(left), try column(right)) {
+        case (let left?, let right?):
+            guard left.collation == right.collation, let leftKey = try key(left), let rightKey = try key(right) else {
+                return nil
+            }
+            return (leftKey, rightKey)
+        case (let column?, nil):
+            guard let columnKey = try key(column), let textKey = text(right, column.collation) else { return nil }
+            return (columnKey, textKey)
+        case (nil, let column?):
+            guard let columnKey = try key(column), let textKey = text(left, column.collation) else { return nil }
+            return (textKey, columnKey)
+        case (nil, nil):
+            return nil
+        }
+    }
 
     private func comparison(_ op: ODataBinaryOperator, _ left: TypedSQL, _ right: TypedSQL) throws(ODataError)
         -> TypedSQL

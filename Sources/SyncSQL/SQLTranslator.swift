@@ -52,7 +52,8 @@ public struct SQLTranslator: Sendable {
     }
 
     /// The terms of an `ORDER BY` clause (without the keywords), nulls first when ascending and last
-    /// when descending on both databases, strings in code-point order.
+    /// when descending on both databases, strings in code-point order — or, for a column with a collation, in the
+    /// code-point order of their keys (``SQLColumn/collationKeyColumn``).
     ///
     /// - Parameter orderings: The sort keys.
     /// - Returns: The comma-separated terms.
@@ -60,7 +61,10 @@ public struct SQLTranslator: Sendable {
     public func orderBy(_ orderings: [ODataOrdering]) throws(ODataError) -> SQLFragment {
         var terms: [SQLFragment] = []
         for ordering in orderings {
-            let column = try resolve(ordering.field)
+            var column = try resolve(ordering.field)
+            if let keyColumn = column.collationKeyColumn {
+                column = SQLColumn(name: keyColumn, type: .string, isNullable: column.isNullable)
+            }
             var term = try quoted(column)
             if dialect == .postgres, column.type == .string || column.type == .json {
                 term += SQLFragment(" COLLATE \"C\"")
@@ -85,6 +89,11 @@ public struct SQLTranslator: Sendable {
     public func column(_ field: String) throws(ODataError) -> (sql: SQLFragment, column: SQLColumn) {
         let column = try resolve(field)
         return (try quoted(column), column)
+    }
+
+    /// The key column of `column`, quoted as `column` would be.
+    func column(_ keyColumn: String, as column: SQLColumn) throws(ODataError) -> SQLFragment {
+        try quoted(SQLColumn(name: keyColumn, type: .string, isNullable: column.isNullable))
     }
 
     private func resolve(_ field: String) throws(ODataError) -> SQLColumn {

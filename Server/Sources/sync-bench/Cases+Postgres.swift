@@ -12,7 +12,8 @@ import SyncServer
 /// The cases against PostgreSQL, on the database `--database` names: its `TodoItem` table is dropped
 /// and created again for each case.
 extension Cases {
-    /// `server.page.pg`, `pull.initial.pg`, `server.write.pg` and `server.write.peruser.pg`, as `wanted` selects.
+    /// `server.page.pg`, `pull.initial.pg`, `server.write.pg`, `server.write.peruser.pg` and `server.write.aftercommit.pg`,
+    /// as `wanted` selects.
     func postgres(url: String, rows: Int, wanted: (String) -> Bool) async throws -> [BenchResult] {
         let database = DatabaseLocation.postgres(url: url)
         var results: [BenchResult] = []
@@ -27,6 +28,10 @@ extension Cases {
         }
         if wanted("server.write.pg") { results.append(try await serverWritePostgres(url)) }
         if wanted("server.write.peruser.pg") { results.append(try await serverWritePerUserPostgres(url)) }
+        if wanted("server.write.aftercommit.pg") {
+            results.append(
+                try await serverWriteHook("server.write.aftercommit.pg", hooks: Self.afterCommitHooks, database: database))
+        }
         return results
     }
 
@@ -155,12 +160,13 @@ extension Cases {
         }
     }
 
-    /// Drops the benchmark's table, so that the next server creates it afresh.
+    /// Drops the benchmark's table (and its outbox entries), so that the next server creates it afresh.
     static func resetPostgres(_ url: String) async throws {
         try await DatabaseURL(parsing: url).execute(
             #"DROP TABLE IF EXISTS "todoitem""#,
             #"DO $$ BEGIN DELETE FROM "__sync_tables" WHERE "name" = 'todoitem'; EXCEPTION WHEN undefined_table THEN NULL; END $$"#,
-            #"DO $$ BEGIN DELETE FROM "__sync_owner_stamps" WHERE "table" = 'todoitem'; EXCEPTION WHEN undefined_table THEN NULL; END $$"#
+            #"DO $$ BEGIN DELETE FROM "__sync_owner_stamps" WHERE "table" = 'todoitem'; EXCEPTION WHEN undefined_table THEN NULL; END $$"#,
+            #"DO $$ BEGIN DELETE FROM "__sync_outbox" WHERE "table" = 'todoitem'; EXCEPTION WHEN undefined_table THEN NULL; END $$"#
         )
     }
 

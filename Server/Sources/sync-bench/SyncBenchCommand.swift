@@ -18,7 +18,7 @@ struct SyncBenchCommand: AsyncParsableCommand {
 
     @Option(
         help:
-            "Run only this case (local.insert, local.query, pull.initial, pull.incremental, pull.noop, push.sequential, server.page, server.page.gzip, server.page.large, server.page.large.gzip, server.write.hook, memory.pull, live.latency, live.subscribers; with --database: server.page.pg, pull.initial.pg, server.write.pg, server.write.peruser.pg; with --link: push.batch, push.sequential, pull.initial, pull.initial.plain, sync.firstrun, sync.catchup)."
+            "Run only this case (local.insert, local.query, pull.initial, pull.incremental, pull.noop, push.sequential, server.page, server.page.gzip, server.page.large, server.page.large.gzip, server.write.hook, server.write.aftercommit, memory.pull, live.latency, live.subscribers; with --database: server.page.pg, pull.initial.pg, server.write.pg, server.write.peruser.pg, server.write.aftercommit.pg; with --link: push.batch, push.sequential, pull.initial, pull.initial.plain, sync.firstrun, sync.catchup)."
     )
     var only: String?
 
@@ -111,6 +111,9 @@ struct SyncBenchCommand: AsyncParsableCommand {
             if wanted("server.page.large") { results.append(try await cases.serverPageLarge(gzip: false)) }
             if wanted("server.page.large.gzip") { results.append(try await cases.serverPageLarge(gzip: true)) }
             if wanted("server.write.hook") { results.append(try await cases.serverWriteHook()) }
+            if wanted("server.write.aftercommit") {
+                results.append(try await cases.serverWriteHook("server.write.aftercommit", hooks: Cases.afterCommitHooks))
+            }
             if wanted("memory.pull") { results.append(try await cases.memoryPull(rows: rows)) }
             if wanted("live.latency") { results += try await cases.liveLatency() }
             if wanted("live.subscribers") { results += try await cases.liveSubscribers() }

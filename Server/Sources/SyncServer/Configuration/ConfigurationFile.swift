@@ -14,7 +14,8 @@ import Yams
 ///  "tables": [{"name": "TodoItem", "softDelete": true, "pageSize": 50, "maxTop": 1000,
 ///              "maxColumns": 250, "maxNewColumnsPerWrite": 20, "perUser": false,
 ///              "access": "authenticated",
-///              "columns": {"text": "string", "complete": "bool"}}]}
+///              "columns": {"text": "string", "complete": "bool"},
+///              "collations": {"text": "caseInsensitive"}}]}
 /// ```
 /// Column types are `string`, `int`, `double`, `bool` and `date`. An access is `anonymous`,
 /// `authenticated`, `disabled` or `{"subjects": [...], "roles": [...]}`; a table's `access` is one
@@ -194,7 +195,7 @@ extension TableConfiguration {
         let label = "table '\(name)'"
         let known: Set<String> = [
             "name", "softDelete", "pageSize", "maxTop", "maxColumns", "maxNewColumnsPerWrite", "columns", "perUser",
-            "access",
+            "access", "collation", "collations",
         ]
         for key in members.keys.sorted() where !known.contains(key) {
             throw ConfigurationError("\(label): unknown key '\(key)'")
@@ -234,6 +235,19 @@ extension TableConfiguration {
         table.maxNewColumnsPerWrite = try integer("maxNewColumnsPerWrite", default: table.maxNewColumnsPerWrite)
         table.perUser = try bool("perUser", default: false)
         if let access = members["access"] { table.access = try tableAccess(from: access, label: label) }
+        func collation(_ value: JSONValue, _ key: String) throws -> Collation {
+            guard let text = value.stringValue, let collation = Collation(rawValue: text) else {
+                throw ConfigurationError("\(label): '\(key)' is binary or caseInsensitive, not \(value.serialized())")
+            }
+            return collation
+        }
+        if let member = members["collation"] { table.collation = try collation(member, "collation") }
+        if let member = members["collations"] {
+            guard let object = member.objectValue else {
+                throw ConfigurationError("\(label): 'collations' must map column names to collations")
+            }
+            for (column, value) in object { table.collations[column] = try collation(value, "collations.\(column)") }
+        }
         try table.validate()
         return table
     }

@@ -29,6 +29,32 @@ public struct TableConfiguration: Sendable, Hashable {
     /// read-only `userId` column and scopes every read and write to the caller's rows. Needs
     /// ``SyncServerConfiguration/auth``. Default false.
     public var perUser = false
+    /// How the strings of the declared string columns compare and sort — in `$orderby` and in `eq`, `ne`, `gt`,
+    /// `ge`, `lt` and `le` with a string or another such column (functions such as `startswith` compare code points):
+    /// ``Collation/binary`` by default. The same order on every store: the server computes each value's
+    /// ``Collation/key(_:)`` and keeps it in a column of its own (``collationKeyColumn(_:)``). Needs declared
+    /// ``columns``.
+    public var collation = Collation.binary
+    /// Collations of single declared string columns, other than ``collation``.
+    public var collations: [String: Collation] = [:]
+
+    /// The collation of `column`: its own, else the table's, for a declared string column; binary otherwise.
+    func collation(of column: String) -> Collation {
+        guard columns?[column] == .string else { return .binary }
+        return collations[column] ?? collation
+    }
+
+    /// The columns whose collation is not binary.
+    var collatedColumns: [String] {
+        (columns ?? [:]).keys.filter { collation(of: $0) != .binary }.sorted()
+    }
+
+    /// The column that holds the collation keys of `column` (reserved: user fields cannot start with `__`).
+    static func collationKeyColumn(_ column: String) -> String { "__ck_" + column }
+
+    /// Whether `column` holds collation keys: never shown, never a field.
+    static func isCollationKeyColumn(_ column: String) -> Bool { column.hasPrefix("__ck_") }
+
     /// Whether each committed write is also recorded in the store's outbox, in the write's own transaction, for the
     /// table's ``TableHooks/afterCommit`` hook. The server sets it for the tables that have one.
     public var recordsCommits = false
@@ -100,6 +126,16 @@ public struct TableConfiguration: Sendable, Hashable {
         if perUser, columns?[Self.ownerColumn] != nil {
             throw ConfigurationError(
                 "\(label): a perUser table keeps its owner in '\(Self.ownerColumn)'; rename that column")
+        }
+        if collation != .binary, columns == nil {
+            throw ConfigurationError("\(label): a collation needs declared columns")
+        }
+        for (column, _) in collations where columns?[column] != .string {
+            throw ConfigurationError("\(label), collations: '\(column)' is not a declared string column")
+        }
+        for column in collatedColumns where column.utf8.count > 58 {
+            throw ConfigurationError(
+                "\(label), column '\(column)': a column with a collation has at most 58 characters")
         }
         for (column, type) in columns ?? [:] {
             if let reason = FieldName.validate(column) {

@@ -57,6 +57,14 @@ extension TableSchema {
             }
             plan.values.append((field, try Self.sqlValue(value, as: target, field: field)))
         }
+        // The collation keys of the strings written to columns with a collation, computed here for every store.
+        for (column, value) in plan.values {
+            let collation = configuration.collation(of: column)
+            guard collation != .binary else { continue }
+            let key: SQLValue =
+                if case .text(let text) = value, let key = collation.key(text) { .text(key) } else { .null }
+            plan.values.append((TableConfiguration.collationKeyColumn(column), key))
+        }
         let limits = configuration
         if plan.newColumns.count > limits.maxNewColumnsPerWrite {
             throw .invalidItem(

@@ -32,10 +32,18 @@ public struct TableSchema: Sendable, Hashable {
     /// - Returns: The column, or nil for an unknown field.
     public func column(for field: String) -> SQLColumn? {
         if let system = SystemProperty(rawValue: field) { return Self.systemColumns[system] }
-        if let type = columns[field] { return SQLColumn(name: field, type: type) }
+        if let type = columns[field] { return userColumn(field, type) }
         let matches = columns.filter { $0.key.lowercased() == field.lowercased() }
         guard matches.count == 1, let match = matches.first else { return nil }
-        return SQLColumn(name: match.key, type: match.value)
+        return userColumn(match.key, match.value)
+    }
+
+    /// A user column, with its collation.
+    private func userColumn(_ name: String, _ type: SQLColumnType) -> SQLColumn {
+        var column = SQLColumn(name: name, type: type)
+        column.collation = configuration.collation(of: name)
+        if column.collation != .binary { column.collationKeyColumn = TableConfiguration.collationKeyColumn(name) }
+        return column
     }
 
     /// Whether `column` is a system property or one of the user columns.

@@ -119,7 +119,9 @@ extension PostgresTableStore {
     /// The item a row holds, as the wire shows it.
     static func item(from row: PostgresRow, schema: TableSchema) throws -> JSONValue {
         var members: [String: JSONValue] = [:]
-        for cell in row { members[cell.columnName] = try member(cell, schema: schema) }
+        for cell in row where !TableConfiguration.isCollationKeyColumn(cell.columnName) {
+            members[cell.columnName] = try member(cell, schema: schema)
+        }
         return .object(members)
     }
 
@@ -211,6 +213,7 @@ struct RowWriter {
         var columns: [(index: Int, name: String)] = []
         for (index, cell) in row.enumerated() {
             let name = cell.columnName
+            if TableConfiguration.isCollationKeyColumn(name) { continue }
             if !schema.knows(name) { sawUnknownColumn = true }
             guard shape.carries(name, select: select) else { continue }
             columns.append((index, name))

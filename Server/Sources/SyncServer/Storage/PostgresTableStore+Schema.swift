@@ -147,8 +147,41 @@ extension PostgresTableStore {
                         + "(\(StoreSQL.quoted(owner)), \"updatedAt\", \"id\")"),
                 logger: logger)
         }
+        try await prepareCollationKeys(configuration, on: connection, logger: logger)
         try await save(schema, on: connection, logger: logger)
         return schema
+    }
+
+    /// Adds the collation key columns of the table's collated columns (text compared as bytes), and computes every
+    /// key that is missing or stale (a row written while the column's collation was binary, or before Swift's
+    /// Unicode tables changed).
+    static func prepareCollationKeys(
+        _ configuration: TableConfiguration, on connection: PostgresConnection, logger: Logger
+    ) async throws {
+        let table = StoreSQL.quoted(configuration.name.canonical)
+        for column in configuration.collatedColumns {
+            let keyColumn = StoreSQL.quoted(TableConfiguration.collationKeyColumn(column))
+            try await connection.query(
+                PostgresQuery(
+                    unsafeSQL: "ALTER TABLE \(table) ADD COLUMN IF NOT EXISTS \(keyColumn) text COLLATE \"C\""),
+                logger: logger)
+            let collation = configuration.collation(of: column)
+            let rows = try await connection.query(
+                PostgresQuery(unsafeSQL: "SELECT \"id\", \(StoreSQL.quoted(column)), \(keyColumn) FROM \(table)"),
+                logger: logger)
+            var stale: [(id: String, key: String?)] = []
+            for try await (id, text, key) in rows.decode((String, String?, String?).self) {
+                let fresh = text.flatMap(collation.key)
+                if fresh != key { stale.append((id, fresh)) }
+            }
+            for (id, key) in stale {
+                try await connection.query(
+                    PostgresQuery(
+                        unsafeSQL: "UPDATE \(table) SET \(keyColumn) = $1 WHERE \"id\" = $2",
+                        binds: try bindings([key.map(SQLValue.text) ?? .null, .text(id)])),
+                    logger: logger)
+            }
+        }
     }
 
     /// The user columns recorded for a table, or nil when the table was never created.

@@ -38,7 +38,7 @@ extension PostgresTableStore {
                     + (0..<plan.values.count).map { "$\($0 + first + 1)" }
                     + (owner.map { _ in [Self.ownerParameter] } ?? [])
                 let sql =
-                    "\(stampCTE(cached)) INSERT INTO \(StoreSQL.quoted(cached.name.canonical)) "
+                    "INSERT INTO \(StoreSQL.quoted(cached.name.canonical)) "
                     + "(\(columns.map(StoreSQL.quoted).joined(separator: ", "))) "
                     + "SELECT \(selected.joined(separator: ", ")) FROM \"__stamp\" ON CONFLICT (\"id\") DO NOTHING RETURNING *"
                 if let item = try await writeStatement(sql, values, table: cached, owner: owner, kind: .insert) {
@@ -62,9 +62,8 @@ extension PostgresTableStore {
                             + "VALUES (\(placeholders)) ON CONFLICT (\"id\") DO NOTHING RETURNING *",
                         binds: try Self.bindings(values)), logger: logger)
                 for try await row in rows {
-                    let item = try Self.item(from: row, schema: schema)
-                    try await Self.record(.insert, item, schema: schema, on: connection, logger: logger)
-                    return (item, schema)
+                    try await Self.record(.insert, id, schema: schema, on: connection, logger: logger)
+                    return (try Self.item(from: row, schema: schema), schema)
                 }
                 // The table is locked: the row that took the id is there, in the scope or not.
                 guard
@@ -115,9 +114,8 @@ extension PostgresTableStore {
                             + "WHERE \"id\" = $\(values.count) RETURNING *",
                         binds: try Self.bindings(values)), logger: logger)
                 for try await row in rows {
-                    let item = try Self.item(from: row, schema: schema)
-                    try await Self.record(.update, item, schema: schema, on: connection, logger: logger)
-                    return (item, schema)
+                    try await Self.record(.update, id, schema: schema, on: connection, logger: logger)
+                    return (try Self.item(from: row, schema: schema), schema)
                 }
                 throw TableStoreError.notFound
             }
@@ -149,9 +147,9 @@ extension PostgresTableStore {
                     values += arguments
                 }
                 let logger = self.logger
-                let deleted = try await recording(.delete, schema) { [sql, values] connection, logger in
-                    try await Self.returning(
-                        sql + " RETURNING *", values, schema: schema, on: connection, logger: logger)
+                let statement = Self.recording(.delete, sql + " RETURNING *", schema: schema)
+                let deleted = try await withConnection(isWrite: true) { [values] connection in
+                    try await Self.returning(statement, values, schema: schema, on: connection, logger: logger)
                 }
                 if let deleted { return deleted }
                 return try await explainMiss(
@@ -211,42 +209,45 @@ extension PostgresTableStore {
     /// Runs one stamped write statement (`$1` the clock, `$2` the table, `$3` the owner of a per-user table's
     /// row, then `values`) and returns the row it wrote, or nil when it matched none.
     func writeStatement(
-        _ sql: String, _ values: [SQLValue], table: TableSchema, owner: String?, kind: TableWrite.Kind
+        _ statement: String, _ values: [SQLValue], table: TableSchema, owner: String?, kind: TableWrite.Kind
     ) async throws -> JSONValue? {
         let clock = WireDate(now()).millisecondsSince1970
+        let logger = self.logger
         var parameters: [SQLValue] = [.int(clock), .text(table.name.canonical)]
         if table.configuration.perUser { parameters.append(owner.map(SQLValue.text) ?? .null) }
-        return try await recording(kind, table) { [parameters] connection, logger in
+        let sql = Self.recording(kind, statement, schema: table, after: stampCTE(table))
+        return try await withConnection(isWrite: true) { [parameters] connection in
             try await Self.returning(sql, parameters + values, schema: table, on: connection, logger: logger)
         }
     }
 
-    /// Runs a write statement that returns the row it wrote (or nil for none); when the table records its commits,
-    /// in a transaction that also records the row in the outbox.
-    func recording(
-        _ kind: TableWrite.Kind, _ schema: TableSchema,
-        _ statement: @escaping @Sendable (PostgresConnection, Logger) async throws -> JSONValue?
-    ) async throws -> JSONValue? {
-        let logger = self.logger
-        let body = { @Sendable (connection: PostgresConnection) in
-            let item = try await statement(connection, logger)
-            if let item { try await Self.record(kind, item, schema: schema, on: connection, logger: logger) }
-            return item
-        }
-        return try await schema.configuration.recordsCommits
-            ? transaction(body) : withConnection(isWrite: true, body)
+    /// `statement` (a write ending in `RETURNING *`), after the `WITH` list `ctes` if any; when the table records
+    /// its commits, a data-modifying `WITH` that also records the rows it returns in the outbox — in the same
+    /// statement, so a write to such a table still holds its stamp's lock for no round trip. The outbox keeps the row
+    /// as PostgreSQL writes it (`row_to_json`); ``leaseCommits(limit:for:)`` turns it into the item.
+    static func recording(_ kind: TableWrite.Kind, _ statement: String, schema: TableSchema, after ctes: String? = nil)
+        -> String
+    {
+        guard schema.configuration.recordsCommits else { return ctes.map { "\($0) \(statement)" } ?? statement }
+        // The table's name and the kind are identifiers and known words: safe as SQL literals.
+        return (ctes.map { "\($0), " } ?? "WITH ") + "\"__written\" AS (\(statement)), \"__recorded\" AS ("
+            + "INSERT INTO \"\(CommitOutbox.table)\" (\"table\", \"kind\", \"item\") "
+            + "SELECT '\(schema.name.canonical)', '\(kind.rawValue)', row_to_json(\"__written\")::text FROM \"__written\") "
+            + "SELECT * FROM \"__written\""
     }
 
-    /// Records a write in the outbox, on the write's connection, when the table records its commits.
+    /// Records the row `id` as it is now in the outbox, in the caller's transaction, when the table records its
+    /// commits.
     static func record(
-        _ kind: TableWrite.Kind, _ item: JSONValue, schema: TableSchema, on connection: PostgresConnection,
-        logger: Logger
+        _ kind: TableWrite.Kind, _ id: ItemID, schema: TableSchema, on connection: PostgresConnection, logger: Logger
     ) async throws {
         guard schema.configuration.recordsCommits else { return }
         try await connection.query(
             PostgresQuery(
-                unsafeSQL: "INSERT INTO \"\(CommitOutbox.table)\" (\"table\", \"kind\", \"item\") VALUES ($1, $2, $3)",
-                binds: try bindings(CommitOutbox.entry(kind, item, schema: schema))), logger: logger)
+                unsafeSQL: "INSERT INTO \"\(CommitOutbox.table)\" (\"table\", \"kind\", \"item\") "
+                    + "SELECT '\(schema.name.canonical)', '\(kind.rawValue)', row_to_json(\"t\")::text "
+                    + "FROM \(StoreSQL.quoted(schema.name.canonical)) AS \"t\" WHERE \"id\" = $1",
+                binds: try bindings([.text(id.rawValue)])), logger: logger)
     }
 
     /// Updates a row in one stamped statement when it exists, is in `scope`, satisfies the precondition
@@ -281,7 +282,7 @@ extension PostgresTableStore {
         }
         if let extraCondition { conditions.append("\"t\".\(extraCondition)") }
         let sql =
-            "\(stampCTE(schema)) UPDATE \(StoreSQL.quoted(schema.name.canonical)) AS \"t\" SET "
+            "UPDATE \(StoreSQL.quoted(schema.name.canonical)) AS \"t\" SET "
             + (assignments + [#""updatedAt" = "__stamp"."lastStamp""#, "\"version\" = \(Self.versionSQL)"])
             .joined(separator: ", ")
             + " FROM \"__stamp\" WHERE \(conditions.joined(separator: " AND ")) RETURNING \"t\".*"
@@ -378,7 +379,13 @@ extension PostgresTableStore {
             }
             return writes
         }
-        return writes.sorted { $0.sequence < $1.sequence }
+        // The rows as PostgreSQL wrote them, as items.
+        return writes.sorted { $0.sequence < $1.sequence }.map { write in
+            guard let schema = schemas.schema(of: write.table) else { return write }
+            return CommittedWrite(
+                sequence: write.sequence, kind: write.kind, table: write.table,
+                item: Self.item(fromRowJSON: write.item, schema: schema))
+        }
     }
 
     public func removeCommits(_ sequences: [Int64]) async throws {
@@ -389,5 +396,24 @@ extension PostgresTableStore {
                 #"DELETE FROM "__sync_outbox" WHERE "sequence" = ANY(\#(sequences))"#, logger: logger)
             for try await _ in rows {}
         }
+    }
+
+    /// The item a row holds, from the row as `row_to_json` wrote it: dates from milliseconds, JSON from its text,
+    /// numbers by the column's type, collation keys left out.
+    static func item(fromRowJSON row: JSONValue, schema: TableSchema) -> JSONValue {
+        guard case .object(let cells) = row else { return row }
+        var members: [String: JSONValue] = [:]
+        for (name, value) in cells where !TableConfiguration.isCollationKeyColumn(name) {
+            let type = name == "createdAt" || name == "updatedAt" ? .date : schema.columns[name]
+            switch (type, value) {
+            case (.date?, .int(let milliseconds)):
+                members[name] = .string(WireDate(millisecondsSince1970: milliseconds).description)
+            case (.double?, .int(let int)): members[name] = .double(Double(int))
+            case (.integer?, .double(let double)): members[name] = Int64(exactly: double).map(JSONValue.int) ?? value
+            case (.json?, .string(let text)): members[name] = (try? JSONValue(parsing: text)) ?? value
+            default: members[name] = value
+            }
+        }
+        return .object(members)
     }
 }

@@ -48,8 +48,32 @@ extension SQLiteTableStore {
                 sql: "CREATE INDEX IF NOT EXISTS \(StoreSQL.quoted(configuration.name.canonical + "_owner")) "
                     + "ON \(table) (\(StoreSQL.quoted(owner)), \"updatedAt\", \"id\")")
         }
+        try prepareCollationKeys(configuration, in: db)
         try save(schema, in: db)
         return schema
+    }
+
+    /// Adds the collation key columns of the table's collated columns, and computes every key that is missing or
+    /// stale (a row written while the column's collation was binary, or before Swift's Unicode tables changed).
+    static func prepareCollationKeys(_ configuration: TableConfiguration, in db: Database) throws {
+        let table = StoreSQL.quoted(configuration.name.canonical)
+        let existing = Set(try Row.fetchAll(db, sql: "PRAGMA table_info(\(table))").map { $0["name"] as String })
+        for column in configuration.collatedColumns {
+            let keyColumn = TableConfiguration.collationKeyColumn(column)
+            if !existing.contains(keyColumn) {
+                try db.execute(sql: "ALTER TABLE \(table) ADD COLUMN \(StoreSQL.quoted(keyColumn)) TEXT")
+            }
+            let collation = configuration.collation(of: column)
+            let rows = try Row.fetchAll(
+                db, sql: "SELECT \"id\", \(StoreSQL.quoted(column)), \(StoreSQL.quoted(keyColumn)) FROM \(table)")
+            for row in rows {
+                let key = (row[1] as String?).flatMap(collation.key)
+                guard key != row[2] as String? else { continue }
+                try db.execute(
+                    sql: "UPDATE \(table) SET \(StoreSQL.quoted(keyColumn)) = ? WHERE \"id\" = ?",
+                    arguments: [key, row[0] as String])
+            }
+        }
     }
 
     /// The user columns recorded for a table, or nil when the table was never created.
