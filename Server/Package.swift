@@ -23,6 +23,7 @@ let package = Package(
         .library(name: "SyncServer", targets: ["SyncServer"]),
         .library(name: "OfflineSyncAsyncHTTPClient", targets: ["OfflineSyncAsyncHTTPClient"]),
         .executable(name: "sync-server", targets: ["sync-server"]),
+        .executable(name: "e2e-server", targets: ["e2e-server"]),
         .executable(name: "todo", targets: ["todo"]),
         .executable(name: "sync-bench", targets: ["sync-bench"]),
         .executable(name: "sync-chaos", targets: ["sync-chaos"]),
@@ -88,6 +89,21 @@ let package = Package(
                 .copy("Resources/openapi.yaml"), .copy("Resources/openapi-v3.yaml"), .copy("Resources/console.html"),
                 .copy("Resources/console.js"), .copy("Resources/console.css"),
             ],
+            swiftSettings: swiftSettings
+        ),
+        .executableTarget(
+            name: "e2e-server",
+            dependencies: [
+                "SyncServer",
+                .product(name: "SyncCore", package: client), .product(name: "SyncOData", package: client),
+                .product(name: "SyncSQL", package: client),
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(name: "UnixSignals", package: "swift-service-lifecycle"),
+            ],
+            resources: [.copy("Resources/movies.json")],
             swiftSettings: swiftSettings
         ),
         .executableTarget(

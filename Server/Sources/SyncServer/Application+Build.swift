@@ -4,6 +4,7 @@ import HummingbirdCore
 import Logging
 import Prometheus
 import SyncCore
+import SyncOData
 
 /// Builds the sync server: opens the store, prepares the tables, and wires the routes.
 ///
@@ -38,6 +39,7 @@ public func buildApplication(
         let sqlite = try SQLiteTableStore(
             path: path, now: configuration.now, logger: configuration.logger, queryTimeout: configuration.queryTimeout)
         try await sqlite.prepare(configuration.servedTables)
+        try await seed(configuration, store: sqlite)
         store = sqlite
     case .postgres(let url):
         postgres = try PostgresTableStore(
@@ -81,6 +83,7 @@ public func buildApplication(
         app.beforeServerStarts {
             try await postgres.waitUntilReachable(for: configuration.databaseWaitLimit)
             try await postgres.prepare(configuration.servedTables)
+            try await seed(configuration, store: postgres)
             delivery?.start()
         }
     } else {
@@ -88,6 +91,32 @@ public func buildApplication(
     }
     if let delivery { app.addServices(delivery) }
     return app
+}
+
+/// Inserts the seed of each table that has none of its rows (``TableConfiguration/seed``). Another instance seeding
+/// at the same time is no error: a row it inserted first is skipped.
+func seed(_ configuration: SyncServerConfiguration, store: any TableStore) async throws {
+    for table in configuration.servedTables where !table.seed.isEmpty {
+        var all = ODataQuery()
+        all.includeDeleted = true
+        guard try await store.query(table.name, all, scope: .everything, limit: 1, maxBytes: 1 << 20).itemCount == 0
+        else { continue }
+        for (index, row) in table.seed.enumerated() {
+            guard var fields = row.objectValue else {
+                throw ConfigurationError("table '\(table.name)': seed row \(index + 1) is not an object")
+            }
+            let id = try fields.removeValue(forKey: SystemProperty.id.rawValue)?.stringValue.map { try ItemID($0) }
+            do {
+                _ = try await store.insert(
+                    fields, id: id ?? ItemID(configuration.makeID()), into: table.name, scope: .everything)
+            } catch TableStoreError.alreadyExists {
+                continue
+            } catch TableStoreError.invalidItem(let reason) {
+                throw ConfigurationError("table '\(table.name)': seed row \(index + 1): \(reason)")
+            }
+        }
+        configuration.logger.info("Seeded \(table.name) with \(table.seed.count) rows")
+    }
 }
 
 /// Says in one line at startup who may use the tables: a warning when anyone on the network may; and whether the
@@ -196,7 +225,8 @@ func buildRouter(_ configuration: SyncServerConfiguration, store: any TableStore
                 middleware: APIVersionMiddleware(acceptsQueryForChanges: configuration.acceptsVersionQueryForChanges))
         }
         CustomAPIRoutes(
-            apis: configuration.apis, maxBodySize: configuration.maxBodySize, authenticates: configuration.auth != nil
+            apis: configuration.apis, maxBodySize: configuration.maxBodySize, authenticates: configuration.auth != nil,
+            tables: TableReader(store: store, maxPageBytes: configuration.queryLimits.maxPageBytes)
         ).addRoutes(to: apis)
     }
     try configuration.routes?(router)

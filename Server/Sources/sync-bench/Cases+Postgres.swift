@@ -30,7 +30,8 @@ extension Cases {
         if wanted("server.write.peruser.pg") { results.append(try await serverWritePerUserPostgres(url)) }
         if wanted("server.write.aftercommit.pg") {
             results.append(
-                try await serverWriteHook("server.write.aftercommit.pg", hooks: Self.afterCommitHooks, database: database))
+                try await serverWriteHook(
+                    "server.write.aftercommit.pg", hooks: Self.afterCommitHooks, database: database))
         }
         return results
     }

@@ -112,7 +112,8 @@ struct SyncBenchCommand: AsyncParsableCommand {
             if wanted("server.page.large.gzip") { results.append(try await cases.serverPageLarge(gzip: true)) }
             if wanted("server.write.hook") { results.append(try await cases.serverWriteHook()) }
             if wanted("server.write.aftercommit") {
-                results.append(try await cases.serverWriteHook("server.write.aftercommit", hooks: Cases.afterCommitHooks))
+                results.append(
+                    try await cases.serverWriteHook("server.write.aftercommit", hooks: Cases.afterCommitHooks))
             }
             if wanted("memory.pull") { results.append(try await cases.memoryPull(rows: rows)) }
             if wanted("live.latency") { results += try await cases.liveLatency() }

@@ -73,10 +73,9 @@ extension ProcessTests {
             // Every row's last version, as the database holds it.
             var stored: Set<String> = []
             while true {
-                let page = try await Self.get(
-                    "/tables/TodoItem?__includedeleted=true&$top=100&$skip=\(stored.count)&$orderby=id", http,
-                    port: port)
-                let rows = page.arrayValue ?? []
+                let page = try await E2EHTTP(port: port).send(
+                    .GET, "/tables/TodoItem?__includedeleted=true&$top=100&$skip=\(stored.count)&$orderby=id")
+                let rows = page.body?.arrayValue ?? []
                 stored.formUnion(
                     rows.compactMap { row in row["version"]?.stringValue.map { "\(row["id"]!.stringValue!) \($0)" } })
                 if rows.isEmpty { break }
@@ -134,13 +133,6 @@ extension ProcessTests {
                 try await Task.sleep(for: .milliseconds(50))
             }
             throw E2EError("write \(index) was never answered")
-        }
-
-        static func get(_ path: String, _ http: HTTPClient, port: Int) async throws -> JSONValue {
-            var request = HTTPClientRequest(url: "http://127.0.0.1:\(port)\(path)")
-            request.headers.add(name: "ZUMO-API-VERSION", value: "2.0.0")
-            let response = try await http.execute(request, timeout: .seconds(10))
-            return try JSONValue(parsing: String(buffer: try await response.body.collect(upTo: 1 << 24)))
         }
 
         /// The log's writes as "id version", one per line (repeats kept).

@@ -1,5 +1,9 @@
+import AsyncHTTPClient
 import ChildProcesses
 import Foundation
+import NIOCore
+import NIOHTTP1
+import SyncCore
 
 #if canImport(Glibc)
     import Glibc
@@ -63,7 +67,7 @@ func developmentToken(_ subject: String, secret: String, ttl: Int = 600) async t
     return result.output.trimmingCharacters(in: .whitespacesAndNewlines)
 }
 
-/// A `sync-server` process on 127.0.0.1.
+/// A `sync-server` process (or another server product that takes its options) on 127.0.0.1.
 final class ServerProcess {
     private let process = ChildProcess()
 
@@ -73,8 +77,9 @@ final class ServerProcess {
     ///   - port: The port.
     ///   - database: `sqlite:PATH` or a `postgres://` URL.
     ///   - options: More command-line options.
-    init(port: Int, database: String, options: [String] = []) throws {
-        process.executableURL = URL(fileURLWithPath: Products.path("sync-server"))
+    ///   - product: The server's executable.
+    init(port: Int, database: String, options: [String] = [], product: String = "sync-server") throws {
+        process.executableURL = URL(fileURLWithPath: Products.path(product))
         process.arguments = ["--port", String(port), "--database", database, "--log-level", "warning"] + options
         let output = Pipe()
         process.standardOutput = output
@@ -87,7 +92,7 @@ final class ServerProcess {
         }
         guard seen.contains("listening on http://127.0.0.1:\(port)") else {
             stop()
-            throw E2EError("sync-server did not start: \(seen)")
+            throw E2EError("\(product) did not start: \(seen)")
         }
     }
 
@@ -126,6 +131,28 @@ final class ServerProcess {
     }
 
     deinit { stop() }
+}
+
+/// JSON requests to a server process on 127.0.0.1, with `ZUMO-API-VERSION: 2.0.0`.
+struct E2EHTTP {
+    let port: Int
+
+    /// Sends a request; the answer's body is nil when it is empty or not JSON.
+    func send(
+        _ method: HTTPMethod, _ path: String, body: JSONValue? = nil, headers: [String: String] = [:]
+    ) async throws -> (status: UInt, headers: HTTPHeaders, body: JSONValue?) {
+        var request = HTTPClientRequest(url: "http://127.0.0.1:\(port)\(path)")
+        request.method = method
+        request.headers.add(name: "ZUMO-API-VERSION", value: "2.0.0")
+        for (name, value) in headers { request.headers.add(name: name, value: value) }
+        if let body {
+            request.headers.add(name: "Content-Type", value: "application/json")
+            request.body = .bytes(Array(body.serializedData()))
+        }
+        let response = try await HTTPClient.shared.execute(request, timeout: .seconds(10))
+        let bytes = try await response.body.collect(upTo: 1 << 24)
+        return (response.status.code, response.headers, try? JSONValue(parsing: String(buffer: bytes)))
+    }
 }
 
 struct E2EError: Error, CustomStringConvertible {

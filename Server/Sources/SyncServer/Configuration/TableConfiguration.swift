@@ -29,6 +29,10 @@ public struct TableConfiguration: Sendable, Hashable {
     /// read-only `userId` column and scopes every read and write to the caller's rows. Needs
     /// ``SyncServerConfiguration/auth``. Default false.
     public var perUser = false
+    /// Rows the server inserts when it starts and the table has none (deleted ones count): a sample's data, as the
+    /// Node.js server's `table.seed`. Each may give its `id` (else one is made); not for per-user tables.
+    public var seed: [JSONValue] = []
+
     /// How the strings of the declared string columns compare and sort — in `$orderby` and in `eq`, `ne`, `gt`,
     /// `ge`, `lt` and `le` with a string or another such column (functions such as `startswith` compare code points):
     /// ``Collation/binary`` by default. The same order on every store: the server computes each value's
@@ -126,6 +130,9 @@ public struct TableConfiguration: Sendable, Hashable {
         if perUser, columns?[Self.ownerColumn] != nil {
             throw ConfigurationError(
                 "\(label): a perUser table keeps its owner in '\(Self.ownerColumn)'; rename that column")
+        }
+        if perUser, !seed.isEmpty {
+            throw ConfigurationError("\(label): a perUser table has no seed (whose would it be?)")
         }
         if collation != .binary, columns == nil {
             throw ConfigurationError("\(label): a collation needs declared columns")

@@ -3,7 +3,7 @@ public import HTTPTypes
 import Hummingbird
 import NIOCore
 public import SyncCore
-import SyncOData
+public import SyncOData
 
 /// A custom API: a route at `/api/{name}` beside the tables, JSON in and out, with the tables' authentication —
 /// what the Azure Mobile Apps Node.js server's `app.api.add(name, …)` served and the iOS SDK's `invokeAPI` called.
@@ -59,6 +59,8 @@ public struct APIRequest: Sendable {
     public var method: HTTPRequest.Method
     /// The API's name.
     public var name: String
+    /// The path's segments after the name, percent-decoded: `["title", "Amélie"]` for `/api/movies/title/Am%C3%A9lie`.
+    public var path: [String]
     /// The query string's parameters, percent-decoded (`+` is a space); a repeated one keeps its last value.
     public var parameters: [String: String]
     /// The raw query string (for parameters given more than once), empty when there is none.
@@ -69,6 +71,25 @@ public struct APIRequest: Sendable {
     public var body: JSONValue?
     /// Who called, when the request carried a valid token.
     public var caller: Caller?
+    /// The server's tables, to read.
+    public var tables: TableReader
+
+    /// A query string's parameters, percent-decoded (`+` is a space); the last of a repeated one wins.
+    ///
+    /// - Parameter query: The query string, without `?`.
+    /// - Returns: The parameters by name.
+    public static func parameters(_ query: String) -> [String: String] {
+        var parameters: [String: String] = [:]
+        for pair in query.split(separator: "&") where !pair.isEmpty {
+            let parts = pair.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
+            let decode = { (text: Substring) in
+                let spaced = text.replacingOccurrences(of: "+", with: " ")
+                return ODataQuery.percentDecode(spaced) ?? spaced
+            }
+            parameters[decode(parts[0])] = parts.count > 1 ? decode(parts[1]) : ""
+        }
+        return parameters
+    }
 
     /// The body decoded as `T`.
     ///
@@ -82,6 +103,32 @@ public struct APIRequest: Sendable {
         } catch {
             throw RequestRefusal(.badRequest, "The body is not what \(name) takes: \(error)")
         }
+    }
+}
+
+/// Reads the server's tables for a custom API, as the Node.js server's `req.azureMobile.tables('…').read(query)` did:
+/// every row the query selects, of every owner — no read hook, per-user scope or access rule applies (the API's own
+/// access does); narrow the query to what the caller may see.
+public struct TableReader: Sendable {
+    let store: any TableStore
+    let maxPageBytes: Int
+
+    /// The rows `query` selects (its `$top`, at most 1,000; 1,000 without), as the table API shows them.
+    ///
+    /// - Parameters:
+    ///   - table: The table's name.
+    ///   - query: The filter, order, skip, top and selection.
+    /// - Returns: The rows.
+    /// - Throws: ``TableStoreError``: an unknown table or field, or the database unavailable. Cancellation stops
+    ///   the read.
+    public func read(_ table: String, _ query: ODataQuery = ODataQuery()) async throws -> [JSONValue] {
+        let name: TableName
+        do { name = try TableName(table) } catch {
+            throw TableStoreError.invalidQuery("'\(table)' is not a table name")
+        }
+        let page = try await store.query(
+            name, query, scope: .everything, limit: min(query.top ?? 1000, 1000), maxBytes: maxPageBytes)
+        return try JSONValue(parsing: Data(page.itemsJSON)).arrayValue ?? []
     }
 }
 
@@ -149,12 +196,15 @@ struct CustomAPIRoutes: Sendable {
     let apis: [CustomAPI]
     let maxBodySize: Int
     let authenticates: Bool
+    let tables: TableReader
 
     func addRoutes(to group: RouterGroup<SyncRequestContext>) {
         for api in apis {
             for method in CustomAPI.routedMethods {
-                group.on(RouterPath(api.name), method: method) { request, context in
-                    try await call(api, request, context)
+                for path in [api.name, api.name + "/**"] {
+                    group.on(RouterPath(path), method: method) { request, context in
+                        try await call(api, request, context)
+                    }
                 }
             }
         }
@@ -171,9 +221,10 @@ struct CustomAPIRoutes: Sendable {
             api.access ?? (authenticates ? .authenticated : .anonymous), caller: context.caller,
             what: "Calling \(api.name)", allowed: allowed)
         let query = request.uri.query ?? ""
+        let path = (context.parameters.getCatchAll()).map { ODataQuery.percentDecode(String($0)) ?? String($0) }
         var call = APIRequest(
-            method: request.method, name: api.name, parameters: Self.parameters(query), query: query,
-            headers: request.headers, body: nil, caller: context.caller)
+            method: request.method, name: api.name, path: path, parameters: APIRequest.parameters(query), query: query,
+            headers: request.headers, body: nil, caller: context.caller, tables: tables)
         if Self.hasBody(request) {
             call.body = try await JSONBody.read(request, maxBytes: maxBodySize, what: "The request body")
         }
@@ -196,17 +247,4 @@ struct CustomAPIRoutes: Sendable {
         return request.headers[.transferEncoding] != nil
     }
 
-    /// The query string's parameters, decoded; the last of a repeated one wins.
-    static func parameters(_ query: String) -> [String: String] {
-        var parameters: [String: String] = [:]
-        for pair in query.split(separator: "&") where !pair.isEmpty {
-            let parts = pair.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
-            let decode = { (text: Substring) in
-                let spaced = text.replacingOccurrences(of: "+", with: " ")
-                return ODataQuery.percentDecode(spaced) ?? spaced
-            }
-            parameters[decode(parts[0])] = parts.count > 1 ? decode(parts[1]) : ""
-        }
-        return parameters
-    }
 }
