@@ -70,7 +70,7 @@ public func buildApplication(
     )
     let afterCommit = Dictionary(
         configuration.servedTables.compactMap { table in
-            configuration.hooks(for: table.name)?.afterCommit.map { (table.name.canonical, $0) }
+            configuration.hooks(for: table.name)?.afterCommit.map { (table.name.canonical, (table.name, $0)) }
         }, uniquingKeysWith: { first, _ in first })
     let delivery =
         afterCommit.isEmpty

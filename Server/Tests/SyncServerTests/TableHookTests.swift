@@ -303,6 +303,7 @@ import Testing
             #expect(writes[1].item["text"] == "oat milk" && writes[5].item.isDeleted)
             #expect(writes.prefix(5).map { $0.version?.rawValue } == versions.prefix(5).map { Optional($0) })
             #expect(Set(writes.map(\.sequence)).count == 7)
+            #expect(writes.allSatisfy { $0.table.rawValue == "TodoItem" }, "the name as configured")
             #expect(failuresLeft.withLock { $0 } < 0, "the flaky write's hook threw twice, then ran")
         }
     }

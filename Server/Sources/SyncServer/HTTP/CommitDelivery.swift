@@ -11,19 +11,22 @@ import SyncCore
 /// shutdown is delivered again after the restart.
 final class CommitDelivery: Service {
     let store: any TableStore
-    /// The hooks, by canonical table name.
-    let hooks: [String: TableHooks.AfterCommit]
+    /// The tables with a hook — their names as configured, and their hooks — by canonical name.
+    let hooks: [String: (table: TableName, hook: TableHooks.AfterCommit)]
     let lease: Duration
     let logger: Logger
     /// Opens once the tables are ready.
     private let ready: AsyncStream<Void>
     private let readyContinuation: AsyncStream<Void>.Continuation
 
-    static let batchSize = 50
+    static let batchSize = 200
     /// How often an empty outbox is looked at again (writes of other instances land there too).
     static let idlePoll = Duration.milliseconds(200)
 
-    init(store: any TableStore, hooks: [String: TableHooks.AfterCommit], lease: Duration, logger: Logger) {
+    init(
+        store: any TableStore, hooks: [String: (table: TableName, hook: TableHooks.AfterCommit)], lease: Duration,
+        logger: Logger
+    ) {
         self.store = store
         self.hooks = hooks
         self.lease = lease
@@ -74,13 +77,14 @@ final class CommitDelivery: Service {
         var failed = false
         for write in writes {
             if Task.isCancelled { break }
-            guard let hook = hooks[write.table.canonical] else {
+            guard let (table, hook) = hooks[write.table.canonical] else {
                 logger.notice("Dropping a committed write of \(write.table) from the outbox: the table has no hook")
                 delivered.append(write.sequence)
                 continue
             }
             do {
-                try await hook(write)
+                try await hook(
+                    CommittedWrite(sequence: write.sequence, kind: write.kind, table: table, item: write.item))
                 delivered.append(write.sequence)
             } catch {
                 logger.error(

@@ -12,7 +12,7 @@ public struct CommittedWrite: Sendable, Hashable {
     public let sequence: Int64
     /// What the write did.
     public let kind: TableWrite.Kind
-    /// The table.
+    /// The table, named as configured.
     public let table: TableName
     /// The item as the write left it, every column included: a tombstone after a soft delete, the last stored copy
     /// after a delete in a table without soft delete.

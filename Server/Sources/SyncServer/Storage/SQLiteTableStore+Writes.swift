@@ -192,9 +192,14 @@ extension SQLiteTableStore {
     public func removeCommits(_ sequences: [Int64]) async throws {
         guard !sequences.isEmpty else { return }
         try await write { db in
-            for sequence in sequences {
+            // One statement per 500 (SQLite binds at most 32,766 parameters; batches are far smaller).
+            for chunk in stride(from: 0, to: sequences.count, by: 500).map({
+                sequences[$0..<min($0 + 500, sequences.count)]
+            }) {
                 try db.execute(
-                    sql: "DELETE FROM \"\(CommitOutbox.table)\" WHERE \"sequence\" = ?", arguments: [sequence])
+                    sql: "DELETE FROM \"\(CommitOutbox.table)\" WHERE \"sequence\" IN ("
+                        + Array(repeating: "?", count: chunk.count).joined(separator: ", ") + ")",
+                    arguments: StatementArguments(Array(chunk)))
             }
         }
     }
