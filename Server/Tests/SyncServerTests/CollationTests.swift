@@ -51,10 +51,10 @@ import Testing
         }
     }
 
-    /// 400 random strings of letters in both cases, accented and decomposed letters, ligatures, ß, Greek, Cyrillic,
+    /// 200 random strings of letters in both cases, accented and decomposed letters, ligatures, ß, Greek, Cyrillic,
     /// CJK and emoji (seeded): both stores give the order Swift gives by (key, id), for `$orderby` both ways, and
     /// the same rows for `lt`, `eq` and `ge` against strings drawn from the same pool.
-    @Test(.enabled(if: TestDatabase.postgresURL != nil), arguments: [1, 2, 3] as [UInt64])
+    @Test(.enabled(if: TestDatabase.postgresURL != nil), arguments: [1, 2] as [UInt64])
     func bothStoresSortRandomUnicodeAlike(seed: UInt64) async throws {
         var random = SplitMix64(seed: seed)
         let pool: [String] = [
@@ -64,8 +64,8 @@ import Testing
         func word() -> String {
             (0..<Int(random.next() % 6 + 1)).map { _ in pool[Int(random.next() % UInt64(pool.count))] }.joined()
         }
-        let rows = (0..<400).map { (id: String(format: "r%03d", $0), title: word()) }
-        let probes = (0..<5).map { _ in word() }
+        let rows = (0..<200).map { (id: String(format: "r%03d", $0), title: word()) }
+        let probes = (0..<4).map { _ in word() }
         let collation = Collation.caseInsensitive
         let expected = rows.sorted { (collation.key($0.title)!, $0.id) < (collation.key($1.title)!, $1.id) }.map(\.id)
 
