@@ -127,7 +127,7 @@ import Testing
     }
 
     /// The read hook of `Task`: `alice` is in team red, `bob` in blue, `root` sees everything, anyone else is
-    /// refused; team callers never see `cost`. The insert hook sets the row's team from the caller and its cost.
+    /// refused; team callers never see `cost` (named `COST` in the view: names compare without regard to case). The insert hook sets the row's team from the caller and its cost.
     static let teamHooks = TableHooks(
         read: { read in
             switch read.caller?.subject {
@@ -135,7 +135,7 @@ import Testing
             case "alice"?, "bob"?:
                 let team = read.caller?.subject == "alice" ? "red" : "blue"
                 return TableView(
-                    filter: .binary(.eq, .member("team"), .literal(.string(team))), hiddenColumns: ["cost"])
+                    filter: .binary(.eq, .member("team"), .literal(.string(team))), hiddenColumns: ["COST"])
             case "boom"?: throw CocoaError(.fileNoSuchFile)
             default: throw RequestRefusal(.forbidden, "You are in no team")
             }

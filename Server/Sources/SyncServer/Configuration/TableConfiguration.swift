@@ -60,8 +60,9 @@ public struct TableConfiguration: Sendable, Hashable {
     static func isCollationKeyColumn(_ column: String) -> Bool { column.hasPrefix("__ck_") }
 
     /// Whether each committed write is also recorded in the store's outbox, in the write's own transaction, for the
-    /// table's ``TableHooks/afterCommit`` hook. The server sets it for the tables that have one.
-    public var recordsCommits = false
+    /// table's ``TableHooks/afterCommit`` hook: set by ``SyncServerConfiguration/servedTables`` for the tables that
+    /// have one (and only there, so that nothing is recorded that no delivery takes).
+    var recordsCommits = false
     /// Who may do each operation; an operation not listed takes the server's default (any signed-in user
     /// when ``SyncServerConfiguration/auth`` is set, anyone otherwise). Default: none listed.
     public var access: [TableOperation: Access] = [:]

@@ -116,7 +116,7 @@ struct Console: Sendable {
         }
         let columns =
             SystemProperty.allCases.map(\.rawValue)
-            + controller.writable(schema.columns.mapValues { _ in JSONValue.null }, scope).keys.sorted()
+            + schema.columns.keys.filter { !scope.hides($0) }.sorted()
         var body = Array(#"{"columns":"#.utf8)
         JSONValue.array(columns.map(JSONValue.string)).write(to: &body)
         body += Array(#","count":\#(page.totalCount ?? page.itemCount),"items":"#.utf8) + page.itemsJSON

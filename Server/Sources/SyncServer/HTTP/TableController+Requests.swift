@@ -55,8 +55,7 @@ extension TableController {
     /// hooks, which run after, may).
     func writable(_ fields: [String: JSONValue], _ scope: RowScope) -> [String: JSONValue] {
         guard !scope.hiddenColumns.isEmpty else { return fields }
-        let hidden = Set(scope.hiddenColumns.map { $0.lowercased() })
-        return fields.filter { !hidden.contains($0.key.lowercased()) }
+        return fields.filter { !scope.hides($0.key) }
     }
 
     private static let verbs: [TableOperation: String] = [

@@ -26,8 +26,8 @@ extension TableController {
         // A replace: every user field the body leaves out becomes null, but for those the caller cannot see or
         // write (the owner, hidden columns); the system properties are the server's.
         fields = writable(fields, scope)
-        for column in writable(schema.columns.mapValues { _ in JSONValue.null }, scope).keys
-        where fields[column] == nil && column != TableConfiguration.ownerColumn {
+        for column in schema.columns.keys
+        where fields[column] == nil && column != TableConfiguration.ownerColumn && !scope.hides(column) {
             fields[column] = .null
         }
         for property in SystemProperty.allCases where property != .deleted { fields[property.rawValue] = nil }

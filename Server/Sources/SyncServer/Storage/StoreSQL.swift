@@ -77,7 +77,7 @@ enum StoreSQL {
     {
         let columns = visibleColumns(schema, scope: scope)
         guard let fields else {
-            return scope.hiddenColumns.isEmpty ? nil : Set(schema.columns.keys.filter { columns(String($0)) != nil })
+            return scope.hiddenColumns.isEmpty ? nil : Set(schema.columns.keys.filter { !scope.hides($0) })
         }
         var selected: Set<String> = []
         for field in fields {
@@ -89,9 +89,8 @@ enum StoreSQL {
 
     /// The columns a query may name: the table's, but for the scope's hidden ones.
     static func visibleColumns(_ schema: TableSchema, scope: RowScope) -> @Sendable (String) -> SQLColumn? {
-        let hidden = Set(scope.hiddenColumns.map { $0.lowercased() })
-        return { field in
-            guard let column = schema.column(for: field), !hidden.contains(column.name.lowercased()) else { return nil }
+        { field in
+            guard let column = schema.column(for: field), !scope.hides(column.name) else { return nil }
             return column
         }
     }

@@ -1,3 +1,4 @@
+import Foundation
 public import SyncCore
 public import SyncOData
 
@@ -112,8 +113,8 @@ public protocol TableStore: Sendable {
     func undelete(_ id: ItemID, in table: TableName, scope: RowScope, precondition: Precondition?) async throws
         -> JSONValue
 
-    /// Up to `limit` writes from the outbox (``TableConfiguration/recordsCommits``) that no drainer holds, oldest
-    /// first, now held by the caller for `lease` — after which, not removed, they are handed out again.
+    /// Up to `limit` writes from the outbox (of the tables with a ``TableHooks/afterCommit`` hook) that no drainer
+    /// holds, oldest first, now held by the caller for `lease` — after which, not removed, they are handed out again.
     ///
     /// - Parameters:
     ///   - limit: The most writes to return.
@@ -167,11 +168,15 @@ public struct RowScope: Sendable, Hashable {
     /// Every row and column (of every owner, read only in a per-user table): the console's and tools' scope.
     public static let everything = RowScope()
 
+    /// Whether `column` is one of the hidden columns (names compare without regard to case, as columns do).
+    func hides(_ column: String) -> Bool {
+        !hiddenColumns.isEmpty && hiddenColumns.contains { $0.caseInsensitiveCompare(column) == .orderedSame }
+    }
+
     /// `item` without the hidden columns.
     func shown(_ item: JSONValue) -> JSONValue {
-        guard !hiddenColumns.isEmpty, case .object(var members) = item else { return item }
-        for column in hiddenColumns { members[column] = nil }
-        return .object(members)
+        guard !hiddenColumns.isEmpty, case .object(let members) = item else { return item }
+        return .object(members.filter { !hides($0.key) })
     }
 
     /// Runs a store call whose item, and the item a conflict carries, are shown without the hidden columns.
