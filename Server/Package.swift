@@ -95,6 +95,7 @@ let package = Package(
             name: "e2e-server",
             dependencies: [
                 "SyncServer",
+                .product(name: "HTTPTypes", package: "swift-http-types"),
                 .product(name: "SyncCore", package: client), .product(name: "SyncOData", package: client),
                 .product(name: "SyncSQL", package: client),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
