@@ -227,6 +227,39 @@ import Testing
         }
     }
 
+    /// PostgreSQL: alice's PATCH waits behind a transaction that moves her row to bob's team; when that commits, her
+    /// write is checked again on the row as it now is — a 404, and the row as the move left it. (A check made before
+    /// the write statement would have let her change a row outside her view.)
+    @Test(.enabled(if: TestDatabase.postgresURL != nil)) func aWriteBehindAMoveOutOfTheViewIsRefused() async throws {
+        let alice = AuthTests.bearer(try await AuthTests.token("alice"))
+        let root = AuthTests.bearer(try await AuthTests.token("root"))
+        try await TestDatabase.with(.postgres) { database in
+            guard case .postgres(let url) = database else { return }
+            var configuration = Fixture.configuration(database, tables: [Fixture.table("Task")])
+            configuration.auth = AuthTests.auth
+            configuration.hooks = ["Task": Self.teamHooks]
+            try await buildApplication(configuration).test(.router) { client in
+                let inserted = try await client.send(
+                    .post, "/tables/Task", json: ["id": "a", "text": "paint"], headers: alice)
+                #expect(inserted.status == .created)
+                // One statement that moves the row and holds its lock for 1.5 s before it commits.
+                let move = Task {
+                    try await DatabaseURL(parsing: url).execute(
+                        #"WITH "moved" AS (UPDATE "task" SET "team" = 'blue' WHERE "id" = 'a' RETURNING 1) "#
+                            + #"SELECT pg_sleep(1.5) FROM "moved""#)
+                }
+                try await Task.sleep(for: .milliseconds(500))
+                let started = ContinuousClock.now
+                let patched = try await client.send(.patch, "/tables/Task/a", json: ["text": "tile"], headers: alice)
+                try await move.value
+                #expect(patched.status == .notFound, "\(patched.text)")
+                #expect(started.duration(to: .now) > .milliseconds(500), "the write waited for the move's lock")
+                let row = try await client.send(.get, "/tables/Task/a", headers: root)
+                #expect(row.json?["team"] == "blue" && row.json?["text"] == "paint")
+            }
+        }
+    }
+
     /// A read hook's refusal answers every request to the table (reads, writes, `/changes`) with its status and
     /// message; a hook that fails is a 500 whose details stay in the log.
     @Test func theReadHookRefusesAndFailsSafely() async throws {
