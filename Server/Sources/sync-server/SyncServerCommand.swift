@@ -44,16 +44,31 @@ struct Token: AsyncParsableCommand {
     @Option(name: .customLong("role"), help: "A role for the roles claim (repeatable).")
     var roles: [String] = []
 
+    @Option(name: .customLong("claim"), help: "Another claim as NAME=VALUE, a string (repeatable), e.g. tenant=acme.")
+    var claims: [String] = []
+
     func run() async throws {
         guard let secret = secret ?? ProcessInfo.processInfo.environment[AuthConfiguration.secretVariable] else {
             throw ValidationError("give the server's secret: --secret or $\(AuthConfiguration.secretVariable)")
         }
         guard ttl > 0 else { throw ValidationError("--ttl must be at least 1 second") }
         guard secret.utf8.count >= 32 else { throw ValidationError("the secret must be at least 32 bytes") }
-        let token = try await makeHS256Token(
-            subject: sub, secret: secret, lifetime: .seconds(ttl), issuer: issuer, audience: audience,
-            roles: Set(roles))
-        print(token)
+        var extra: [String: JSONValue] = [:]
+        for claim in claims {
+            let parts = claim.split(separator: "=", maxSplits: 1).map(String.init)
+            guard parts.count == 2, !parts[0].isEmpty else {
+                throw ValidationError("--claim: NAME=VALUE, not '\(claim)'")
+            }
+            extra[parts[0]] = .string(parts[1])
+        }
+        do {
+            let token = try await makeHS256Token(
+                subject: sub, secret: secret, lifetime: .seconds(ttl), issuer: issuer, audience: audience,
+                roles: Set(roles), claims: extra)
+            print(token)
+        } catch let error as ConfigurationError {
+            throw ValidationError("--claim: \(error.message)")
+        }
     }
 }
 

@@ -187,6 +187,21 @@ import Testing
         }
     }
 
+    /// A development token can carry claims of the app's (a tenant, say) that reach hooks as `Caller.claims`; one that
+    /// the other parameters set is refused rather than silently written twice.
+    @Test func developmentTokensCarryMoreClaims() async throws {
+        let verifier = try await TokenVerifier(Self.auth, now: { Date() })
+        let token = try await makeHS256Token(
+            subject: "alice", secret: Self.secret, audience: Self.audience, roles: ["ops"],
+            claims: ["tenant": "acme", "seats": 3])
+        let caller = try await verifier.verify(token)
+        #expect(caller.subject == "alice" && caller.roles == ["ops"])
+        #expect(caller.claims["tenant"] == "acme" && caller.claims["seats"] == 3)
+        await #expect(throws: ConfigurationError("claims: 'sub' is set by its own parameter")) {
+            try await makeHS256Token(subject: "alice", secret: Self.secret, claims: ["sub": "mallory"])
+        }
+    }
+
     /// An unsigned token (`alg: none`), as an attacker would send one.
     static func unsigned(_ claims: JSONValue) -> String {
         func encoded(_ value: JSONValue) -> String {

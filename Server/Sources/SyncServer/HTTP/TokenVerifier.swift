@@ -217,6 +217,9 @@ struct Claims: JWTPayload {
         }
     }
 
+    /// More claims, written after the others (``makeHS256Token(subject:secret:lifetime:issuer:audience:roles:claims:now:)``).
+    var extra: [String: JSONValue] = [:]
+
     init(subject: String, expiry: Date, issuer: String?, audience: String?, roles: Set<String>) {
         sub = SubjectClaim(value: subject)
         exp = ExpirationClaim(value: expiry)
@@ -233,6 +236,17 @@ struct Claims: JWTPayload {
         try container.encodeIfPresent(iss, forKey: .iss)
         try container.encodeIfPresent(aud, forKey: .aud)
         if !roles.isEmpty { try container.encode(roles.sorted(), forKey: .roles) }
+        var more = encoder.container(keyedBy: ClaimName.self)
+        for (name, value) in extra { try more.encode(value, forKey: ClaimName(name)) }
+    }
+
+    /// The name of a claim not among ``CodingKeys``.
+    struct ClaimName: CodingKey {
+        let stringValue: String
+        init(_ name: String) { stringValue = name }
+        init?(stringValue: String) { self.init(stringValue) }
+        var intValue: Int? { nil }
+        init?(intValue: Int) { nil }
     }
 
     func verify(using algorithm: some JWTAlgorithm) async throws {}
@@ -247,15 +261,21 @@ struct Claims: JWTPayload {
 ///   - issuer: The `iss`, if the server checks one.
 ///   - audience: The `aud`, if the server checks one.
 ///   - roles: The `roles` claim.
+///   - claims: More claims, such as `["tenant": "acme"]`, for hooks and scopes that read them (``Caller/claims``).
 ///   - now: The time the lifetime counts from.
 /// - Returns: The compact token.
-/// - Throws: An error from `JWTKit` when the token cannot be signed.
+/// - Throws: ``ConfigurationError`` when `claims` names one the other parameters set (`sub`, `exp`, `nbf`, `iss`,
+///   `aud`, `roles`); an error from `JWTKit` when the token cannot be signed.
 public func makeHS256Token(
     subject: String, secret: String, lifetime: Duration = .seconds(3600), issuer: String? = nil,
-    audience: String? = nil, roles: Set<String> = [], now: Date = Date()
+    audience: String? = nil, roles: Set<String> = [], claims: [String: JSONValue] = [:], now: Date = Date()
 ) async throws -> String {
+    if let taken = claims.keys.sorted().first(where: { Claims.CodingKeys(rawValue: $0) != nil }) {
+        throw ConfigurationError("claims: '\(taken)' is set by its own parameter")
+    }
     let keys = await JWTKeyCollection().add(hmac: HMACKey(from: secret), digestAlgorithm: .sha256)
     let expiry = now.addingTimeInterval(Double(lifetime.components.seconds))
-    return try await keys.sign(
-        Claims(subject: subject, expiry: expiry, issuer: issuer, audience: audience, roles: roles))
+    var payload = Claims(subject: subject, expiry: expiry, issuer: issuer, audience: audience, roles: roles)
+    payload.extra = claims
+    return try await keys.sign(payload)
 }
