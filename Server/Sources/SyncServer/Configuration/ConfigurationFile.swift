@@ -195,7 +195,7 @@ extension TableConfiguration {
         let label = "table '\(name)'"
         let known: Set<String> = [
             "name", "softDelete", "pageSize", "maxTop", "maxColumns", "maxNewColumnsPerWrite", "columns", "perUser",
-            "access", "collation", "collations",
+            "access", "collation", "collations", "claimScope",
         ]
         for key in members.keys.sorted() where !known.contains(key) {
             throw ConfigurationError("\(label): unknown key '\(key)'")
@@ -240,6 +240,12 @@ extension TableConfiguration {
                 throw ConfigurationError("\(label): '\(key)' is binary or caseInsensitive, not \(value.serialized())")
             }
             return collation
+        }
+        if let member = members["claimScope"] {
+            guard let claim = member["claim"]?.stringValue, let column = member["column"]?.stringValue,
+                member.objectValue?.count == 2
+            else { throw ConfigurationError(#"\#(label): 'claimScope' is {"claim": "…", "column": "…"}"#) }
+            table.claimScope = ClaimScope(claim: claim, column: column)
         }
         if let member = members["collation"] { table.collation = try collation(member, "collation") }
         if let member = members["collations"] {

@@ -131,22 +131,23 @@ public struct SyncServerConfiguration: Sendable {
         for table in servedTables {
             let label = "table '\(table.name)'"
             if auth == nil {
-                if table.perUser {
+                if table.perUser || table.claimScope != nil {
                     throw ConfigurationError(
-                        "\(label): perUser needs an auth section (or \(AuthConfiguration.secretVariable))")
+                        "\(label): \(table.perUser ? "perUser" : "claimScope") needs an auth section (or \(AuthConfiguration.secretVariable))"
+                    )
                 }
                 if let operation = TableOperation.allCases.first(where: { table.access[$0]?.needsCaller == true }) {
                     throw ConfigurationError(
                         "\(label): \(operation.rawValue) needs signed-in callers, but no auth is configured")
                 }
             }
-            if table.perUser,
+            if table.scopeColumn != nil,
                 let operation = TableOperation.allCases.first(where: {
                     table.access($0, authenticates: true) == .anonymous
                 })
             {
                 throw ConfigurationError(
-                    "\(label): a perUser table's rows belong to signed-in users; \(operation.rawValue) cannot be anonymous"
+                    "\(label): a \(table.perUser ? "perUser" : "claim-scoped") table's rows belong to signed-in users; \(operation.rawValue) cannot be anonymous"
                 )
             }
         }

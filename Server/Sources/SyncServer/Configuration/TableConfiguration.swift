@@ -29,6 +29,14 @@ public struct TableConfiguration: Sendable, Hashable {
     /// read-only `userId` column and scopes every read and write to the caller's rows. Needs
     /// ``SyncServerConfiguration/auth``. Default false.
     public var perUser = false
+    /// Rows scoped by a claim of the caller's token instead (issue 32): a row belongs to the callers whose token's
+    /// ``ClaimScope/claim`` equals its ``ClaimScope/column`` — a tenant, say. The server sets the column on insert,
+    /// refuses a write that would move a row to another value, and shows each caller only their value's rows (another
+    /// value's row is as missing, as another owner's in a per-user table). A caller without the claim is refused (403).
+    public var claimScope: ClaimScope?
+
+    /// The column of a claim scope, or of a per-user table's owner: the column that scopes the rows, if any.
+    var scopeColumn: String? { perUser ? Self.ownerColumn : claimScope?.column }
     /// Rows the server inserts when it starts and the table has none (deleted ones count): a sample's data, as the
     /// Node.js server's `table.seed`. Each may give its `id` (else one is made); not for per-user tables.
     public var seed: [JSONValue] = []
@@ -132,8 +140,18 @@ public struct TableConfiguration: Sendable, Hashable {
             throw ConfigurationError(
                 "\(label): a perUser table keeps its owner in '\(Self.ownerColumn)'; rename that column")
         }
-        if perUser, !seed.isEmpty {
-            throw ConfigurationError("\(label): a perUser table has no seed (whose would it be?)")
+        if let claimScope {
+            if perUser { throw ConfigurationError("\(label): a table is perUser or has a claimScope, not both") }
+            if let reason = FieldName.validate(claimScope.column) {
+                throw ConfigurationError("\(label), claimScope column '\(claimScope.column)': \(reason)")
+            }
+            if let columns, columns[claimScope.column] != .string {
+                throw ConfigurationError("\(label): the claimScope column must be a declared string column")
+            }
+            if claimScope.claim.isEmpty { throw ConfigurationError("\(label): the claimScope needs a claim") }
+        }
+        if scopeColumn != nil, !seed.isEmpty {
+            throw ConfigurationError("\(label): a scoped table has no seed (whose would it be?)")
         }
         if collation != .binary, columns == nil {
             throw ConfigurationError("\(label): a collation needs declared columns")
@@ -153,6 +171,25 @@ public struct TableConfiguration: Sendable, Hashable {
                 throw ConfigurationError("\(label), column '\(column)': declared columns need a fixed type")
             }
         }
+    }
+}
+
+/// The claim that scopes a table's rows (``TableConfiguration/claimScope``): rows whose `column` equals the caller's
+/// `claim`.
+public struct ClaimScope: Sendable, Hashable {
+    /// The token's claim, such as `tenant`.
+    public var claim: String
+    /// The row's column that holds it, such as `tenantId` (a string column).
+    public var column: String
+
+    /// A claim scope.
+    ///
+    /// - Parameters:
+    ///   - claim: The token's claim.
+    ///   - column: The column that holds it.
+    public init(claim: String, column: String) {
+        self.claim = claim
+        self.column = column
     }
 }
 

@@ -46,16 +46,38 @@ extension TableController {
             what: "\(Self.verbs[operation]!) \(schema.name)",
             allowed: methods.filter { configuration.access($0.1, authenticates: authenticates) != .disabled }.map(\.0))
         let view = try await view(schema.name, context)
-        return RowScope(
+        var scope = RowScope(
             owner: configuration.perUser ? context.caller?.subject : nil, filter: view.filter,
             hiddenColumns: view.hiddenColumns)
+        if let claimScope = configuration.claimScope {
+            let claimed = context.caller?.claims[claimScope.claim]
+            guard let value = claimed?.stringValue ?? claimed?.intValue.map(String.init) else {
+                throw APIError(
+                    .forbidden,
+                    "Your token has no '\(claimScope.claim)' claim, which \(schema.name)'s rows are scoped by",
+                    reason: "auth_forbidden")
+            }
+            let mine = ODataExpression.binary(.eq, .member(claimScope.column), .literal(.string(value)))
+            scope.filter = scope.filter.map { .binary(.and, mine, $0) } ?? mine
+            scope.stamped[claimScope.column] = .string(value)
+        }
+        return scope
     }
 
-    /// A write's fields without those for the scope's hidden columns: the caller may not write them (the write
-    /// hooks, which run after, may).
-    func writable(_ fields: [String: JSONValue], _ scope: RowScope) -> [String: JSONValue] {
-        guard !scope.hiddenColumns.isEmpty else { return fields }
-        return fields.filter { !scope.hides($0.key) }
+    /// What a caller's write stores: the fields without those for hidden columns (the caller may not write them; the
+    /// write hooks, which run after, may), and with the values its scope sets (a claim scope's column: on insert; a
+    /// write that gives another value would move the row out of the caller's scope, and is refused, 403).
+    func scopedFields(_ fields: [String: JSONValue], _ scope: RowScope, inserting: Bool) throws -> [String: JSONValue] {
+        var fields = scope.hiddenColumns.isEmpty ? fields : fields.filter { !scope.hides($0.key) }
+        for (column, value) in scope.stamped {
+            if let given = fields[column], given != value {
+                throw APIError(
+                    .forbidden, "'\(column)' is \(value.serialized()) for you: a row cannot be moved out of your scope",
+                    reason: "auth_forbidden")
+            }
+            if inserting { fields[column] = value }
+        }
+        return fields
     }
 
     private static let verbs: [TableOperation: String] = [

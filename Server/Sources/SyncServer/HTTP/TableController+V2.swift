@@ -54,7 +54,8 @@ extension TableController {
             precondition = .version(Version(text))
         }
         let includeDeleted = try includesDeleted(request)
-        fields = try await runHook(.update, schema, id: id, fields: writable(fields, scope), context)
+        fields = try await runHook(
+            .update, schema, id: id, fields: scopedFields(fields, scope, inserting: false), context)
         let item = try await perform(table: schema.name, conflictStatus: fromHeader ? .preconditionFailed : .conflict) {
             try await store.update(
                 id, with: fields, in: schema.name, scope: scope, precondition: precondition,

@@ -24,10 +24,10 @@ extension TableController {
         let precondition = try await v3CheckLive(
             request, schema: schema, id: id, scope: scope, includeDeleted: includeDeleted)
         // A replace: every user field the body leaves out becomes null, but for those the caller cannot see or
-        // write (the owner, hidden columns); the system properties are the server's.
-        fields = writable(fields, scope)
+        // write (the owner or claim column, hidden columns); the system properties are the server's.
+        fields = try scopedFields(fields, scope, inserting: false)
         for column in schema.columns.keys
-        where fields[column] == nil && column != TableConfiguration.ownerColumn && !scope.hides(column) {
+        where fields[column] == nil && column != schema.configuration.scopeColumn && !scope.hides(column) {
             fields[column] = .null
         }
         for property in SystemProperty.allCases where property != .deleted { fields[property.rawValue] = nil }

@@ -82,7 +82,8 @@ struct TableController: Sendable {
         }
         fields[SystemProperty.id.rawValue] = nil
         try context.wire.checkNewID(id)
-        fields = try await runHook(.insert, schema, id: id, fields: writable(fields, scope), context)
+        fields = try await runHook(
+            .insert, schema, id: id, fields: scopedFields(fields, scope, inserting: true), context)
         let item = try await perform(table: schema.name, shown: context.wire.shown) {
             try await store.insert(fields, id: id, into: schema.name, scope: scope)
         }

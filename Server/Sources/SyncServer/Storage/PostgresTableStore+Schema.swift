@@ -128,8 +128,7 @@ extension PostgresTableStore {
             }
             schema.columns[column] = type
         }
-        if configuration.perUser {
-            let owner = TableConfiguration.ownerColumn
+        if let owner = configuration.scopeColumn {
             switch schema.columns[owner] {
             case nil:
                 try await addColumn(owner, .string, to: name, on: connection, logger: logger)
@@ -137,7 +136,7 @@ extension PostgresTableStore {
             case .string?: break
             case let type?:
                 throw TableStoreError.unavailable(
-                    "table '\(configuration.name)' has a '\(owner)' column of type \(type.rawValue); a perUser table needs it as text"
+                    "table '\(configuration.name)' has a '\(owner)' column of type \(type.rawValue); a scoped table needs it as text"
                 )
             }
             // The owner-scoped pull: the owner's rows in cursor order (owners compared as bytes, as the stamps' rows).

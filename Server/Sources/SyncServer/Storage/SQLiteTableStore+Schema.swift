@@ -31,8 +31,7 @@ extension SQLiteTableStore {
             }
             schema.columns[name] = type
         }
-        if configuration.perUser {
-            let owner = TableConfiguration.ownerColumn
+        if let owner = configuration.scopeColumn {
             switch schema.columns[owner] {
             case nil:
                 try db.execute(sql: "ALTER TABLE \(table) ADD COLUMN \(StoreSQL.quoted(owner)) TEXT")
@@ -40,7 +39,7 @@ extension SQLiteTableStore {
             case .string?: break
             case let type?:
                 throw TableStoreError.unavailable(
-                    "table '\(configuration.name)' has a '\(owner)' column of type \(type.rawValue); a perUser table needs it as text"
+                    "table '\(configuration.name)' has a '\(owner)' column of type \(type.rawValue); a scoped table needs it as text"
                 )
             }
             // The owner-scoped pull: the owner's rows in cursor order.

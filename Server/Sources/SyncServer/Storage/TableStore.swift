@@ -152,6 +152,9 @@ public struct RowScope: Sendable, Hashable {
     public var filter: ODataExpression?
     /// Columns left out of every item and page, and unknown to a query's `$filter`, `$orderby` and `$select`.
     public var hiddenColumns: Set<String>
+    /// The values the caller's scope gives columns (a claim scope's column): set on insert, and a write may not
+    /// change them. The server's, set with the filter that goes with them.
+    var stamped: [String: JSONValue] = [:]
 
     /// A scope.
     ///
