@@ -56,6 +56,9 @@ public struct TableConfiguration: Sendable, Hashable {
         return collations[column] ?? collation
     }
 
+    /// Whether any column may have a collation other than binary (a write then computes keys).
+    var hasCollations: Bool { collation != .binary || !collations.isEmpty }
+
     /// The columns whose collation is not binary.
     var collatedColumns: [String] {
         (columns ?? [:]).keys.filter { collation(of: $0) != .binary }.sorted()

@@ -58,7 +58,7 @@ extension TableSchema {
             plan.values.append((field, try Self.sqlValue(value, as: target, field: field)))
         }
         // The collation keys of the strings written to columns with a collation, computed here for every store.
-        for (column, value) in plan.values {
+        for (column, value) in plan.values where configuration.hasCollations {
             let collation = configuration.collation(of: column)
             guard collation != .binary else { continue }
             let key: SQLValue =

@@ -55,6 +55,7 @@ extension SQLiteTableStore {
     /// Adds the collation key columns of the table's collated columns, and computes every key that is missing or
     /// stale (a row written while the column's collation was binary, or before Swift's Unicode tables changed).
     static func prepareCollationKeys(_ configuration: TableConfiguration, in db: Database) throws {
+        guard !configuration.collatedColumns.isEmpty else { return }
         let table = StoreSQL.quoted(configuration.name.canonical)
         let existing = Set(try Row.fetchAll(db, sql: "PRAGMA table_info(\(table))").map { $0["name"] as String })
         for column in configuration.collatedColumns {

@@ -87,11 +87,7 @@ extension SQLiteTableStore {
                     try Self.record(.delete, current, schema: schema, in: db)
                     return current
                 }
-                let stamp = try Self.nextStamp(for: schema, now: now, in: db)
-                try db.execute(
-                    sql: "UPDATE \(name) SET \"deleted\" = 1, \"updatedAt\" = ?, \"version\" = ? WHERE \"id\" = ?",
-                    arguments: [stamp, StoreSQL.version(stamp), id.rawValue])
-                return try Self.recorded(.delete, id, schema: schema, in: db)
+                return try Self.setDeleted(true, id, schema: schema, now: now, in: db)
             }
         }
     }
@@ -108,14 +104,21 @@ extension SQLiteTableStore {
                 let current = try Self.checked(
                     id, schema: schema, scope: scope, precondition: precondition, includeDeleted: true, in: db)
                 guard current.isDeleted else { return current }
-                let stamp = try Self.nextStamp(for: schema, now: now, in: db)
-                try db.execute(
-                    sql:
-                        "UPDATE \(StoreSQL.quoted(schema.name.canonical)) SET \"deleted\" = 0, \"updatedAt\" = ?, \"version\" = ? WHERE \"id\" = ?",
-                    arguments: [stamp, StoreSQL.version(stamp), id.rawValue])
-                return try Self.recorded(.undelete, id, schema: schema, in: db)
+                return try Self.setDeleted(false, id, schema: schema, now: now, in: db)
             }
         }
+    }
+
+    /// Soft-deletes (or brings back) a checked item with a new stamp, and returns it as recorded.
+    static func setDeleted(
+        _ deleted: Bool, _ id: ItemID, schema: TableSchema, now: @Sendable () -> Date, in db: Database
+    ) throws -> JSONValue {
+        let stamp = try nextStamp(for: schema, now: now, in: db)
+        try db.execute(
+            sql: "UPDATE \(StoreSQL.quoted(schema.name.canonical)) "
+                + "SET \"deleted\" = ?, \"updatedAt\" = ?, \"version\" = ? WHERE \"id\" = ?",
+            arguments: [deleted, stamp, StoreSQL.version(stamp), id.rawValue])
+        return try recorded(deleted ? .delete : .undelete, id, schema: schema, in: db)
     }
 
     /// The stored item, after checking that it exists (a tombstone only with `includeDeleted`), is in `scope`,
