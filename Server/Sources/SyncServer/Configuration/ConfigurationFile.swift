@@ -195,7 +195,7 @@ extension TableConfiguration {
         let label = "table '\(name)'"
         let known: Set<String> = [
             "name", "softDelete", "pageSize", "maxTop", "maxColumns", "maxNewColumnsPerWrite", "columns", "perUser",
-            "access", "collation", "collations", "claimScope",
+            "access", "collation", "collations", "claimScope", "membershipScope", "members",
         ]
         for key in members.keys.sorted() where !known.contains(key) {
             throw ConfigurationError("\(label): unknown key '\(key)'")
@@ -246,6 +246,23 @@ extension TableConfiguration {
                 member.objectValue?.count == 2
             else { throw ConfigurationError(#"\#(label): 'claimScope' is {"claim": "…", "column": "…"}"#) }
             table.claimScope = ClaimScope(claim: claim, column: column)
+        }
+        if let member = members["membershipScope"] {
+            guard let column = member["column"]?.stringValue, let text = member["members"]?.stringValue,
+                member.objectValue?.count == 2
+            else { throw ConfigurationError(#"\#(label): 'membershipScope' is {"column": "…", "members": "…"}"#) }
+            do { table.membershipScope = MembershipScope(column: column, members: try TableName(text)) } catch {
+                throw ConfigurationError("\(label), membershipScope: \(error)")
+            }
+        }
+        if let member = members["members"] {
+            guard let group = member["group"]?.stringValue, let user = member["user"]?.stringValue,
+                let role = member["role"]?.stringValue, member.objectValue?.count == 3
+            else {
+                throw ConfigurationError(
+                    #"\#(label): 'members' is {"group": "…", "user": "…", "role": "…"} (its columns)"#)
+            }
+            table.members = MembersTable(groupColumn: group, userColumn: user, roleColumn: role)
         }
         if let member = members["collation"] { table.collation = try collation(member, "collation") }
         if let member = members["collations"] {

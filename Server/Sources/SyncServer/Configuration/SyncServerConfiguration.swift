@@ -130,24 +130,32 @@ public struct SyncServerConfiguration: Sendable {
         }
         for table in servedTables {
             let label = "table '\(table.name)'"
-            if auth == nil {
-                if table.perUser || table.claimScope != nil {
+            if let scope = table.membershipScope {
+                guard let members = servedTables.first(where: { $0.name.canonical == scope.members.canonical }),
+                    members.members != nil
+                else {
                     throw ConfigurationError(
-                        "\(label): \(table.perUser ? "perUser" : "claimScope") needs an auth section (or \(AuthConfiguration.secretVariable))"
+                        "\(label): its membershipScope's members table '\(scope.members)' is not a served table with 'members'"
                     )
+                }
+            }
+            if auth == nil {
+                if table.isScoped {
+                    throw ConfigurationError(
+                        "\(label): \(table.scopeKind) needs an auth section (or \(AuthConfiguration.secretVariable))")
                 }
                 if let operation = TableOperation.allCases.first(where: { table.access[$0]?.needsCaller == true }) {
                     throw ConfigurationError(
                         "\(label): \(operation.rawValue) needs signed-in callers, but no auth is configured")
                 }
             }
-            if table.scopeColumn != nil,
+            if table.isScoped,
                 let operation = TableOperation.allCases.first(where: {
                     table.access($0, authenticates: true) == .anonymous
                 })
             {
                 throw ConfigurationError(
-                    "\(label): a \(table.perUser ? "perUser" : "claim-scoped") table's rows belong to signed-in users; \(operation.rawValue) cannot be anonymous"
+                    "\(label): a \(table.scopeKind) table's rows belong to signed-in users; \(operation.rawValue) cannot be anonymous"
                 )
             }
         }

@@ -35,8 +35,39 @@ public struct TableConfiguration: Sendable, Hashable {
     /// value's row is as missing, as another owner's in a per-user table). A caller without the claim is refused (403).
     public var claimScope: ClaimScope?
 
-    /// The column of a claim scope, or of a per-user table's owner: the column that scopes the rows, if any.
-    var scopeColumn: String? { perUser ? Self.ownerColumn : claimScope?.column }
+    /// Rows shared through a members table instead (issue 32): a row belongs to the group its
+    /// ``MembershipScope/column`` names, and the members table says who belongs to each group, with which
+    /// ``MemberRole``. Every member reads the group's rows, owners and editors write them (into groups they may write:
+    /// a row moved to another group is refused, 403, unless they may write there too); another group's row is as
+    /// missing. A page answers the caller's groups as a scope token (``scopeHeader``), which devices watch to drop the
+    /// rows of a group they left and fetch all rows of one they joined.
+    public var membershipScope: MembershipScope?
+    /// Whether this table is the members table of membership-scoped tables: who belongs to which group, with which
+    /// role. Each member sees the members of their groups and their own rows; an owner adds, changes and removes
+    /// members; anyone may leave (delete their own row); the first member of a group with none is its creator, as owner.
+    public var members: MembersTable?
+
+    /// Whether the rows belong to signed-in users: per-user, claim-, membership-scoped, or a members table.
+    var isScoped: Bool { perUser || claimScope != nil || membershipScope != nil || members != nil }
+
+    /// The setting that scopes the rows, as configuration errors name it.
+    var scopeKind: String {
+        perUser ? "perUser" : claimScope != nil ? "claimScope" : membershipScope != nil ? "membershipScope" : "members"
+    }
+
+    /// The column that scopes the rows, if any: a per-user table's owner, a claim scope's, a membership scope's
+    /// group (but `id`), a members table's user. The stores keep it as text and index it with the cursor.
+    var scopeColumn: String? {
+        if perUser { return Self.ownerColumn }
+        if let claimScope { return claimScope.column }
+        if let membershipScope {
+            return membershipScope.isByID ? nil : membershipScope.column
+        }
+        return members?.userColumn
+    }
+
+    /// The name of the response header of a scoped table's page that carries the caller's scope token.
+    public static let scopeHeader = "X-Sync-Scope"
     /// Rows the server inserts when it starts and the table has none (deleted ones count): a sample's data, as the
     /// Node.js server's `table.seed`. Each may give its `id` (else one is made); not for per-user tables.
     public var seed: [JSONValue] = []
@@ -153,7 +184,32 @@ public struct TableConfiguration: Sendable, Hashable {
             }
             if claimScope.claim.isEmpty { throw ConfigurationError("\(label): the claimScope needs a claim") }
         }
-        if scopeColumn != nil, !seed.isEmpty {
+        let scopes = [perUser, claimScope != nil, membershipScope != nil, members != nil].filter { $0 }.count
+        if scopes > 1 {
+            throw ConfigurationError(
+                "\(label): a table has at most one of perUser, claimScope, membershipScope and members")
+        }
+        if let membershipScope {
+            if !membershipScope.isByID {
+                if let reason = FieldName.validate(membershipScope.column) {
+                    throw ConfigurationError("\(label), membershipScope column '\(membershipScope.column)': \(reason)")
+                }
+                if let columns, columns[membershipScope.column] != .string {
+                    throw ConfigurationError("\(label): the membershipScope column must be a declared string column")
+                }
+            }
+            if membershipScope.members.canonical == name.canonical {
+                throw ConfigurationError("\(label): a table is not its own members table")
+            }
+        }
+        if let members {
+            let named = [members.groupColumn, members.userColumn, members.roleColumn]
+            guard Set(named.map { $0.lowercased() }).count == 3, named.allSatisfy({ columns?[$0] == .string }) else {
+                throw ConfigurationError(
+                    "\(label): a members table declares its group, user and role columns: three string columns")
+            }
+        }
+        if isScoped, !seed.isEmpty {
             throw ConfigurationError("\(label): a scoped table has no seed (whose would it be?)")
         }
         if collation != .binary, columns == nil {
@@ -194,6 +250,64 @@ public struct ClaimScope: Sendable, Hashable {
         self.claim = claim
         self.column = column
     }
+}
+
+/// The group a membership-scoped table's rows belong to (``TableConfiguration/membershipScope``).
+public struct MembershipScope: Sendable, Hashable {
+    /// The row's column that names its group, such as `listId` (a string column); `id` for the groups' own table,
+    /// whose every row is a group of its own (a list and its members, say).
+    public var column: String
+    /// The members table that says who belongs to each group (a table with ``TableConfiguration/members``).
+    public var members: TableName
+
+    /// Whether the rows are groups themselves (the column is `id`).
+    var isByID: Bool { column.lowercased() == SystemProperty.id.rawValue }
+
+    /// A membership scope.
+    ///
+    /// - Parameters:
+    ///   - column: The row's group column.
+    ///   - members: The members table.
+    public init(column: String, members: TableName) {
+        self.column = column
+        self.members = members
+    }
+}
+
+/// The columns of a members table (``TableConfiguration/members``): each row makes a user a member of a group, with
+/// a role. A user with several rows in one group has the widest of their roles.
+public struct MembersTable: Sendable, Hashable {
+    /// The column that names the group, such as `listId`.
+    public var groupColumn: String
+    /// The column that names the member, as their token's `sub`, such as `userId`.
+    public var userColumn: String
+    /// The column that holds the member's ``MemberRole``'s name, such as `role`.
+    public var roleColumn: String
+
+    /// A members table's columns (each a declared string column).
+    ///
+    /// - Parameters:
+    ///   - groupColumn: The group's column.
+    ///   - userColumn: The member's column.
+    ///   - roleColumn: The role's column.
+    public init(groupColumn: String, userColumn: String, roleColumn: String) {
+        self.groupColumn = groupColumn
+        self.userColumn = userColumn
+        self.roleColumn = roleColumn
+    }
+}
+
+/// What a member may do with a group (a members table's role column holds its name).
+public enum MemberRole: String, Sendable, Hashable, CaseIterable {
+    /// Reads and writes the group's rows, and adds, changes and removes its members.
+    case owner
+    /// Reads and writes the group's rows.
+    case editor
+    /// Reads the group's rows.
+    case viewer
+
+    /// The roles that write a group's rows.
+    static let writers: [MemberRole] = [.owner, .editor]
 }
 
 /// Why the server's configuration was refused; the message names the setting.

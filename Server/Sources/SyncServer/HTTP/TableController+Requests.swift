@@ -31,7 +31,8 @@ extension TableController {
 
     /// Checks that the caller may do `operation` on the table (401, 403 or 405 otherwise, or the read hook's
     /// refusal), and returns the rows the caller may see and change: a per-user table's owned by the caller's
-    /// subject, those the read hook's filter passes, without its hidden columns.
+    /// subject, a claim-scoped table's of the caller's claim, a membership-scoped table's of the groups the caller may
+    /// read (for a read) or write, those the read hook's filter passes, without its hidden columns.
     func authorize(_ operation: TableOperation, _ schema: TableSchema, _ context: SyncRequestContext) async throws
         -> RowScope
     {
@@ -61,6 +62,7 @@ extension TableController {
             scope.filter = scope.filter.map { .binary(.and, mine, $0) } ?? mine
             scope.stamped[claimScope.column] = .string(value)
         }
+        scope.membership = try await membership(operation, schema, context)
         return scope
     }
 

@@ -54,12 +54,15 @@ extension TableController {
             precondition = .version(Version(text))
         }
         let includeDeleted = try includesDeleted(request)
-        fields = try await runHook(
-            .update, schema, id: id, fields: scopedFields(fields, scope, inserting: false), context)
+        fields = try scopedFields(fields, scope, inserting: false)
+        try await checkGroup(fields, id: id, scope, schema: schema, inserting: false)
+        fields = try await runHook(.update, schema, id: id, fields: fields, context)
         let item = try await perform(table: schema.name, conflictStatus: fromHeader ? .preconditionFailed : .conflict) {
-            try await store.update(
-                id, with: fields, in: schema.name, scope: scope, precondition: precondition,
-                includeDeleted: includeDeleted)
+            try await writing(id, schema, scope) {
+                try await store.update(
+                    id, with: fields, in: schema.name, scope: scope, precondition: precondition,
+                    includeDeleted: includeDeleted)
+            }
         }
         changes.publish(Self.changeKey(schema, owner: scope.owner))
         return JSONResponse.item(.ok, item)
@@ -72,7 +75,9 @@ extension TableController {
         let precondition = try ifMatch(request)
         _ = try await runHook(.delete, schema, id: id, context)
         let item = try await perform(table: schema.name) {
-            try await store.delete(id, from: schema.name, scope: scope, precondition: precondition)
+            try await writing(id, schema, scope) {
+                try await store.delete(id, from: schema.name, scope: scope, precondition: precondition)
+            }
         }
         changes.publish(Self.changeKey(schema, owner: scope.owner))
         return JSONResponse.item(.ok, item)
@@ -85,7 +90,9 @@ extension TableController {
         let precondition = try ifMatch(request)
         _ = try await runHook(.undelete, schema, id: id, context)
         let item = try await perform(table: schema.name) {
-            try await store.undelete(id, in: schema.name, scope: scope, precondition: precondition)
+            try await writing(id, schema, scope) {
+                try await store.undelete(id, in: schema.name, scope: scope, precondition: precondition)
+            }
         }
         changes.publish(Self.changeKey(schema, owner: scope.owner))
         return JSONResponse.item(.ok, item)

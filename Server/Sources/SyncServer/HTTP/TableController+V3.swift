@@ -21,11 +21,13 @@ extension TableController {
         var fields = try await changeFields(request, id: id)
         let includeDeleted = try includesDeleted(request)
         _ = try await perform { try schema.plan(fields) }  // an invalid body is a 400 whatever the conditions say
-        let precondition = try await v3CheckLive(
-            request, schema: schema, id: id, scope: scope, includeDeleted: includeDeleted)
+        let precondition = try await writing(id, schema, scope) {
+            try await v3CheckLive(request, schema: schema, id: id, scope: scope, includeDeleted: includeDeleted)
+        }
         // A replace: every user field the body leaves out becomes null, but for those the caller cannot see or
-        // write (the owner or claim column, hidden columns); the system properties are the server's.
+        // write (the owner, claim or group column, hidden columns); the system properties are the server's.
         fields = try scopedFields(fields, scope, inserting: false)
+        try await checkGroup(fields, id: id, scope, schema: schema, inserting: false)
         for column in schema.columns.keys
         where fields[column] == nil && column != schema.configuration.scopeColumn && !scope.hides(column) {
             fields[column] = .null
@@ -35,9 +37,11 @@ extension TableController {
         fields = try await runHook(.update, schema, id: id, fields: fields, context)
         let item = try await perform(table: schema.name, shown: Self.v3Item) {
             // A tombstone only when asked: one deleted since the check is then a 404, not brought back.
-            try await store.update(
-                id, with: fields, in: schema.name, scope: scope, precondition: precondition,
-                includeDeleted: includeDeleted)
+            try await writing(id, schema, scope) {
+                try await store.update(
+                    id, with: fields, in: schema.name, scope: scope, precondition: precondition,
+                    includeDeleted: includeDeleted)
+            }
         }
         changes.publish(Self.changeKey(schema, owner: scope.owner))
         return Self.v3ItemResponse(.ok, item)
@@ -48,10 +52,14 @@ extension TableController {
     func v3Delete(_ request: Request, _ context: SyncRequestContext) async throws -> Response {
         let (schema, id) = try await target(context)
         let scope = try await authorize(.delete, schema, context)
-        let precondition = try await v3CheckLive(request, schema: schema, id: id, scope: scope, includeDeleted: false)
+        let precondition = try await writing(id, schema, scope) {
+            try await v3CheckLive(request, schema: schema, id: id, scope: scope, includeDeleted: false)
+        }
         _ = try await runHook(.delete, schema, id: id, context)
         _ = try await perform(table: schema.name, shown: Self.v3Item) {
-            try await store.delete(id, from: schema.name, scope: scope, precondition: precondition)
+            try await writing(id, schema, scope) {
+                try await store.delete(id, from: schema.name, scope: scope, precondition: precondition)
+            }
         }
         changes.publish(Self.changeKey(schema, owner: scope.owner))
         return Response(status: .noContent, headers: [.cacheControl: "no-cache"])

@@ -43,6 +43,7 @@ struct TableController: Sendable {
             throw APIError.badRequest("$top: you cannot request more than \(configuration.maxTop) records")
         }
         let limit = min(query.top ?? configuration.pageSize, configuration.pageSize)
+        let token = try await scopeToken(scope)
         let page = try await perform {
             try await store.query(
                 schema.name, query, scope: scope, limit: limit, maxBytes: queryLimits.maxPageBytes,
@@ -51,7 +52,9 @@ struct TableController: Sendable {
         Counter(label: MetricLabel.rowsReturned, dimensions: [(MetricLabel.table, schema.name.canonical)])
             .increment(by: page.itemCount)
         stats.record { $0.rowsReturned += page.itemCount }
-        return try context.wire.page(self, request, query: query, page: page)
+        var response = try context.wire.page(self, request, query: query, page: page)
+        if let token { response.headers[HTTPField.Name(TableConfiguration.scopeHeader)!] = token }
+        return response
     }
 
     /// A request's query options as `wire` reads them, within the server's limits; a 400 in the API's words
@@ -82,8 +85,9 @@ struct TableController: Sendable {
         }
         fields[SystemProperty.id.rawValue] = nil
         try context.wire.checkNewID(id)
-        fields = try await runHook(
-            .insert, schema, id: id, fields: scopedFields(fields, scope, inserting: true), context)
+        fields = try scopedFields(fields, scope, inserting: true)
+        try await checkGroup(fields, id: id, scope, schema: schema, inserting: true)
+        fields = try await runHook(.insert, schema, id: id, fields: fields, context)
         let item = try await perform(table: schema.name, shown: context.wire.shown) {
             try await store.insert(fields, id: id, into: schema.name, scope: scope)
         }

@@ -95,17 +95,47 @@ enum StoreSQL {
         }
     }
 
-    /// The SQL condition of the scope's filter, or nil when it has none. It may name hidden columns.
+    /// The SQL condition of the scope's filter and membership, or nil when it has neither. It may name hidden columns.
     static func scopeFilter(_ scope: RowScope, schema: TableSchema, dialect: SQLDialect) throws(TableStoreError)
         -> SQLFragment?
     {
-        guard let filter = scope.filter else { return nil }
-        do {
-            return SQLFragment("(") + (try SQLTranslator(dialect: dialect) { schema.column(for: $0) }.predicate(filter))
-                + SQLFragment(")")
-        } catch {
-            throw .invalidQuery("the table's read scope: \(error.description)")
+        var conditions: [SQLFragment] = []
+        if let filter = scope.filter {
+            do {
+                conditions.append(
+                    SQLFragment("(")
+                        + (try SQLTranslator(dialect: dialect) { schema.column(for: $0) }.predicate(filter))
+                        + SQLFragment(")"))
+            } catch {
+                throw .invalidQuery("the table's read scope: \(error.description)")
+            }
         }
+        if let membership = scope.membership { conditions.append(membershipCondition(membership)) }
+        return conditions.isEmpty ? nil : SQLFragment.joined(conditions, separator: " AND ")
+    }
+
+    /// `("column" IN (SELECT the user's groups FROM the members table) [OR "user" = the user])`: the members table
+    /// under the alias `"__m"`, so that the row's own columns (unqualified) are never taken for its.
+    static func membershipCondition(_ membership: MembershipCondition) -> SQLFragment {
+        let members = membership.members
+        var sql =
+            SQLFragment(
+                "(\(quoted(membership.column)) IN (SELECT \"__m\".\(quoted(members.groupColumn)) "
+                    + "FROM \(quoted(membership.membersTable.canonical)) AS \"__m\" WHERE \"__m\".\(quoted(members.userColumn)) = "
+            )
+            + SQLFragment(parameter: .text(membership.user))
+        if membership.membersSoftDelete { sql += SQLFragment(" AND NOT \"__m\".\"deleted\"") }
+        if let roles = membership.roles {
+            sql +=
+                SQLFragment(" AND \"__m\".\(quoted(members.roleColumn)) IN (")
+                + SQLFragment.joined(roles.map { SQLFragment(parameter: .text($0.rawValue)) }, separator: ", ")
+                + SQLFragment(")")
+        }
+        sql += SQLFragment(")")
+        if membership.ownRows {
+            sql += SQLFragment(" OR \(quoted(members.userColumn)) = ") + SQLFragment(parameter: .text(membership.user))
+        }
+        return sql + SQLFragment(")")
     }
 
     /// The `WHERE` condition (the scope's rows — the owner's of a per-user table, those its filter passes —,

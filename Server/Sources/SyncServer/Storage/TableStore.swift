@@ -143,6 +143,25 @@ extension TableStore {
     }
 }
 
+/// The rows of a membership-scoped table (or of a members table) a user reaches: those whose `column` names a group
+/// the user is a member of — with one of `roles`, or any — and, with `ownRows`, a members table's rows of the user.
+struct MembershipCondition: Sendable, Hashable {
+    /// The row's group column.
+    var column: String
+    /// The members table.
+    var membersTable: TableName
+    /// Its columns.
+    var members: MembersTable
+    /// Whether its deleted rows are tombstones (which make nobody a member).
+    var membersSoftDelete: Bool
+    /// The user.
+    var user: String
+    /// The roles that count (nil: any).
+    var roles: [MemberRole]?
+    /// Whether a members table's rows whose user column is the user pass too.
+    var ownRows = false
+}
+
 /// The rows a store call may see and write, and the columns it may not show: the caller's share of a table.
 public struct RowScope: Sendable, Hashable {
     /// The owner of a per-user table's rows the call is limited to; nil for every owner's (read only). Ignored for
@@ -155,6 +174,9 @@ public struct RowScope: Sendable, Hashable {
     /// The values the caller's scope gives columns (a claim scope's column): set on insert, and a write may not
     /// change them. The server's, set with the filter that goes with them.
     var stamped: [String: JSONValue] = [:]
+    /// The groups of a membership-scoped table (or a members table) the caller reaches through their memberships: the
+    /// server's, as ``stamped``.
+    var membership: MembershipCondition?
 
     /// A scope.
     ///

@@ -1,0 +1,189 @@
+import Crypto
+import Foundation
+import HTTPTypes
+import SyncCore
+import SyncOData
+
+/// Tables shared through a members table (``TableConfiguration/membershipScope``, ``TableConfiguration/members``):
+/// the caller's scope for each operation, the checks of the group a write puts a row in, and the scope token a page
+/// carries.
+extension TableController {
+    /// The membership part of the caller's scope for `operation` on `schema`, if the table has one: every member reads
+    /// a group's rows; owners and editors write them; a members table's rows are read by the group's members and by
+    /// the member they name, written by the group's owners, and deleted by them or by that member (who leaves).
+    func membership(_ operation: TableOperation, _ schema: TableSchema, _ context: SyncRequestContext) async throws
+        -> MembershipCondition?
+    {
+        let configuration = schema.configuration
+        guard configuration.membershipScope != nil || configuration.members != nil else { return nil }
+        guard let user = context.caller?.subject else {
+            throw APIError(
+                .forbidden, "\(schema.name)'s rows belong to the members of their groups: sign in",
+                reason: "auth_forbidden")
+        }
+        if let members = configuration.members {
+            return MembershipCondition(
+                column: members.groupColumn, membersTable: schema.name, members: members,
+                membersSoftDelete: configuration.softDelete, user: user,
+                roles: operation == .read ? nil : [.owner], ownRows: operation == .read || operation == .delete)
+        }
+        let scope = configuration.membershipScope!
+        let (membersTable, members, softDelete) = try await membersTable(scope.members)
+        return MembershipCondition(
+            column: scope.column, membersTable: membersTable, members: members, membersSoftDelete: softDelete,
+            user: user, roles: operation == .read ? nil : MemberRole.writers)
+    }
+
+    /// The members table `name` as served: its name, columns and whether it keeps tombstones.
+    private func membersTable(_ name: TableName) async throws -> (TableName, MembersTable, Bool) {
+        guard let schema = try await store.schema(of: name), let members = schema.configuration.members else {
+            throw APIError(.serviceUnavailable, "The members table '\(name)' is not served")
+        }
+        return (schema.name, members, schema.configuration.softDelete)
+    }
+
+    /// Checks the group a caller's write puts a row in, for a membership-scoped table or a members table: 400 when a
+    /// row would have none (or, in a members table, no user or no known role); 403 when the caller may not write in
+    /// that group — a row of a scoped table goes only to a group where the caller is an owner or editor, a member only
+    /// to a group the caller owns, or to a group with no members yet as its first member: the caller, as owner.
+    /// A change that leaves the group column out keeps the row where it is (the store checks the row it changes).
+    func checkGroup(_ fields: [String: JSONValue], id: ItemID, _ scope: RowScope, schema: TableSchema, inserting: Bool)
+        async throws
+    {
+        guard let membership = scope.membership else { return }
+        if let members = schema.configuration.members {
+            let role = fields[members.roleColumn]
+            if inserting || role != nil {
+                guard let name = role?.stringValue, MemberRole(rawValue: name) != nil else {
+                    throw APIError.badRequest(
+                        "Invalid item: '\(members.roleColumn)' is one of "
+                            + MemberRole.allCases.map(\.rawValue).joined(separator: ", "))
+                }
+            }
+            if inserting || fields[members.userColumn] != nil {
+                guard let user = fields[members.userColumn]?.stringValue, !user.isEmpty else {
+                    throw APIError.badRequest("Invalid item: '\(members.userColumn)' names the member: a string")
+                }
+            }
+        }
+        let column = membership.column
+        let given =
+            schema.configuration.membershipScope?.isByID == true ? JSONValue.string(id.rawValue) : fields[column]
+        guard inserting || given != nil else { return }
+        guard let group = given?.stringValue, !group.isEmpty else {
+            throw APIError.badRequest("Invalid item: '\(column)' names the \(schema.name) row's group: a string")
+        }
+        guard schema.configuration.members != nil else {
+            let roles = try await roles(of: membership.user, in: group, membership)
+            guard roles.contains(where: MemberRole.writers.contains) else {
+                throw APIError(
+                    .forbidden,
+                    "You may not write rows of group '\(group)': "
+                        + (roles.isEmpty ? "you are not a member" : "viewers read, owners and editors write"),
+                    reason: "auth_forbidden")
+            }
+            return
+        }
+        let roles = try await roles(of: membership.user, in: group, membership)
+        if roles.contains(.owner) { return }
+        if inserting, roles.isEmpty, fields[membership.members.userColumn]?.stringValue == membership.user,
+            fields[membership.members.roleColumn]?.stringValue == MemberRole.owner.rawValue,
+            try await !hasMembers(group, membership)
+        {
+            return
+        }
+        throw APIError(
+            .forbidden,
+            "Only an owner of group '\(group)' changes its members (the first member of a new group is its creator, as owner)",
+            reason: "auth_forbidden")
+    }
+
+    /// The roles `user` has in `group` (none when not a member).
+    func roles(of user: String, in group: String, _ membership: MembershipCondition) async throws -> Set<MemberRole> {
+        let members = membership.members
+        let filter = ODataExpression.binary(
+            .and, .binary(.eq, .member(members.groupColumn), .literal(.string(group))),
+            .binary(.eq, .member(members.userColumn), .literal(.string(user))))
+        return Set(
+            try await memberRows(filter, membership).compactMap { $0[members.roleColumn]?.stringValue }
+                .compactMap(MemberRole.init(rawValue:)))
+    }
+
+    /// Whether `group` has any member.
+    private func hasMembers(_ group: String, _ membership: MembershipCondition) async throws -> Bool {
+        let filter = ODataExpression.binary(
+            .eq, .member(membership.members.groupColumn), .literal(.string(group)))
+        return try await !memberRows(filter, membership, limit: 1).isEmpty
+    }
+
+    /// The live rows of the members table that `filter` passes (at most `limit`, 1,000 by default).
+    private func memberRows(_ filter: ODataExpression, _ membership: MembershipCondition, limit: Int = 1000)
+        async throws -> [JSONValue]
+    {
+        let page = try await perform {
+            try await store.query(
+                membership.membersTable, ODataQuery(filter: filter), scope: .everything, limit: limit,
+                maxBytes: queryLimits.maxPageBytes)
+        }
+        return try JSONValue(parsing: Data(page.itemsJSON)).arrayValue ?? []
+    }
+
+    /// The caller's scope token for a page of a claim- or membership-scoped table: a digest of the claim's value, or
+    /// of the groups the caller is a member of — taken before the page is read, so that a page is never of a wider
+    /// scope than the token it carries says (a device that sees the token change looks again, docs/sharing.md).
+    /// Nil for other tables.
+    func scopeToken(_ scope: RowScope) async throws -> String? {
+        var parts: [String]
+        if let membership = scope.membership {
+            let members = membership.members
+            var groups: Set<String> = []
+            var query = ODataQuery(
+                filter: .binary(.eq, .member(members.userColumn), .literal(.string(membership.user))),
+                orderBy: [ODataOrdering(SystemProperty.id.rawValue)], select: [members.groupColumn])
+            while true {
+                let page = try await perform {
+                    try await store.query(
+                        membership.membersTable, query, scope: .everything, limit: 1000,
+                        maxBytes: queryLimits.maxPageBytes)
+                }
+                let rows = try JSONValue(parsing: Data(page.itemsJSON)).arrayValue ?? []
+                groups.formUnion(rows.compactMap { $0[members.groupColumn]?.stringValue })
+                guard page.hasMore, !rows.isEmpty else { break }
+                query.skip = (query.skip ?? 0) + rows.count
+            }
+            parts = ["groups"] + groups.sorted()
+        } else if !scope.stamped.isEmpty {
+            parts = ["claim"] + scope.stamped.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value.serialized())" }
+        } else {
+            return nil
+        }
+        let digest = SHA256.hash(data: Data(parts.joined(separator: "\u{1F}").utf8))
+        return digest.prefix(12).map { String(format: "%02x", $0) }.joined()
+    }
+
+    /// Runs a store write in a membership-scoped table or a members table, where a viewer's write (or a member's
+    /// change of the members) misses the rows the store may change: then a 403 for a row the caller may read, the 404
+    /// of a missing row otherwise.
+    func writing<T>(_ id: ItemID, _ schema: TableSchema, _ scope: RowScope, _ body: () async throws -> T)
+        async throws -> T
+    {
+        guard var reading = scope.membership, reading.roles != nil else { return try await body() }
+        do {
+            return try await body()
+        } catch let error where error as? TableStoreError == .notFound || (error as? APIError)?.status == .notFound {
+            reading.roles = nil
+            reading.ownRows = schema.configuration.members != nil
+            var readable = scope
+            readable.membership = reading
+            if try await store.item(id, in: schema.name, scope: readable, includeDeleted: true) != nil {
+                throw APIError(
+                    .forbidden,
+                    schema.configuration.members != nil
+                        ? "Only an owner of the group changes its members; a member may only leave"
+                        : "Viewers read the group's rows; owners and editors write them",
+                    reason: "auth_forbidden")
+            }
+            throw error
+        }
+    }
+}
