@@ -90,6 +90,10 @@ import Testing
                 ("editor changes", (eddie, .patch, "/tables/TodoItem/i1", ["text": "e"], .ok)),
                 ("viewer changes", (vera, .patch, "/tables/TodoItem/i1", ["text": "v"], .forbidden)),
                 ("outsider changes", (bob, .patch, "/tables/TodoItem/i1", ["text": "b"], .notFound)),
+                // A whole row sent back names its own group: no move, the same answers.
+                ("outsider sends the row", (bob, .patch, "/tables/TodoItem/i1", ["listId": "L1"], .notFound)),
+                ("viewer sends the row", (vera, .patch, "/tables/TodoItem/i1", ["listId": "L1"], .forbidden)),
+                ("editor sends the row", (eddie, .patch, "/tables/TodoItem/i1", ["listId": "L1"], .ok)),
                 // Moves: only to a group the caller writes too.
                 ("editor moves out", (eddie, .patch, "/tables/TodoItem/i1", ["listId": "L2"], .forbidden)),
                 ("owner moves to null", (alice, .patch, "/tables/TodoItem/i1", ["listId": .null], .badRequest)),

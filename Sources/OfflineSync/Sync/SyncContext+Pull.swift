@@ -16,6 +16,8 @@ extension SyncContext {
         var refusedTop: Int?
         /// Whether the server linked a next page: v2's `Link` header, v3's `nextLink`.
         var hasNextLink = false
+        /// The caller's scope token on a scoped table's page (``scopeHeader``).
+        var scopeToken: String?
     }
 
     /// Pulls a table (PROTOCOL.md §5, §8): push first when the table has pending operations (refused
@@ -75,7 +77,7 @@ extension SyncContext {
     ) async throws {
         let pageSizeKey = Self.pageSizeKey(table)
         let topLimitKey = Self.topLimitKey(table)
-        let (cursor, remembered, topLimit) = try await store.read { reader in
+        var (cursor, remembered, topLimit) = try await store.read { reader in
             (
                 try queryID.flatMap { try reader.cursor(for: table, queryID: $0) },
                 try reader.setting(pageSizeKey).flatMap { Int($0) },
@@ -90,6 +92,18 @@ extension SyncContext {
         let clock = ContinuousClock()
         let started = clock.now
         var page = try await fetch(table, filter: filter, after: cursor, pageSize: pacing.size, count: true)
+        if try await scopeChanged(table, token: page.scopeToken, pulledBefore: cursor != nil) {
+            // The user's scope changed: the rows the device keeps are checked against the server's, and every query
+            // of the table starts over, so that a group just joined comes whole.
+            let (removed, requests) = try await reconcileScope(table, pageSize: sizes.max, log)
+            summary.removedCount = removed
+            summary.requestCount += requests
+            if cursor != nil {
+                cursor = nil
+                page = try await fetch(table, filter: filter, after: nil, pageSize: pacing.size, count: true)
+                summary.requestCount += 1
+            }
+        }
         if let followed = pacing.firstPage(after: started.duration(to: clock.now), serverPageSize: page.serverPageSize)
         {
             log.info("Pull follows the server's page size", metadata: [SyncLogKey.pageSize: "\(followed)"])
@@ -207,10 +221,11 @@ extension SyncContext {
     /// it then returns with a `Link` tells its page size (PROTOCOL.md §5).
     func fetch(
         _ table: TableName, filter: ODataExpression?, after cursor: PullCursor?, pageSize: Int, fallback: Int? = nil,
-        count: Bool
+        count: Bool, select: [String]? = nil
     ) async throws -> Page {
         var query = Self.pageQuery(filter: filter, after: cursor, pageSize: pageSize)
         query.includeTotalCount = count
+        query.select = select
         let features = cursor == nil ? ["TQ", "OL"] : ["TQ", "OL", "IP"]
         var log = logger
         log[metadataKey: SyncLogKey.table] = "\(table)"
@@ -239,6 +254,7 @@ extension SyncContext {
             throw PullError.rejected(status: response.status, message: response.message)
         }
         page.refusedTop = refusedTop
+        page.scopeToken = response.header(Self.scopeHeader)
         let hasLink = page.hasNextLink
         page.isLast = !hasLink && (asked.map { page.items.count < $0 } ?? true)
         if hasLink, page.items.count < (asked ?? Int.max) {

@@ -101,6 +101,10 @@ public struct PullSummary: Sendable, Hashable {
     public var skippedCount: Int
     /// Requests made.
     public var requestCount: Int
+    /// Rows removed from the device because they left the user's scope on the server — a shared group the user was
+    /// removed from or left, a claim that changed — without being deleted there (rows with pending operations stay,
+    /// with the operations' refusals to tell).
+    public var removedCount = 0
     /// Operations that the push before the pull left refused (new in that push). They do not stop
     /// the pull (PROTOCOL.md §8); ``SyncClient/operationErrors()`` lists every waiting one.
     public var pushErrors: [OperationError] = []

@@ -46,7 +46,8 @@ extension TableController {
     /// row would have none (or, in a members table, no user or no known role); 403 when the caller may not write in
     /// that group — a row of a scoped table goes only to a group where the caller is an owner or editor, a member only
     /// to a group the caller owns, or to a group with no members yet as its first member: the caller, as owner.
-    /// A change that leaves the group column out keeps the row where it is (the store checks the row it changes).
+    /// A change that leaves the group column out, or names the row's own group, keeps the row where it is (the store
+    /// checks the row it changes).
     func checkGroup(_ fields: [String: JSONValue], id: ItemID, _ scope: RowScope, schema: TableSchema, inserting: Bool)
         async throws
     {
@@ -72,6 +73,17 @@ extension TableController {
         guard inserting || given != nil else { return }
         guard let group = given?.stringValue, !group.isEmpty else {
             throw APIError.badRequest("Invalid item: '\(column)' names the \(schema.name) row's group: a string")
+        }
+        if !inserting {
+            // A change that names the row's own group (a whole row sent back) is no move: the row decides, as a change
+            // without the column — a 404 out of scope, a 403 for a viewer — in either dialect.
+            let stored = try await writing(id, schema, scope) {
+                guard let item = try await store.item(id, in: schema.name, scope: scope, includeDeleted: true) else {
+                    throw APIError(.notFound, TableStoreError.notFound.description)
+                }
+                return item
+            }
+            if stored[column] == given { return }
         }
         guard schema.configuration.members != nil else {
             let roles = try await roles(of: membership.user, in: group, membership)

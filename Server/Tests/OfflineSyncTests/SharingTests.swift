@@ -1,0 +1,149 @@
+import Foundation
+import OfflineSync
+import SyncCore
+import SyncSQL
+import SyncSQLite
+import SyncServer
+import Testing
+
+/// Lists shared through a members table, as devices see them (issue 32), against a real server with tokens, in both
+/// dialects: a device that loses access to a list — removed while it was offline with an edit and an insert pending —
+/// drops the list's rows on its next pull (and nobody else's copy), and reports its pending changes as refused; a
+/// device that joins a list whose rows are older than its cursors gets all of them on its next pull.
+@Suite(.onBothProtocols) struct SharingTests {
+    static let secret = "sharing-test-secret-0123456789abcdef"
+
+    /// Lists (each its own group), their items, and who belongs to which list.
+    static func tables() throws -> [TableConfiguration] {
+        var members = try TableConfiguration(
+            name: "ListMember", columns: ["listId": .string, "userId": .string, "role": .string])
+        members.members = MembersTable(groupColumn: "listId", userColumn: "userId", roleColumn: "role")
+        var lists = try TableConfiguration(name: "TodoList", columns: ["name": .string])
+        lists.membershipScope = MembershipScope(column: "id", members: members.name)
+        var items = try TableConfiguration(name: "TodoItem")
+        items.membershipScope = MembershipScope(column: "listId", members: members.name)
+        return [members, lists, items]
+    }
+
+    struct Device: Sendable {
+        let client: SyncClient
+        let transport: AccountTests.Counting
+        var members: SyncTable<JSONValue> { get throws { try client.syncTable("ListMember") } }
+        var lists: SyncTable<JSONValue> { get throws { try client.syncTable("TodoList") } }
+        var items: SyncTable<JSONValue> { get throws { try client.syncTable("TodoItem") } }
+
+        /// Pulls the three tables, incrementally, and returns the items' pull.
+        @discardableResult
+        func pullAll() async throws -> PullSummary {
+            try await members.pull(queryID: "members")
+            try await lists.pull(queryID: "lists")
+            return try await items.pull(queryID: "items")
+        }
+
+        func ids(_ table: SyncTable<JSONValue>) async throws -> Set<String> {
+            Set(try await table.items().compactMap { $0["id"]?.stringValue })
+        }
+    }
+
+    static func withServer(_ body: @Sendable (_ device: @Sendable (String) async throws -> Device) async throws -> Void)
+        async throws
+    {
+        let workspace = try Workspace()
+        try await LiveServer.run(
+            in: workspace, tables: try tables(), auth: AuthConfiguration(hs256Secret: secret)
+        ) { url in
+            try await body { user in
+                let token = try await makeHS256Token(subject: user, secret: secret)
+                let transport = AccountTests.Counting()
+                let client = try await SyncClient.make(url, workspace: workspace, store: "\(user).sqlite") {
+                    $0.transport = transport
+                    $0.retryLimit = 0
+                    $0.tokenProvider = { _ in token }
+                }
+                return Device(client: client, transport: transport)
+            }
+        }
+    }
+
+    static func member(_ id: String, list: String, user: String, role: String) -> JSONValue {
+        ["id": .string(id), "listId": .string(list), "userId": .string(user), "role": .string(role)]
+    }
+
+    @Test func aDeviceRemovedWhileOfflineDropsTheListAndReportsItsPendingChanges() async throws {
+        try await Self.withServer { device in
+            let alice = try await device("alice")
+            try await alice.members.insert(Self.member("m-alice", list: "groceries", user: "alice", role: "owner"))
+            try await alice.lists.insert(["id": "groceries", "name": "Groceries"])
+            for name in ["bread", "eggs", "tea"] {
+                try await alice.items.insert(["id": .string(name), "listId": "groceries", "text": .string(name)])
+            }
+            try await alice.members.insert(Self.member("m-bob", list: "groceries", user: "bob", role: "editor"))
+            try await alice.client.push()
+
+            let bob = try await device("bob")
+            try await bob.pullAll()
+            #expect(try await bob.ids(bob.lists) == ["groceries"])
+            #expect(try await bob.ids(bob.items) == ["bread", "eggs", "tea"])
+
+            // Bob, offline, adds milk and changes the tea; meanwhile alice removes him.
+            bob.transport.isDown.withLock { $0 = true }
+            try await bob.items.insert(["id": "milk", "listId": "groceries", "text": "milk"])
+            var tea = try #require(try await bob.items.item(id: ItemID("tea")))
+            tea["text"] = "green tea"
+            try await bob.items.update(tea)
+            try await alice.members.delete(id: ItemID("m-bob"))
+            try await alice.client.push()
+            bob.transport.isDown.withLock { $0 = false }
+
+            let summary = try await bob.pullAll()
+            #expect(summary.removedCount == 2, "bread and eggs; milk and tea wait with their refusals")
+            #expect(try await bob.ids(bob.lists).isEmpty, "the list is gone from bob's device")
+            #expect(try await bob.ids(bob.members).isEmpty, "and its members, bob's own row too")
+            #expect(try await bob.ids(bob.items) == ["milk", "tea"])
+            let refused = try await bob.client.operationErrors()
+            #expect(Set(refused.map(\.operation.itemID.rawValue)) == ["milk", "tea"])
+            #expect(refused.first { $0.operation.itemID.rawValue == "milk" }?.status == 403, "a list he cannot write")
+            #expect(
+                refused.first { $0.operation.itemID.rawValue == "tea" }?.status == 404,
+                "an out-of-scope row is as missing: a conflict with no server row")
+
+            // Nobody else lost anything.
+            try await alice.pullAll()
+            #expect(try await alice.ids(alice.items) == ["bread", "eggs", "tea"])
+            #expect(try await alice.items.item(id: ItemID("tea"))?["text"] == "tea")
+            #expect(try await alice.ids(alice.members) == ["m-alice"])
+        }
+    }
+
+    @Test func aDeviceThatJoinsAListGetsAllItsRowsBehindItsCursors() async throws {
+        try await Self.withServer { device in
+            let alice = try await device("alice")
+            let bob = try await device("bob")
+            try await alice.members.insert(Self.member("m-alice", list: "work", user: "alice", role: "owner"))
+            try await alice.lists.insert(["id": "work", "name": "Work"])
+            _ = try await alice.items.insert(
+                contentsOf: (0..<120).map {
+                    ["id": .string("w\($0)"), "listId": "work", "text": .string("task \($0)")]
+                })
+            try await alice.client.push()
+            // Bob has a list of his own, written after alice's rows: his cursors pass every one of them.
+            try await bob.members.insert(Self.member("m-bob", list: "home", user: "bob", role: "owner"))
+            try await bob.lists.insert(["id": "home", "name": "Home"])
+            try await bob.items.insert(["id": "h0", "listId": "home", "text": "dishes"])
+            try await bob.pullAll()
+            #expect(try await bob.ids(bob.items) == ["h0"])
+
+            try await alice.members.insert(Self.member("m-bob-work", list: "work", user: "bob", role: "viewer"))
+            try await alice.client.push()
+            let summary = try await bob.pullAll()
+            #expect(summary.removedCount == 0)
+            #expect(try await bob.ids(bob.items).count == 121, "every row of the list joined, and his own")
+            #expect(try await bob.ids(bob.lists) == ["home", "work"])
+            #expect(try await bob.ids(bob.members) == ["m-alice", "m-bob", "m-bob-work"])
+
+            // Pulls after that are incremental again: nothing to reconcile, nothing more to fetch.
+            let again = try await bob.pullAll()
+            #expect(again.appliedCount == 0 && again.removedCount == 0)
+        }
+    }
+}
