@@ -141,8 +141,10 @@ func logAccess(_ configuration: SyncServerConfiguration) {
         $0
     }
     let perUser = configuration.servedTables.filter(\.perUser).map(\.name.rawValue)
+    let scoped = configuration.servedTables.filter { $0.isScoped && !$0.perUser }.map { "\($0.name) (\($0.scopeKind))" }
+    let scopes = scoped.isEmpty ? "" : "; scoped tables: \(scoped.joined(separator: ", "))"
     logger.notice(
-        "Tables need tokens (\(keys.joined(separator: " and "))) unless configured otherwise; per-user tables: \(perUser.isEmpty ? "none" : perUser.joined(separator: ", "))"
+        "Tables need tokens (\(keys.joined(separator: " and "))) unless configured otherwise; per-user tables: \(perUser.isEmpty ? "none" : perUser.joined(separator: ", "))\(scopes)"
     )
 }
 

@@ -18,16 +18,27 @@ extension TodoApp {
         }
     }
 
-    /// Incremental pull of every item, with a progress line on a terminal for long pulls.
+    /// Incremental pull of every item — and first, on a server with shared lists, of the lists and their members —
+    /// with a progress line on a terminal for long pulls. The summary adds up the tables'.
     func pullAll() async throws -> PullSummary {
         do {
+            var shared: [PullSummary] = []
+            do {
+                shared.append(try await members.pull(queryID: "allListMembers"))
+                shared.append(try await lists.pull(queryID: "allTodoLists"))
+            } catch PullError.rejected(status: 404, _) {
+                // A server without shared lists (the tutorial's): items only.
+            }
             let showProgress = Output.isTerminal
             let summary = try await items.pull(queryID: Self.queryID) { progress in
                 guard showProgress, let total = progress.totalCount, total > 1000 else { return }
                 FileHandle.standardError.write(Data("\rPulling… \(progress.appliedCount) of \(total)".utf8))
             }
             if showProgress, summary.appliedCount > 1000 { FileHandle.standardError.write(Data("\n".utf8)) }
-            return summary
+            var all = summary
+            all.appliedCount += shared.map(\.appliedCount).reduce(0, +)
+            all.removedCount += shared.map(\.removedCount).reduce(0, +)
+            return all
         } catch let error as PullError {
             switch error {
             case .serverUnavailable(let reason): throw try await unavailable(reason)
@@ -62,6 +73,9 @@ struct Sync: AsyncParsableCommand {
             let sent = try await app.pushAll()
             let summary = try await app.pullAll()
             print("Synced with \(app.serverURL): sent \(sent) change(s), received \(summary.appliedCount) item(s).")
+            if summary.removedCount > 0 {
+                print("Removed \(summary.removedCount) row(s) of lists no longer shared with you.")
+            }
             try await app.failIfChangesWait()
         }
     }

@@ -2,13 +2,28 @@ import ArgumentParser
 import Foundation
 import OfflineSync
 
-/// The tutorial's item.
+/// The tutorial's item; on a server with shared lists, the list it belongs to.
 struct TodoItem: Codable, Sendable {
     var id: String
     var text: String
     var complete: Bool
+    var listId: String?
     var version: String?
     var updatedAt: Date?
+}
+
+/// A shared list (on a server whose `TodoList` rows are groups of a members table, docs/sharing.md).
+struct TodoList: Codable, Sendable {
+    var id: String
+    var name: String
+}
+
+/// Who belongs to a list, with which role: owner, editor or viewer.
+struct ListMember: Codable, Sendable {
+    var id: String
+    var listId: String
+    var userId: String
+    var role: String
 }
 
 /// Where the app keeps its data and which server it syncs with: options, else environment, else defaults.
@@ -72,8 +87,12 @@ struct GlobalOptions: ParsableArguments {
         }
         let client = SyncClient(
             url: server, store: try SQLiteLocalStore(path: storePath), configuration: configuration)
+        let user = (tokenFile.flatMap { try? Self.readToken($0) } ?? token).flatMap {
+            SyncClient.accountID(ofToken: $0)
+        }
         return TodoApp(
             client: client, storePath: storePath, serverURL: serverURL, hasToken: token != nil || tokenFile != nil,
+            user: user,
             signIn: tokenFile.map { "put a new token in \($0)" } ?? "pass a new token with --token or $TODO_TOKEN")
     }
 
@@ -93,12 +112,22 @@ struct TodoApp {
     let serverURL: String
     /// Whether a token was given (then every command checks it is for the store's account).
     let hasToken: Bool
+    /// The user the token names (its `sub`), if any.
+    let user: String?
     /// How the user gives a new token, for the "sign in again" message.
     let signIn: String
     static let queryID: QueryID = "allTodoItems"
 
     var items: SyncTable<TodoItem> {
         get throws { try client.syncTable("TodoItem", of: TodoItem.self) }
+    }
+
+    var lists: SyncTable<TodoList> {
+        get throws { try client.syncTable("TodoList", of: TodoList.self) }
+    }
+
+    var members: SyncTable<ListMember> {
+        get throws { try client.syncTable("ListMember", of: ListMember.self) }
     }
 
     /// The item whose id starts with `prefix` (any case); an error when none or several do.

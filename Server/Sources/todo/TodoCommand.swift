@@ -14,7 +14,8 @@ struct TodoCommand: AsyncParsableCommand {
             """,
         subcommands: [
             Add.self, List.self, Complete.self, Reopen.self, Edit.self, Delete.self, Sync.self, Push.self, Pull.self,
-            Pending.self, Conflicts.self, Resolve.self, Purge.self, Status.self, Watch.self, Signout.self,
+            Pending.self, Conflicts.self, Resolve.self, Purge.self, Status.self, Watch.self, Signout.self, Lists.self,
+            Share.self, Unshare.self,
         ])
 
     @OptionGroup var options: GlobalOptions
@@ -50,14 +51,21 @@ func perform(_ options: GlobalOptions, checkingAccount: Bool = true, _ body: (To
 struct Add: AsyncParsableCommand {
     static let configuration = CommandConfiguration(abstract: "Add an item.")
     @OptionGroup var options: GlobalOptions
+    @Option(help: "The shared list to add it to (its name or id): needed once you have lists.") var list: String?
     @Argument(help: "The item's text.") var text: [String]
 
     func run() async throws {
         let text = self.text.joined(separator: " ")
         guard !text.trimmingCharacters(in: .whitespaces).isEmpty else { throw ValidationError("Give the item's text") }
         try await perform(options) { app in
+            var listID: String?
+            if let list {
+                listID = try await app.list(matching: list).id
+            } else if try await !app.lists.items().isEmpty {
+                throw TodoError("Give the list to add it to: --list NAME (see `todo lists`)")
+            }
             let item = try await app.items.insert(
-                TodoItem(id: UUID().uuidString.lowercased(), text: text, complete: false))
+                TodoItem(id: UUID().uuidString.lowercased(), text: text, complete: false, listId: listID))
             print("Added \(TodoApp.short(item.id))  \(item.text)")
         }
     }
@@ -76,7 +84,12 @@ struct List: AsyncParsableCommand {
             let items = try await app.items.items(matching: query)
             if json { return Output.json(.array(items.map(Output.itemJSON))) }
             if items.isEmpty { return print(all ? "No items." : "No open items.") }
-            for item in items { print("\(TodoApp.short(item.id))  \(item.complete ? "✓" : " ")  \(item.text)") }
+            let names = Dictionary(
+                try await app.lists.items().map { ($0.id, $0.name) }, uniquingKeysWith: { first, _ in first })
+            for item in items {
+                let list = item.listId.map { "  [\(names[$0] ?? "a list no longer shared")]" } ?? ""
+                print("\(TodoApp.short(item.id))  \(item.complete ? "✓" : " ")  \(item.text)\(list)")
+            }
         }
     }
 }

@@ -1,0 +1,77 @@
+import Foundation
+import SyncCore
+import Testing
+
+#if canImport(FoundationNetworking)
+    import FoundationNetworking
+#endif
+
+/// Issue 32's story with the real `todo` and `sync-server` processes, in both dialects, on the server of
+/// docs/examples/shared-lists.json: Alice shares Groceries with Bob; Bob adds milk offline; Alice removes Bob; Bob's
+/// device no longer shows Groceries nor its items, his pending milk is reported as refused, and Alice keeps every row.
+@Suite(.serialized) struct SharedListsStoryTests {
+    @Test(.timeLimit(.minutes(2)), arguments: ["v2", "v3"])
+    func bobRemovedWhileOfflineLosesTheListAndHearsOfHisMilk(protocol: String) async throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent(
+            "todo-lists-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let example = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .deletingLastPathComponent().deletingLastPathComponent().appendingPathComponent(
+                "docs/examples/shared-lists.json")
+        let secret = try #require(
+            try JSONValue(parsing: Data(contentsOf: example))["auth"]?["hs256Secret"]?.stringValue)
+        let port = try freePort()
+        let server = try ServerProcess(
+            port: port, database: "sqlite:" + directory.appendingPathComponent("server.sqlite").path,
+            options: ["--config", example.path])
+        defer { server.stop() }
+        func device(_ user: String) async throws -> TutorialStoryTests.Device {
+            TutorialStoryTests.Device(environment: [
+                "TODO_STORE": directory.appendingPathComponent("\(user).sqlite").path,
+                "TODO_URL": "http://127.0.0.1:\(port)", "TODO_PROTOCOL": `protocol`,
+                "TODO_TOKEN": try await developmentToken(user, secret: secret),
+            ])
+        }
+        let (alice, bob) = (try await device("alice"), try await device("bob"))
+
+        #expect(try await alice.run("lists", "new", "Groceries").status == 0)
+        #expect(try await alice.run("add", "--list", "Groceries", "bread").status == 0)
+        let noList = try await alice.run("add", "eggs")
+        #expect(noList.status == 1 && noList.error.contains("--list"), "an item belongs to a list once there are lists")
+        #expect(try await alice.run("share", "Groceries", "bob").output == "Shared Groceries with bob (editor).\n")
+        #expect(try await alice.run("sync").status == 0)
+
+        #expect(try await bob.run("sync").status == 0)
+        #expect(try await bob.run("lists").output.contains("Groceries  — alice (owner), bob (editor)"))
+        #expect(try await bob.run("list").output.contains("bread  [Groceries]"))
+
+        // Bob adds milk without syncing; Alice removes him meanwhile.
+        #expect(try await bob.run("add", "--list", "groceries", "milk").status == 0)
+        #expect(try await alice.run("unshare", "Groceries", "bob").status == 0)
+        #expect(try await alice.run("sync").status == 0)
+
+        let synced = try await bob.run("sync")
+        #expect(synced.status == 1, "a refused change waits")
+        #expect(synced.output.contains("Removed 3 row(s) of lists no longer shared with you."), "\(synced.output)")
+        #expect(synced.error.contains("1 refused change waiting"))
+        #expect(try await bob.run("lists").output == "No lists.\n")
+        #expect(try await bob.run("list").output.contains("milk  [a list no longer shared]"))
+        #expect(!(try await bob.run("list", "--all").output.contains("bread")))
+        let refused = try await bob.run("conflicts")
+        #expect(refused.output.contains("Server refused insert") && refused.output.contains("you are not a member"))
+
+        // Alice lost nothing; Bob's milk never reached the list.
+        #expect(try await alice.run("sync").status == 0)
+        let hers = try await alice.run("list", "--all").output
+        #expect(hers.contains("bread  [Groceries]") && !hers.contains("milk"))
+        #expect(try await alice.run("lists").output.contains("Groceries  — alice (owner)\n"))
+
+        // Bob lets his milk go: nothing waits, nothing is left of the list.
+        let milk = try #require(
+            try await bob.run("list", "--json").output.split(separator: "\"id\":\"").dropFirst().first?.prefix(8))
+        #expect(try await bob.run("resolve", String(milk), "--discard").status == 0)
+        #expect(try await bob.run("sync").status == 0)
+        #expect(try await bob.run("list", "--all").output == "No items.\n")
+    }
+}
