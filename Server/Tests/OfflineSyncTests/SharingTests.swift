@@ -9,7 +9,8 @@ import Testing
 /// Lists shared through a members table, as devices see them (issue 32), against a real server with tokens, in both
 /// dialects: a device that loses access to a list — removed while it was offline with an edit and an insert pending —
 /// drops the list's rows on its next pull (and nobody else's copy), and reports its pending changes as refused; a
-/// device that joins a list whose rows are older than its cursors gets all of them on its next pull.
+/// device that joins a list whose rows are older than its cursors gets all of them on its next pull; a row moved to a
+/// list the user is not in leaves their device (also after two moves while it was offline), not others'.
 @Suite(.onBothProtocols) struct SharingTests {
     static let secret = "sharing-test-secret-0123456789abcdef"
 
@@ -112,6 +113,53 @@ import Testing
             #expect(try await alice.ids(alice.items) == ["bread", "eggs", "tea"])
             #expect(try await alice.items.item(id: ItemID("tea"))?["text"] == "tea")
             #expect(try await alice.ids(alice.members) == ["m-alice"])
+        }
+    }
+
+    @Test func aRowMovedToAListTheUserIsNotInLeavesTheirDevice() async throws {
+        try await Self.withServer { device in
+            let alice = try await device("alice")
+            for list in ["a", "b", "c"] {
+                try await alice.members.insert(Self.member("m-alice-\(list)", list: list, user: "alice", role: "owner"))
+                try await alice.lists.insert(["id": .string(list), "name": .string(list)])
+            }
+            for item in ["x", "y", "z", "w"] {
+                try await alice.items.insert(["id": .string(item), "listId": "a", "text": .string(item)])
+            }
+            try await alice.members.insert(Self.member("m-bob-a", list: "a", user: "bob", role: "editor"))
+            for list in ["a", "b"] {
+                try await alice.members.insert(
+                    Self.member("m-carol-\(list)", list: list, user: "carol", role: "viewer"))
+            }
+            try await alice.client.push()
+            let (bob, carol) = (try await device("bob"), try await device("carol"))
+            try await bob.pullAll()
+            try await carol.pullAll()
+            #expect(try await bob.ids(bob.items) == ["x", "y", "z", "w"])
+
+            // While bob and carol do not sync: x goes to b, y to b then c, z to b and back to a.
+            func move(_ id: String, to list: String) async throws {
+                var item = try #require(try await alice.items.item(id: ItemID(id)))
+                item["listId"] = .string(list)
+                try await alice.items.update(item)
+                try await alice.client.push()
+            }
+            try await move("x", to: "b")
+            try await move("y", to: "b")
+            try await move("y", to: "c")
+            try await move("z", to: "b")
+            try await move("z", to: "a")
+
+            let bobs = try await bob.pullAll()
+            #expect(bobs.removedCount == 2, "x and y left list a for lists bob is not in")
+            #expect(try await bob.ids(bob.items) == ["z", "w"])
+            #expect(try await bob.items.item(id: ItemID("z"))?["listId"] == "a")
+            let carols = try await carol.pullAll()
+            #expect(carols.removedCount == 1, "y left for list c, which carol is not in")
+            #expect(try await carol.ids(carol.items) == ["x", "z", "w"])
+            #expect(try await carol.items.item(id: ItemID("x"))?["listId"] == "b")
+            // Settled: nothing more to remove.
+            #expect(try await bob.pullAll().removedCount == 0)
         }
     }
 

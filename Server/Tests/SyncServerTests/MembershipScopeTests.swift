@@ -178,6 +178,20 @@ import Testing
             #expect(joined[header] != first && joined.ids.contains("b1"))
             #expect(try await client.send(.delete, "/tables/ListMember/m9", headers: bob).status == .ok)
             #expect(try await client.send(.get, "/tables/TodoItem", headers: alice)[header] == first)
+
+            // A row moved out of a group changes its members' token after the `.` (their groups are the same), the
+            // token of the group it went to not at all; the database records the move whatever wrote it.
+            let eddie = try await Self.token("eddie")
+            let before = try #require(try await client.send(.get, "/tables/TodoItem", headers: eddie)[header])
+            let bobsBefore = try await client.send(.get, "/tables/TodoItem", headers: bob)[header]
+            let editor: JSONValue = ["id": "m10", "listId": "L2", "userId": "alice", "role": "editor"]
+            #expect(try await client.send(.post, "/tables/ListMember", json: editor, headers: bob).status == .created)
+            let moved = try await client.send(.patch, "/tables/TodoItem/i1", json: ["listId": "L2"], headers: alice)
+            #expect(moved.status == .ok && moved.json?["listId"] == "L2")
+            let after = try #require(try await client.send(.get, "/tables/TodoItem", headers: eddie)[header])
+            #expect(after != before && after.split(separator: ".").first == before.split(separator: ".").first)
+            #expect(try await client.send(.get, "/tables/TodoItem", headers: bob)[header] == bobsBefore)
+            #expect(try await client.send(.get, "/tables/TodoItem/i1", headers: eddie).status == .notFound)
         }
     }
 

@@ -92,13 +92,14 @@ extension SyncContext {
         let clock = ContinuousClock()
         let started = clock.now
         var page = try await fetch(table, filter: filter, after: cursor, pageSize: pacing.size, count: true)
-        if try await scopeChanged(table, token: page.scopeToken, pulledBefore: cursor != nil) {
-            // The user's scope changed: the rows the device keeps are checked against the server's, and every query
-            // of the table starts over, so that a group just joined comes whole.
-            let (removed, requests) = try await reconcileScope(table, pageSize: sizes.max, log)
+        let change = try await scopeChange(table, token: page.scopeToken, pulledBefore: cursor != nil)
+        if change != .none {
+            // The user's scope changed, or rows moved out of it: the rows the device keeps are checked against the
+            // server's, and (for a scope) every query of the table starts over, so that a group just joined comes whole.
+            let (removed, requests) = try await reconcileScope(table, change, pageSize: sizes.max, log)
             summary.removedCount = removed
             summary.requestCount += requests
-            if cursor != nil {
+            if change == .scope, cursor != nil {
                 cursor = nil
                 page = try await fetch(table, filter: filter, after: nil, pageSize: pacing.size, count: true)
                 summary.requestCount += 1

@@ -16,29 +16,38 @@ extension SyncContext {
     /// The setting that holds the scope token a table's rows were last reconciled with.
     static func scopeKey(_ table: TableName) -> String { "scope.\(table.canonical)" }
 
-    /// Whether a page's scope token says the table's rows must be reconciled: the server sent one and it is not the
-    /// one the store holds — unless the store holds none and nothing to check (a first pull into an empty table,
-    /// which then keeps the token).
-    func scopeChanged(_ table: TableName, token: String?, pulledBefore: Bool) async throws -> Bool {
-        guard let token else { return false }
+    /// What a page's scope token says changed since the store's: nothing (the same token; or none sent; or the store
+    /// has none and nothing to check — a first pull into an empty table, which keeps the token); only the moves of
+    /// rows out of the user's groups (the part after `.`: rows left, none arrived behind the cursors); or the scope.
+    enum ScopeChange: Sendable, Equatable {
+        case none, exits, scope
+    }
+
+    func scopeChange(_ table: TableName, token: String?, pulledBefore: Bool) async throws -> ScopeChange {
+        guard let token else { return .none }
         let key = Self.scopeKey(table)
         let (stored, count) = try await store.read { (try $0.setting(key), try $0.count(in: table, matching: nil)) }
-        if stored == token { return false }
-        if stored == nil, !pulledBefore, count == 0 {
-            try await store.write { try $0.setSetting(token, for: key) }
-            return false
+        if stored == token { return .none }
+        guard let stored else {
+            if !pulledBefore, count == 0 {
+                try await store.write { try $0.setSetting(token, for: key) }
+                return .none
+            }
+            return .scope
         }
-        return true
+        let groups = { (token: String) in token.firstIndex(of: ".").map { token[..<$0] } }
+        return groups(stored) != nil && groups(stored) == groups(token) ? .exits : .scope
     }
 
     /// Lists the ids in the caller's scope and removes the table's other rows but those with pending operations,
-    /// forgets every cursor of the table, and keeps the listing's scope token — when every page of the listing had
-    /// the same (else, after three listings, none: the next pull checks again, and the rows the scope lost meanwhile
-    /// go then).
+    /// forgets every cursor of the table when the scope changed (not when rows only moved out of it), and keeps the
+    /// listing's scope token — when every page of the listing had the same (else, after three listings, none: the
+    /// next pull checks again, and the rows the scope lost meanwhile go then).
     ///
     /// - Returns: How many rows were removed, and the requests it took.
-    func reconcileScope(_ table: TableName, pageSize: Int, _ log: Logger) async throws -> (removed: Int, requests: Int)
-    {
+    func reconcileScope(_ table: TableName, _ change: ScopeChange, pageSize: Int, _ log: Logger) async throws -> (
+        removed: Int, requests: Int
+    ) {
         var (attempt, requests) = (0, 0)
         while true {
             attempt += 1
@@ -49,12 +58,14 @@ extension SyncContext {
                 try endpoint.account.confirm(in: writer)
                 let pending = try writer.itemIDsWithOperations(in: table)
                 let removed = try writer.removeItems(in: table, notIn: ids, sparing: pending)
-                try writer.removeCursors(in: table)
+                if change == .scope { try writer.removeCursors(in: table) }
                 try writer.setSetting(consistent ? token : nil, for: Self.scopeKey(table))
                 return removed
             }
             log.info(
-                "Pull found the user's scope changed: rows out of it removed, queries start over",
+                change == .scope
+                    ? "Pull found the user's scope changed: rows out of it removed, queries start over"
+                    : "Pull found rows moved out of the user's groups: removed",
                 metadata: [SyncLogKey.rows: "\(removed)", SyncLogKey.pages: "\(requests)"])
             return (removed, requests)
         }

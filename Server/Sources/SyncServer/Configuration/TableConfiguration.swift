@@ -66,6 +66,13 @@ public struct TableConfiguration: Sendable, Hashable {
         return members?.userColumn
     }
 
+    /// The column that names a row's group when rows may move between groups: a membership scope's (but `id`), a
+    /// members table's group column. The stores record each move's group left (``ScopeExits``).
+    var groupColumn: String? {
+        if let membershipScope { return membershipScope.isByID ? nil : membershipScope.column }
+        return members?.groupColumn
+    }
+
     /// The name of the response header of a scoped table's page that carries the caller's scope token.
     public static let scopeHeader = "X-Sync-Scope"
     /// Rows the server inserts when it starts and the table has none (deleted ones count): a sample's data, as the

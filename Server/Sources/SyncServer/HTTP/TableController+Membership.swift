@@ -141,11 +141,12 @@ extension TableController {
     }
 
     /// The caller's scope token for a page of a claim- or membership-scoped table: a digest of the claim's value, or
-    /// of the groups the caller is a member of — taken before the page is read, so that a page is never of a wider
-    /// scope than the token it carries says (a device that sees the token change looks again, docs/sharing.md).
-    /// Nil for other tables.
-    func scopeToken(_ scope: RowScope) async throws -> String? {
+    /// of the groups the caller is a member of, then `.` and a digest of the latest moves of rows out of those groups
+    /// (``ScopeExits``) — taken before the page is read, so that a page is never of a wider scope than the token it
+    /// carries says (a device that sees the token change looks again, docs/sharing.md). Nil for other tables.
+    func scopeToken(_ scope: RowScope, schema: TableSchema) async throws -> String? {
         var parts: [String]
+        var exits: [String] = []
         if let membership = scope.membership {
             let members = membership.members
             var groups: Set<String> = []
@@ -164,13 +165,22 @@ extension TableController {
                 query.skip = (query.skip ?? 0) + rows.count
             }
             parts = ["groups"] + groups.sorted()
+            if schema.configuration.groupColumn != nil {
+                let left = try await perform { try await store.scopeExits(of: schema.name, groups: groups.sorted()) }
+                exits = left.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }
+            }
         } else if !scope.stamped.isEmpty {
             parts = ["claim"] + scope.stamped.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value.serialized())" }
         } else {
             return nil
         }
-        let digest = SHA256.hash(data: Data(parts.joined(separator: "\u{1F}").utf8))
-        return digest.prefix(12).map { String(format: "%02x", $0) }.joined()
+        func digest(_ parts: [String]) -> String {
+            SHA256.hash(data: Data(parts.joined(separator: "\u{1F}").utf8)).prefix(12).map {
+                String(format: "%02x", $0)
+            }
+            .joined()
+        }
+        return scope.membership == nil ? digest(parts) : digest(parts) + "." + digest(exits)
     }
 
     /// Runs a store write in a membership-scoped table or a members table, where a viewer's write (or a member's

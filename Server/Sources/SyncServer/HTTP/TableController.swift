@@ -43,7 +43,7 @@ struct TableController: Sendable {
             throw APIError.badRequest("$top: you cannot request more than \(configuration.maxTop) records")
         }
         let limit = min(query.top ?? configuration.pageSize, configuration.pageSize)
-        let token = try await scopeToken(scope)
+        let token = try await scopeToken(scope, schema: schema)
         let page = try await perform {
             try await store.query(
                 schema.name, query, scope: scope, limit: limit, maxBytes: queryLimits.maxPageBytes,

@@ -36,6 +36,25 @@ extension PostgresTableStore {
             """
         ),
         (3, "outbox", CommitOutbox.createSQL(sequence: "bigserial PRIMARY KEY")),
+        (4, "scope exits", ScopeExits.createSQL(stamp: "bigint")),
+        (
+            5, "scope exit trigger",
+            """
+            CREATE FUNCTION "__sync_record_exit"() RETURNS trigger LANGUAGE plpgsql AS $$
+            DECLARE
+                "left" text := to_jsonb(OLD) ->> TG_ARGV[0];
+            BEGIN
+                IF "left" IS NOT NULL AND "left" IS DISTINCT FROM (to_jsonb(NEW) ->> TG_ARGV[0]) THEN
+                    INSERT INTO "__sync_scope_exits" ("table", "group", "stamp")
+                    VALUES (TG_TABLE_NAME, "left", NEW."updatedAt")
+                    ON CONFLICT ("table", "group")
+                    DO UPDATE SET "stamp" = GREATEST("__sync_scope_exits"."stamp", EXCLUDED."stamp");
+                END IF;
+                RETURN NULL;
+            END
+            $$
+            """
+        ),
     ]
 
     public func prepare(_ tables: [TableConfiguration]) async throws {
@@ -147,6 +166,16 @@ extension PostgresTableStore {
                 logger: logger)
         }
         try await prepareCollationKeys(configuration, on: connection, logger: logger)
+        // The move of a row out of its group, recorded for that group's members (ScopeExits); the group's name is the
+        // trigger's argument, a quoted literal of a validated column name.
+        try await connection.query(
+            PostgresQuery(
+                unsafeSQL: configuration.groupColumn.map { group in
+                    "CREATE OR REPLACE TRIGGER \"__sync_exit\" AFTER UPDATE ON \(table) FOR EACH ROW "
+                        + "WHEN (OLD.\(StoreSQL.quoted(group)) IS DISTINCT FROM NEW.\(StoreSQL.quoted(group))) "
+                        + "EXECUTE FUNCTION \"__sync_record_exit\"('\(group)')"
+                } ?? "DROP TRIGGER IF EXISTS \"__sync_exit\" ON \(table)"),
+            logger: logger)
         try await save(schema, on: connection, logger: logger)
         return schema
     }

@@ -388,6 +388,19 @@ extension PostgresTableStore {
         }
     }
 
+    public func scopeExits(of table: TableName, groups: [String]) async throws -> [String: Int64] {
+        guard !groups.isEmpty else { return [:] }
+        let logger = self.logger
+        return try await withConnection(isWrite: false) { connection in
+            let rows = try await connection.query(
+                #"SELECT "group", "stamp" FROM "__sync_scope_exits" WHERE "table" = \#(table.canonical) AND "group" = ANY(\#(groups))"#,
+                logger: logger)
+            var exits: [String: Int64] = [:]
+            for try await (group, stamp) in rows.decode((String, Int64).self) { exits[group] = stamp }
+            return exits
+        }
+    }
+
     public func removeCommits(_ sequences: [Int64]) async throws {
         guard !sequences.isEmpty else { return }
         let logger = self.logger

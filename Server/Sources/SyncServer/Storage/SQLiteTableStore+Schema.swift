@@ -48,8 +48,27 @@ extension SQLiteTableStore {
                     + "ON \(table) (\(StoreSQL.quoted(owner)), \"updatedAt\", \"id\")")
         }
         try prepareCollationKeys(configuration, in: db)
+        try prepareExitTrigger(configuration, in: db)
         try save(schema, in: db)
         return schema
+    }
+
+    /// Makes the trigger that records a move of a shared table's row out of its group (``ScopeExits``), or drops it
+    /// from a table that no longer has groups.
+    static func prepareExitTrigger(_ configuration: TableConfiguration, in db: Database) throws {
+        let trigger = StoreSQL.quoted(ScopeExits.triggerName(configuration.name))
+        try db.execute(sql: "DROP TRIGGER IF EXISTS \(trigger)")
+        guard let group = configuration.groupColumn.map(StoreSQL.quoted) else { return }
+        let name = configuration.name.canonical
+        try db.execute(
+            sql: """
+                CREATE TRIGGER \(trigger) AFTER UPDATE OF \(group) ON \(StoreSQL.quoted(name))
+                WHEN OLD.\(group) IS NOT NULL AND OLD.\(group) IS NOT NEW.\(group)
+                BEGIN
+                    INSERT INTO "\(ScopeExits.table)" ("table", "group", "stamp") VALUES ('\(name)', OLD.\(group), NEW."updatedAt")
+                    ON CONFLICT ("table", "group") DO UPDATE SET "stamp" = MAX("stamp", excluded."stamp");
+                END
+                """)
     }
 
     /// Adds the collation key columns of the table's collated columns, and computes every key that is missing or

@@ -192,6 +192,24 @@ extension SQLiteTableStore {
         }
     }
 
+    public func scopeExits(of table: TableName, groups: [String]) async throws -> [String: Int64] {
+        guard !groups.isEmpty else { return [:] }
+        return try await read { db in
+            var exits: [String: Int64] = [:]
+            for start in stride(from: 0, to: groups.count, by: ScopeExits.groupsPerQuery) {
+                let chunk = groups[start..<min(start + ScopeExits.groupsPerQuery, groups.count)]
+                let rows = try Row.fetchAll(
+                    db,
+                    sql:
+                        "SELECT \"group\", \"stamp\" FROM \"\(ScopeExits.table)\" WHERE \"table\" = ? AND \"group\" IN ("
+                        + Array(repeating: "?", count: chunk.count).joined(separator: ", ") + ")",
+                    arguments: StatementArguments([table.canonical] + Array(chunk)))
+                for row in rows { exits[row["group"]] = row["stamp"] }
+            }
+            return exits
+        }
+    }
+
     public func removeCommits(_ sequences: [Int64]) async throws {
         guard !sequences.isEmpty else { return }
         try await write { db in

@@ -71,6 +71,9 @@ public final class SQLiteTableStore: TableStore {
             // AUTOINCREMENT: a sequence is never used again after its entry is removed.
             try db.execute(sql: CommitOutbox.createSQL(sequence: "INTEGER PRIMARY KEY AUTOINCREMENT"))
         }
+        migrator.registerMigration("v3: scope exits") { db in
+            try db.execute(sql: ScopeExits.createSQL(stamp: "INTEGER"))
+        }
         return migrator
     }
 

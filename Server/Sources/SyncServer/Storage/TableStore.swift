@@ -128,6 +128,16 @@ public protocol TableStore: Sendable {
     /// - Parameter sequences: Their ``CommittedWrite/sequence``s.
     /// - Throws: ``TableStoreError/unavailable(_:)``.
     func removeCommits(_ sequences: [Int64]) async throws
+
+    /// The stamps of the latest moves of a shared table's rows out of each of `groups` (none for a group no row
+    /// left): the writes that took rows out of the scope of that group's members.
+    ///
+    /// - Parameters:
+    ///   - table: The table (with a ``TableConfiguration/groupColumn``).
+    ///   - groups: The groups.
+    /// - Returns: Each group rows left, with the stamp of the latest such move.
+    /// - Throws: ``TableStoreError/unavailable(_:)``.
+    func scopeExits(of table: TableName, groups: [String]) async throws -> [String: Int64]
 }
 
 extension TableStore {
