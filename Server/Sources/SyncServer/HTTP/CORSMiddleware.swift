@@ -2,7 +2,7 @@ import HTTPTypes
 import Hummingbird
 
 /// Lets the pages of the configured origins call the server from a browser (CORS): answers their preflight
-/// requests and marks their answers, errors included, readable, with `ETag`, `Link`, `Location` and
+/// requests and marks their answers, errors included, readable, with `ETag`, `Link`, `Location`, `X-Sync-Scope` and
 /// `WWW-Authenticate` exposed. Requests from other origins, or without one, pass as they are (the browser
 /// then keeps the answer from the page).
 struct CORSMiddleware: RouterMiddleware {
@@ -38,7 +38,7 @@ struct CORSMiddleware: RouterMiddleware {
             response = try error.response(from: request, context: context)
         }
         response.headers[.accessControlAllowOrigin] = allowed
-        response.headers[.accessControlExposeHeaders] = "ETag, Link, Location, WWW-Authenticate"
+        response.headers[.accessControlExposeHeaders] = "ETag, Link, Location, WWW-Authenticate, X-Sync-Scope"
         response.headers.append(HTTPField(name: .vary, value: "Origin"))
         return response
     }
