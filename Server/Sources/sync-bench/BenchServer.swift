@@ -61,14 +61,26 @@ struct BenchServer {
         try await run(.sqlite(path: path), pageSize: pageSize, compressing: compressing, body)
     }
 
-    /// The HS256 secret of a server run with `perUser`.
+    /// The shared cases' tables: `TodoItem` (with a `listId`) shared through `ListMember` (docs/sharing.md).
+    static func sharedTables(pageSize: Int = 1000) throws -> [TableConfiguration] {
+        var members = try TableConfiguration(
+            name: "ListMember", columns: ["listId": .string, "userId": .string, "role": .string])
+        members.members = MembersTable(groupColumn: "listId", userColumn: "userId", roleColumn: "role")
+        var items = try TableConfiguration(
+            name: "TodoItem", pageSize: pageSize, maxTop: pageSize,
+            columns: ["text": .string, "complete": .bool, "listId": .string])
+        items.membershipScope = MembershipScope(column: "listId", members: members.name)
+        return [members, items]
+    }
+
+    /// The HS256 secret of a server run with `perUser` or `shared`.
     static let secret = "sync-bench-secret-0123456789abcdef"
 
     /// Runs `body` while the server serves `database`, its PostgreSQL writes stamped as `stamping` says;
     /// with `perUser`, `TodoItem` is a per-user table and requests need tokens signed with ``secret``.
     static func run<T: Sendable>(
         _ database: DatabaseLocation, stamping: PostgresTableStore.Stamping = .serialized, perUser: Bool = false,
-        pageSize: Int = 1000, compressing: Bool = false, hooks: TableHooks? = nil,
+        shared: Bool = false, pageSize: Int = 1000, compressing: Bool = false, hooks: TableHooks? = nil,
         _ body: @Sendable (BenchServer) async throws -> T
     ) async throws -> T {
         var configuration = SyncServerConfiguration()
@@ -80,7 +92,8 @@ struct BenchServer {
         var table = try todoItem(pageSize: pageSize)
         table.perUser = perUser
         configuration.tables = [table]
-        if perUser { configuration.auth = AuthConfiguration(hs256Secret: secret) }
+        if shared { configuration.tables = try sharedTables(pageSize: pageSize) }
+        if perUser || shared { configuration.auth = AuthConfiguration(hs256Secret: secret) }
         let (ports, continuation) = AsyncStream.makeStream(of: Int.self)
         let app = try await buildApplication(configuration) { port in continuation.yield(port) }
         return try await withThrowingTaskGroup(of: T?.self) { group in

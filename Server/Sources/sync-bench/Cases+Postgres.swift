@@ -111,13 +111,14 @@ extension Cases {
         return figures
     }
 
-    /// POSTs `writes` new items from `connections` concurrent workers (worker `i` with `tokens[i]`, when given), each
-    /// on a keep-alive connection of its own; returns writes per second. The workers are AsyncHTTPClient's: with
+    /// POSTs `writes` new items from `connections` concurrent workers (worker `i` with `tokens[i]`, when given, and
+    /// into the list `list(i)`, when given), each on a keep-alive connection of its own; returns writes per second. The workers are AsyncHTTPClient's: with
     /// FoundationNetworking's URLSession the client was the bottleneck (about half the rate) and now and then left a
     /// request unanswered for its 60 s (BENCHMARKS.md, "Hooks").
-    static func insertLoad(_ url: URL, writes: Int, connections: Int, prefix: String, tokens: [String] = [])
-        async throws -> Double
-    {
+    static func insertLoad(
+        _ url: URL, writes: Int, connections: Int, prefix: String, tokens: [String] = [],
+        list: (@Sendable (Int) -> String)? = nil
+    ) async throws -> Double {
         var configuration = HTTPClient.Configuration(timeout: .init(connect: .seconds(5), read: .seconds(30)))
         configuration.connectionPool = .init(
             idleTimeout: .seconds(60), concurrentHTTP1ConnectionsPerHostSoftLimit: connections)
@@ -140,7 +141,7 @@ extension Cases {
                                 request.body = .bytes(
                                     ByteBuffer(
                                         string:
-                                            #"{"id":"\#(prefix)-\#(worker)-\#(index)","text":"Task \#(index)","complete":false}"#
+                                            #"{"id":"\#(prefix)-\#(worker)-\#(index)","text":"Task \#(index)","complete":false\#(list.map { #","listId":"\#($0(worker))""# } ?? "")}"#
                                     ))
                                 let response = try await http.execute(request, timeout: .seconds(30))
                                 _ = try await response.body.collect(upTo: 1 << 20)
@@ -161,13 +162,16 @@ extension Cases {
         }
     }
 
-    /// Drops the benchmark's table (and its outbox entries), so that the next server creates it afresh.
+    /// Drops the benchmark's tables (and their bookkeeping), so that the next server creates them afresh.
     static func resetPostgres(_ url: String) async throws {
         try await DatabaseURL(parsing: url).execute(
             #"DROP TABLE IF EXISTS "todoitem""#,
             #"DO $$ BEGIN DELETE FROM "__sync_tables" WHERE "name" = 'todoitem'; EXCEPTION WHEN undefined_table THEN NULL; END $$"#,
             #"DO $$ BEGIN DELETE FROM "__sync_owner_stamps" WHERE "table" = 'todoitem'; EXCEPTION WHEN undefined_table THEN NULL; END $$"#,
-            #"DO $$ BEGIN DELETE FROM "__sync_outbox" WHERE "table" = 'todoitem'; EXCEPTION WHEN undefined_table THEN NULL; END $$"#
+            #"DO $$ BEGIN DELETE FROM "__sync_outbox" WHERE "table" = 'todoitem'; EXCEPTION WHEN undefined_table THEN NULL; END $$"#,
+            #"DROP TABLE IF EXISTS "listmember""#,
+            #"DO $$ BEGIN DELETE FROM "__sync_tables" WHERE "name" = 'listmember'; EXCEPTION WHEN undefined_table THEN NULL; END $$"#,
+            #"DO $$ BEGIN DELETE FROM "__sync_scope_exits"; EXCEPTION WHEN undefined_table THEN NULL; END $$"#
         )
     }
 

@@ -92,18 +92,26 @@ extension Cases {
             compressing: compressing)
     }
 
-    /// `server.page` on a seeded `database`.
-    func serverPage(name: String, database: DatabaseLocation, compressing: Bool = false) async throws -> BenchResult {
+    /// `server.page` on a seeded `database` (its shared tables, with `shared`; `headers` added to every request).
+    func serverPage(
+        name: String, database: DatabaseLocation, compressing: Bool = false, shared: Bool = false,
+        headers: [String: String] = [:]
+    ) async throws -> BenchResult {
         let requests = quick ? 800 : 3200
         let filter = ODataQuery.percentEncode("complete eq false and startswith(text,'Task')")
-        let ours = try await BenchServer.run(database, compressing: compressing) { server in
+        let ours = try await BenchServer.run(database, shared: shared, compressing: compressing) { server in
             let url = URL(string: server.url.absoluteString + "/tables/TodoItem?$filter=\(filter)&$top=50")!
             var runs: [Double] = []
             for _ in 0..<repetitions {
                 runs.append(
-                    try await load(url, requests: requests, connections: 16, headers: ["ZUMO-API-VERSION": "2.0.0"]))
+                    try await load(
+                        url, requests: requests, connections: 16,
+                        headers: headers.merging(["ZUMO-API-VERSION": "2.0.0"]) { $1 }))
             }
             return Measure.median(runs)
+        }
+        if shared {
+            return BenchResult(name: name, ours: ours, reference: nil, unit: "req/s", higherIsBetter: true, n: requests)
         }
         // The reference: the same 50 items, from memory, on a bare route.
         let page = try await BenchServer.run(database, compressing: false) { server in

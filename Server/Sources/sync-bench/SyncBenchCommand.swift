@@ -18,7 +18,7 @@ struct SyncBenchCommand: AsyncParsableCommand {
 
     @Option(
         help:
-            "Run only this case (local.insert, local.query, pull.initial, pull.incremental, pull.noop, push.sequential, server.page, server.page.gzip, server.page.large, server.page.large.gzip, server.write.hook, server.write.aftercommit, memory.pull, live.latency, live.subscribers; with --database: server.page.pg, pull.initial.pg, server.write.pg, server.write.peruser.pg, server.write.aftercommit.pg; with --link: push.batch, push.sequential, pull.initial, pull.initial.plain, sync.firstrun, sync.catchup)."
+            "Run only this case (local.insert, local.query, pull.initial, pull.incremental, pull.noop, push.sequential, server.page, server.page.gzip, server.page.large, server.page.large.gzip, server.write.hook, server.write.aftercommit, memory.pull, live.latency, live.subscribers, share.join, share.removal; with --database: server.page.pg, pull.initial.pg, server.write.pg, server.write.peruser.pg, server.write.aftercommit.pg, server.page.shared.pg, server.write.shared.pg; with --link: push.batch, push.sequential, pull.initial, pull.initial.plain, sync.firstrun, sync.catchup)."
     )
     var only: String?
 
@@ -116,10 +116,12 @@ struct SyncBenchCommand: AsyncParsableCommand {
                     try await cases.serverWriteHook("server.write.aftercommit", hooks: Cases.afterCommitHooks))
             }
             if wanted("memory.pull") { results.append(try await cases.memoryPull(rows: rows)) }
+            results += try await cases.sharing(rows: rows) { only == nil || only == $0 }
             if wanted("live.latency") { results += try await cases.liveLatency() }
             if wanted("live.subscribers") { results += try await cases.liveSubscribers() }
             if let database {
                 results += try await cases.postgres(url: database, rows: rows) { only == nil || only == $0 }
+                results += try await cases.sharingPostgres(url: database, rows: rows) { only == nil || only == $0 }
             }
         }
         print(Self.table(results))

@@ -22,6 +22,8 @@ struct ChaosCommand: ParsableCommand {
     @Option(help: "Seconds a seed may take in all (the chaos phase stops at 70% of it).") var timeLimit: Double = 240
     @Flag(help: "Serve TodoItem as a per-user table behind tokens (the devices are one user; another sees nothing).")
     var perUser = false
+    @Flag(help: "Make each device a user of shared lists: it makes a list, shares it and stops sharing it at random.")
+    var shared = false
     @Option(
         name: .customLong("protocol"),
         help:
@@ -34,6 +36,7 @@ struct ChaosCommand: ParsableCommand {
     var directory: String?
 
     func validate() throws {
+        guard !(perUser && shared) else { throw ValidationError("--per-user and --shared are two runs") }
         guard devices >= 1, devices <= 32 else { throw ValidationError("--devices is 1 to 32") }
         guard steps >= 1, steps <= 10_000 else { throw ValidationError("--steps is 1 to 10000") }
         guard (0...1).contains(faultRate) else { throw ValidationError("--fault-rate is 0 to 1") }
@@ -52,7 +55,7 @@ struct ChaosCommand: ParsableCommand {
             devices: devices, steps: steps, faultRate: faultRate, timeLimit: timeLimit,
             todo: binaries.appendingPathComponent("todo").path,
             server: binaries.appendingPathComponent("sync-server").path, directory: folder, perUser: perUser,
-            protocols: wireProtocol, latencyMilliseconds: latencyMs)
+            shared: shared, protocols: wireProtocol, latencyMilliseconds: latencyMs)
         var failed = 0
         for seed in seed {
             let report = try ChaosRun(seed: seed, settings: settings).run()

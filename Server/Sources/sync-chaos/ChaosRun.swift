@@ -26,6 +26,9 @@ struct ChaosRun {
         /// Whether `TodoItem` is a per-user table behind tokens: the devices are one user's, and a second
         /// user must see none of the rows.
         var perUser = false
+        /// Whether the devices are users of shared lists (docs/examples/shared-lists.json): each makes a list of its
+        /// own, shares it with others and stops sharing it; each must end with its user's scope exactly.
+        var shared = false
         /// What the devices speak.
         var protocols = Protocols.v2
         /// The wait the proxy adds to each request it forwards, in milliseconds.
@@ -74,6 +77,17 @@ struct ChaosRun {
             token = try Self.token(settings.server, subject: "chaos-user", secret: secret)
             stranger = try Self.token(settings.server, subject: "stranger", secret: secret)
         }
+        var users: [String?] = Array(repeating: token, count: settings.devices)
+        if settings.shared {
+            let secret = "sync-chaos-secret-0123456789abcdef-\(seed)"
+            let config = directory.appendingPathComponent("server.json")
+            try Self.sharedConfiguration(secret: secret).write(to: config, atomically: true, encoding: .utf8)
+            options = ["--config", config.path]
+            users = try (0..<settings.devices).map {
+                try Self.token(settings.server, subject: "user-\($0)", secret: secret)
+            }
+            token = users[0]
+        }
         let server = ServerProcess(
             executable: settings.server, port: try Socket.freePort(),
             database: "sqlite:" + directory.appendingPathComponent("server.sqlite").path, options: options,
@@ -88,8 +102,15 @@ struct ChaosRun {
             Device(
                 index: index, todo: settings.todo,
                 store: directory.appendingPathComponent("device-\(index).sqlite").path,
-                url: "http://127.0.0.1:\(proxy.port)", seed: seed &* 1_000_003 &+ UInt64(index), token: token,
+                url: "http://127.0.0.1:\(proxy.port)", seed: seed &* 1_000_003 &+ UInt64(index), token: users[index],
                 protocol: settings.protocols.of(device: index))
+        }
+        if settings.shared {
+            for device in devices {
+                device.user = "user-\(device.index)"
+                device.others = (0..<settings.devices).filter { $0 != device.index }.map { "user-\($0)" }
+                try device.makeList()
+            }
         }
         let deadline = started.addingTimeInterval(settings.timeLimit * 0.7)
 
@@ -134,7 +155,11 @@ struct ChaosRun {
         report.failures += devices.flatMap(\.failures)
         if !settled { report.failures.append("devices did not settle in \(rounds) rounds") }
         let rows = try server.rows()
-        report.failures += try Self.check(rows: rows, devices: devices)
+        if settings.shared {
+            report.failures += try Self.checkShared(server: server, devices: devices, tokens: users.compactMap { $0 })
+        } else {
+            report.failures += try Self.check(rows: rows, devices: devices)
+        }
         if let stranger, case let seen = try server.rows(token: stranger), !seen.isEmpty {
             report.failures.append("another user sees \(seen.count) of this user's rows")
         }
@@ -143,7 +168,8 @@ struct ChaosRun {
         let faultText = FaultProxy.Fault.allCases.map { "\(faults[$0, default: 0]) \($0.rawValue)" }
         report.lines = [
             "seed \(seed): \(settings.devices) devices × \(settings.steps) steps speaking \(settings.protocols.rawValue)"
-                + "\(settings.perUser ? " (one user, per-user table)" : ""), "
+                + "\(settings.perUser ? " (one user, per-user table)" : "")"
+                + "\(settings.shared ? " (a user each, shared lists: \(devices.map(\.shares).reduce(0, +)) shares, \(devices.map(\.unshares).reduce(0, +)) unshares)" : ""), "
                 + "\(devices.map(\.commands).reduce(0, +)) todo commands, \(devices.map(\.syncs).reduce(0, +)) syncs",
             "  requests through the proxy: \(passed + faults.values.reduce(0, +)) (\(pagesAhead) pages asked ahead); faults: "
                 + faultText.joined(separator: ", "),
@@ -157,6 +183,80 @@ struct ChaosRun {
             "  result: " + (report.failures.isEmpty ? "PASS" : "FAIL (\(report.failures.count) problem(s))"),
         ]
         return report
+    }
+
+    /// The server's configuration of a shared run: docs/examples/shared-lists.json with the run's secret.
+    static func sharedConfiguration(secret: String) -> String {
+        #"""
+        {"auth": {"hs256Secret": "\#(secret)"}, "tables": [
+          {"name": "ListMember", "columns": {"listId": "string", "userId": "string", "role": "string"},
+           "members": {"group": "listId", "user": "userId", "role": "role"}},
+          {"name": "TodoList", "columns": {"name": "string"}, "membershipScope": {"column": "id", "members": "ListMember"}},
+          {"name": "TodoItem", "columns": {"text": "string", "complete": "bool", "listId": "string"},
+           "membershipScope": {"column": "listId", "members": "ListMember"}}]}
+        """#
+    }
+
+    /// The checks of a shared run after settling: every device holds exactly its user's scope — the items and lists
+    /// the server shows that user, no more (no row out of scope), no fewer, in the same text — with nothing pending
+    /// or waiting; no text twice on the server; no acknowledged add lost unless it was deleted or its device was
+    /// told of a refusal (an add into a list its user had left).
+    static func checkShared(server: ServerProcess, devices: [Device], tokens: [String]) throws -> [String] {
+        var failures: [String] = []
+        for (device, token) in zip(devices, tokens) {
+            let scope = try server.rows(token: token).filter { !$0.isDeleted }
+            let truth = Dictionary(
+                scope.map {
+                    (
+                        $0["id"]?.stringValue ?? "",
+                        "\($0["text"]?.stringValue ?? "")|\($0["complete"]?.boolValue ?? false)"
+                    )
+                }, uniquingKeysWith: { first, _ in first })
+            let items = try device.items()
+            if items != truth {
+                let missing = truth.keys.filter { items[$0] == nil }.count
+                let extra = items.keys.filter { truth[$0] == nil }.count
+                let differing = items.keys.filter { truth[$0] != nil && truth[$0] != items[$0] }.count
+                failures.append(
+                    "\(device.name) differs from its user's scope: \(missing) missing, \(extra) out of scope, \(differing) differing"
+                )
+            }
+            let lists = Set(
+                try server.rows(table: "TodoList", token: token).filter { !$0.isDeleted }.compactMap {
+                    $0["id"]?.stringValue
+                })
+            if Set(try device.lists()) != lists {
+                failures.append(
+                    "\(device.name)'s lists are not its user's: \(try device.lists().count) held, \(lists.count) in scope"
+                )
+            }
+            let status = try JSONValue(parsing: try device.run(["status", "--json"]).output)
+            if status["pending"] != 0 || status["conflicts"] != 0 {
+                failures.append(
+                    "\(device.name) left \(status["pending"] ?? .null) pending, \(status["conflicts"] ?? .null) waiting"
+                )
+            }
+        }
+        var everything: [String: String] = [:]
+        for token in tokens {
+            for row in try server.rows(token: token) where !row.isDeleted {
+                everything[row["id"]?.stringValue ?? ""] = row["text"]?.stringValue ?? ""
+            }
+        }
+        let texts = Array(everything.values)
+        if Set(texts).count != texts.count { failures.append("a text appears on several live server rows") }
+        let deleted = devices.reduce(into: Set<String>()) { $0.formUnion($1.deletes) }
+        for device in devices {
+            for short in device.acknowledgedAdds {
+                let onServer = everything.keys.contains { $0.hasPrefix(short) }
+                let excused =
+                    deleted.contains { $0.hasPrefix(short) } || device.conflicted.contains { $0.hasPrefix(short) }
+                if !onServer, !excused {
+                    failures.append("acknowledged add \(short) of \(device.name) was lost (not deleted, not refused)")
+                }
+            }
+        }
+        return failures
     }
 
     static func merged(_ counts: [[String: Int]]) -> [String: Int] {

@@ -28,6 +28,12 @@ final class Device: @unchecked Sendable {  // @unchecked: used by one thread at 
     var conflictsShown = 0
     var resolutions: [String: Int] = [:]
     var failures: [String] = []
+    /// In a shared run (``ChaosRun/Settings/shared``): the device's user, and how many shares and unshares it made.
+    var user: String?
+    var shares = 0
+    var unshares = 0
+    /// The other devices' users, whom this one shares its list with.
+    var others: [String] = []
 
     init(
         index: Int, todo: String, store: String, url: String, seed: UInt64, token: String? = nil,
@@ -64,9 +70,11 @@ final class Device: @unchecked Sendable {  // @unchecked: used by one thread at 
         return items
     }
 
-    /// One random step: add, edit, complete, delete, sync, or one of them killed with SIGKILL.
+    /// One random step: add, edit, complete, delete, sync, or one of them killed with SIGKILL; in a shared run, also
+    /// a share or an unshare of the device's own list.
     func step() throws {
         let roll = random.nextDouble()
+        if user != nil, roll < 0.12 { return try changeSharing(share: roll < 0.07) }
         switch roll {
         case ..<0.28: try add(killAfter: nil)
         case ..<0.50: try edit(killAfter: nil)
@@ -79,7 +87,14 @@ final class Device: @unchecked Sendable {  // @unchecked: used by one thread at 
     }
 
     func add(killAfter: Int?) throws {
-        let result = try run(["add", uniqueText("a")], killAfter: killAfter)
+        var arguments = ["add", uniqueText("a")]
+        if user != nil {
+            // Into one of the lists the device holds (its own, or one shared with it and not yet left).
+            let lists = try self.lists()
+            guard !lists.isEmpty else { return }
+            arguments += ["--list", lists[Int(random.next() % UInt64(lists.count))]]
+        }
+        let result = try run(arguments, killAfter: killAfter)
         if killAfter != nil, result.wasKilled { killedWrites += 1 }
         if result.status == 0, let line = result.output.split(separator: "\n").first, line.hasPrefix("Added ") {
             acknowledgedAdds.append(String(line.dropFirst(6).prefix(8)))
@@ -98,6 +113,33 @@ final class Device: @unchecked Sendable {  // @unchecked: used by one thread at 
         let result = try run(["edit", id, text], killAfter: killAfter)
         if killAfter != nil, result.wasKilled { killedWrites += 1 }
         edits.append((id, text, result.status == 0))
+    }
+
+    /// The ids of the lists the device holds.
+    func lists() throws -> [String] {
+        let result = try run(["lists", "--json"])
+        guard result.status == 0 else { throw ChaosError("\(name): lists failed: \(result.error)") }
+        return try JSONValue(parsing: result.output).arrayValue?.compactMap { $0["id"]?.stringValue }.sorted() ?? []
+    }
+
+    /// Makes the device's own list (at the start of a shared run).
+    func makeList() throws {
+        let result = try run(["lists", "new", "list of \(user ?? name)"])
+        guard result.status == 0 else { throw ChaosError("\(name): lists new failed: \(result.error)") }
+    }
+
+    /// Shares the device's own list with another user, as an editor, or stops sharing it with one.
+    func changeSharing(share: Bool) throws {
+        let mine = try JSONValue(parsing: try run(["lists", "--json"]).output).arrayValue?.first {
+            $0["members"]?[user ?? ""] == "owner"
+        }
+        guard let list = mine?["id"]?.stringValue, !others.isEmpty else { return }
+        let other = others[Int(random.next() % UInt64(others.count))]
+        if share {
+            if try run(["share", list, other]).status == 0 { shares += 1 }
+        } else if mine?["members"]?[other] != nil {
+            if try run(["unshare", list, other]).status == 0 { unshares += 1 }
+        }
     }
 
     func delete() throws {

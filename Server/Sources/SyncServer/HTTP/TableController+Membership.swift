@@ -112,13 +112,10 @@ extension TableController {
 
     /// The roles `user` has in `group` (none when not a member).
     func roles(of user: String, in group: String, _ membership: MembershipCondition) async throws -> Set<MemberRole> {
-        let members = membership.members
-        let filter = ODataExpression.binary(
-            .and, .binary(.eq, .member(members.groupColumn), .literal(.string(group))),
-            .binary(.eq, .member(members.userColumn), .literal(.string(user))))
-        return Set(
-            try await memberRows(filter, membership).compactMap { $0[members.roleColumn]?.stringValue }
-                .compactMap(MemberRole.init(rawValue:)))
+        let rows = try await perform {
+            try await store.memberships(of: user, in: membership.membersTable, group: group, exitsOf: nil)
+        }
+        return Set(rows.compactMap { $0.role.flatMap(MemberRole.init(rawValue:)) })
     }
 
     /// Whether `group` has any member.
@@ -148,27 +145,14 @@ extension TableController {
         var parts: [String]
         var exits: [String] = []
         if let membership = scope.membership {
-            let members = membership.members
-            var groups: Set<String> = []
-            var query = ODataQuery(
-                filter: .binary(.eq, .member(members.userColumn), .literal(.string(membership.user))),
-                orderBy: [ODataOrdering(SystemProperty.id.rawValue)], select: [members.groupColumn])
-            while true {
-                let page = try await perform {
-                    try await store.query(
-                        membership.membersTable, query, scope: .everything, limit: 1000,
-                        maxBytes: queryLimits.maxPageBytes)
-                }
-                let rows = try JSONValue(parsing: Data(page.itemsJSON)).arrayValue ?? []
-                groups.formUnion(rows.compactMap { $0[members.groupColumn]?.stringValue })
-                guard page.hasMore, !rows.isEmpty else { break }
-                query.skip = (query.skip ?? 0) + rows.count
+            // One query: the caller's groups, each with the latest move of a row out of it.
+            let exitsOf = schema.configuration.groupColumn != nil ? schema.name : nil
+            let rows = try await perform {
+                try await store.memberships(
+                    of: membership.user, in: membership.membersTable, group: nil, exitsOf: exitsOf)
             }
-            parts = ["groups"] + groups.sorted()
-            if schema.configuration.groupColumn != nil {
-                let left = try await perform { try await store.scopeExits(of: schema.name, groups: groups.sorted()) }
-                exits = left.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }
-            }
+            parts = ["groups"] + Set(rows.map(\.group)).sorted()
+            exits = Set(rows.compactMap { row in row.exit.map { "\(row.group)=\($0)" } }).sorted()
         } else if !scope.stamped.isEmpty {
             parts = ["claim"] + scope.stamped.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value.serialized())" }
         } else {

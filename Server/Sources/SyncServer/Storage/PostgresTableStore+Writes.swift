@@ -388,16 +388,21 @@ extension PostgresTableStore {
         }
     }
 
-    public func scopeExits(of table: TableName, groups: [String]) async throws -> [String: Int64] {
-        guard !groups.isEmpty else { return [:] }
+    public func memberships(of user: String, in table: TableName, group: String?, exitsOf: TableName?)
+        async throws -> [Membership]
+    {
+        let (sql, arguments) = try StoreSQL.membershipsQuery(
+            of: user, schema: try schemas.require(table), group: group, exitsOf: exitsOf
+        ).render(for: .postgres)
         let logger = self.logger
-        return try await withConnection(isWrite: false) { connection in
+        return try await withConnection { connection in
             let rows = try await connection.query(
-                #"SELECT "group", "stamp" FROM "__sync_scope_exits" WHERE "table" = \#(table.canonical) AND "group" = ANY(\#(groups))"#,
-                logger: logger)
-            var exits: [String: Int64] = [:]
-            for try await (group, stamp) in rows.decode((String, Int64).self) { exits[group] = stamp }
-            return exits
+                PostgresQuery(unsafeSQL: sql, binds: try Self.bindings(arguments)), logger: logger)
+            var memberships: [Membership] = []
+            for try await (group, role, exit) in rows.decode((String?, String?, Int64?).self) {
+                if let group { memberships.append(Membership(group: group, role: role, exit: exit)) }
+            }
+            return memberships
         }
     }
 

@@ -192,21 +192,17 @@ extension SQLiteTableStore {
         }
     }
 
-    public func scopeExits(of table: TableName, groups: [String]) async throws -> [String: Int64] {
-        guard !groups.isEmpty else { return [:] }
+    public func memberships(of user: String, in table: TableName, group: String?, exitsOf: TableName?)
+        async throws -> [Membership]
+    {
+        let (sql, arguments) = try StoreSQL.membershipsQuery(
+            of: user, schema: try schemas.require(table), group: group, exitsOf: exitsOf
+        ).render(for: .sqlite)
         return try await read { db in
-            var exits: [String: Int64] = [:]
-            for start in stride(from: 0, to: groups.count, by: ScopeExits.groupsPerQuery) {
-                let chunk = groups[start..<min(start + ScopeExits.groupsPerQuery, groups.count)]
-                let rows = try Row.fetchAll(
-                    db,
-                    sql:
-                        "SELECT \"group\", \"stamp\" FROM \"\(ScopeExits.table)\" WHERE \"table\" = ? AND \"group\" IN ("
-                        + Array(repeating: "?", count: chunk.count).joined(separator: ", ") + ")",
-                    arguments: StatementArguments([table.canonical] + Array(chunk)))
-                for row in rows { exits[row["group"]] = row["stamp"] }
+            try Row.fetchAll(db, sql: sql, arguments: StatementArguments(sqlValues: arguments)).compactMap { row in
+                let group: String? = row[0]
+                return group.map { Membership(group: $0, role: row[1], exit: row[2]) }
             }
-            return exits
         }
     }
 

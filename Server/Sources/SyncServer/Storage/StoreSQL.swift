@@ -114,6 +114,32 @@ enum StoreSQL {
         return conditions.isEmpty ? nil : SQLFragment.joined(conditions, separator: " AND ")
     }
 
+    /// The query of ``TableStore/memberships(of:in:group:exitsOf:)`` on `schema`, a members table: group, role and
+    /// exit stamp (or null) of each live row of `user`.
+    ///
+    /// - Throws: ``TableStoreError/unavailable(_:)`` when `schema` is not a members table.
+    static func membershipsQuery(of user: String, schema: TableSchema, group: String?, exitsOf: TableName?)
+        throws(TableStoreError) -> SQLFragment
+    {
+        guard let members = schema.configuration.members else {
+            throw .unavailable("table '\(schema.name)' is not a members table")
+        }
+        let (g, u, r) = (quoted(members.groupColumn), quoted(members.userColumn), quoted(members.roleColumn))
+        var sql = SQLFragment(
+            "SELECT \"__m\".\(g), \"__m\".\(r), \(exitsOf == nil ? "NULL" : "\"__e\".\"stamp\"") "
+                + "FROM \(quoted(schema.name.canonical)) AS \"__m\"")
+        if let exitsOf {
+            sql +=
+                SQLFragment(" LEFT JOIN \"\(ScopeExits.table)\" AS \"__e\" ON \"__e\".\"table\" = ")
+                + SQLFragment(parameter: .text(exitsOf.canonical))
+                + SQLFragment(" AND \"__e\".\"group\" = \"__m\".\(g)")
+        }
+        sql += SQLFragment(" WHERE \"__m\".\(u) = ") + SQLFragment(parameter: .text(user))
+        if let group { sql += SQLFragment(" AND \"__m\".\(g) = ") + SQLFragment(parameter: .text(group)) }
+        if schema.configuration.softDelete { sql += SQLFragment(" AND NOT \"__m\".\"deleted\"") }
+        return sql
+    }
+
     /// `("column" IN (SELECT the user's groups FROM the members table) [OR "user" = the user])`: the members table
     /// under the alias `"__m"`, so that the row's own columns (unqualified) are never taken for its.
     static func membershipCondition(_ membership: MembershipCondition) -> SQLFragment {

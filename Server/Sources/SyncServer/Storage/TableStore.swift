@@ -129,15 +129,19 @@ public protocol TableStore: Sendable {
     /// - Throws: ``TableStoreError/unavailable(_:)``.
     func removeCommits(_ sequences: [Int64]) async throws
 
-    /// The stamps of the latest moves of a shared table's rows out of each of `groups` (none for a group no row
-    /// left): the writes that took rows out of the scope of that group's members.
+    /// The live rows of a members table that make `user` a member (of `group` only, when given), in one query: each
+    /// with the group, the role, and — with `exitsOf` — the stamp of the latest move of a row of that shared table out
+    /// of the group (the write that took it out of its members' scope; nil when none did).
     ///
     /// - Parameters:
-    ///   - table: The table (with a ``TableConfiguration/groupColumn``).
-    ///   - groups: The groups.
-    /// - Returns: Each group rows left, with the stamp of the latest such move.
-    /// - Throws: ``TableStoreError/unavailable(_:)``.
-    func scopeExits(of table: TableName, groups: [String]) async throws -> [String: Int64]
+    ///   - user: The member.
+    ///   - table: The members table (``TableConfiguration/members``).
+    ///   - group: The one group to look at, or nil for all.
+    ///   - exitsOf: The shared table whose moves to read (with a ``TableConfiguration/groupColumn``), or nil.
+    /// - Returns: The memberships, in no order.
+    /// - Throws: ``TableStoreError``.
+    func memberships(of user: String, in table: TableName, group: String?, exitsOf: TableName?) async throws
+        -> [Membership]
 }
 
 extension TableStore {
@@ -150,6 +154,23 @@ extension TableStore {
         async throws -> QueryPage
     {
         try await self.query(table, query, scope: scope, limit: limit, maxBytes: maxBytes, shape: .stored)
+    }
+}
+
+/// A row of a members table that makes a user a member of a group (``TableStore/memberships(of:in:group:exitsOf:)``).
+public struct Membership: Sendable, Hashable {
+    /// The group.
+    public var group: String
+    /// The role's name, as stored.
+    public var role: String?
+    /// The stamp of the latest move of a row of the shared table asked about out of the group, if any.
+    public var exit: Int64?
+
+    /// A membership.
+    public init(group: String, role: String?, exit: Int64?) {
+        self.group = group
+        self.role = role
+        self.exit = exit
     }
 }
 
