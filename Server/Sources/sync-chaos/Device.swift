@@ -74,7 +74,7 @@ final class Device: @unchecked Sendable {  // @unchecked: used by one thread at 
     /// a share or an unshare of the device's own list.
     func step() throws {
         let roll = random.nextDouble()
-        if user != nil, roll < 0.12 { return try changeSharing(share: roll < 0.07) }
+        if user != nil, roll < 0.13 { return try changeSharing(share: roll < 0.06) }
         switch roll {
         case ..<0.28: try add(killAfter: nil)
         case ..<0.50: try edit(killAfter: nil)
@@ -134,10 +134,13 @@ final class Device: @unchecked Sendable {  // @unchecked: used by one thread at 
             $0["members"]?[user ?? ""] == "owner"
         }
         guard let list = mine?["id"]?.stringValue, !others.isEmpty else { return }
-        let other = others[Int(random.next() % UInt64(others.count))]
         if share {
+            let other = others[Int(random.next() % UInt64(others.count))]
             if try run(["share", list, other]).status == 0 { shares += 1 }
-        } else if mine?["members"]?[other] != nil {
+        } else {
+            let members = (mine?["members"]?.objectValue?.keys.filter { $0 != user } ?? []).sorted()
+            guard !members.isEmpty else { return }
+            let other = members[Int(random.next() % UInt64(members.count))]
             if try run(["unshare", list, other]).status == 0 { unshares += 1 }
         }
     }
