@@ -167,6 +167,11 @@ public struct Membership: Sendable, Hashable {
     public var exit: Int64?
 
     /// A membership.
+    ///
+    /// - Parameters:
+    ///   - group: The group.
+    ///   - role: The role's name.
+    ///   - exit: The stamp of the latest move out of the group, if any.
     public init(group: String, role: String?, exit: Int64?) {
         self.group = group
         self.role = role
