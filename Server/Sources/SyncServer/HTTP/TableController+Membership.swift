@@ -42,16 +42,17 @@ extension TableController {
         return (schema.name, members, schema.configuration.softDelete)
     }
 
-    /// Checks the group a caller's write puts a row in, for a membership-scoped table or a members table: 400 when a
-    /// row would have none (or, in a members table, no user or no known role); 403 when the caller may not write in
-    /// that group — a row of a scoped table goes only to a group where the caller is an owner or editor, a member only
-    /// to a group the caller owns, or to a group with no members yet as its first member: the caller, as owner.
-    /// A change that leaves the group column out, or names the row's own group, keeps the row where it is (the store
-    /// checks the row it changes).
+    /// Checks the group a caller's write puts a row in, for a membership-scoped table or a members table, and returns
+    /// the scope of the write: 400 when a row would have none (or, in a members table, no user or no known role). A
+    /// row of a scoped table goes only to a group where the caller is an owner or editor: the scope returned names the
+    /// group (``RowScope/writtenGroup``), and the store checks it in the write itself (403 otherwise; a change that
+    /// names the row's own group is no move, and the row the store changes decides: 404 out of scope, 403 for a
+    /// viewer). A member goes only to a group the caller owns, or to a group with no members yet as its first member:
+    /// the caller, as owner (checked here, 403). A change that leaves the group column out keeps the row where it is.
     func checkGroup(_ fields: [String: JSONValue], id: ItemID, _ scope: RowScope, schema: TableSchema, inserting: Bool)
-        async throws
+        async throws -> RowScope
     {
-        guard let membership = scope.membership else { return }
+        guard let membership = scope.membership else { return scope }
         if let members = schema.configuration.members {
             let role = fields[members.roleColumn]
             if inserting || role != nil {
@@ -70,39 +71,33 @@ extension TableController {
         let column = membership.column
         let given =
             schema.configuration.membershipScope?.isByID == true ? JSONValue.string(id.rawValue) : fields[column]
-        guard inserting || given != nil else { return }
+        guard inserting || given != nil else { return scope }
         guard let group = given?.stringValue, !group.isEmpty else {
             throw APIError.badRequest("Invalid item: '\(column)' names the \(schema.name) row's group: a string")
         }
+        guard schema.configuration.members != nil else {
+            var scope = scope
+            scope.writtenGroup = group
+            return scope
+        }
         if !inserting {
-            // A change that names the row's own group (a whole row sent back) is no move: the row decides, as a change
-            // without the column — a 404 out of scope, a 403 for a viewer — in either dialect.
+            // A change that names the member row's own group (a whole row sent back) is no move: the row decides, as
+            // a change without the column — a 404 out of scope, a 403 for a member who is not an owner.
             let stored = try await writing(id, schema, scope) {
                 guard let item = try await store.item(id, in: schema.name, scope: scope, includeDeleted: true) else {
                     throw APIError(.notFound, TableStoreError.notFound.description)
                 }
                 return item
             }
-            if stored[column] == given { return }
-        }
-        guard schema.configuration.members != nil else {
-            let roles = try await roles(of: membership.user, in: group, membership)
-            guard roles.contains(where: MemberRole.writers.contains) else {
-                throw APIError(
-                    .forbidden,
-                    "You may not write rows of group '\(group)': "
-                        + (roles.isEmpty ? "you are not a member" : "viewers read, owners and editors write"),
-                    reason: "auth_forbidden")
-            }
-            return
+            if stored[column] == given { return scope }
         }
         let roles = try await roles(of: membership.user, in: group, membership)
-        if roles.contains(.owner) { return }
+        if roles.contains(.owner) { return scope }
         if inserting, roles.isEmpty, fields[membership.members.userColumn]?.stringValue == membership.user,
             fields[membership.members.roleColumn]?.stringValue == MemberRole.owner.rawValue,
             try await !hasMembers(group, membership)
         {
-            return
+            return scope
         }
         throw APIError(
             .forbidden,

@@ -162,6 +162,7 @@ extension TableController {
                 throw APIError(conflict: conflictStatus, storedItem: shown(stored))
             case .invalidItem, .invalidQuery: throw APIError.badRequest(error.description)
             case .unavailable: throw APIError(.serviceUnavailable, error.description)
+            case .forbidden: throw APIError(.forbidden, error.description, reason: "auth_forbidden")
             }
         }
     }

@@ -41,7 +41,7 @@ extension TableController {
     /// precondition.
     func v2Update(_ request: Request, _ context: SyncRequestContext) async throws -> Response {
         let (schema, id) = try await target(context)
-        let scope = try await authorize(.update, schema, context)
+        var scope = try await authorize(.update, schema, context)
         var fields = try await changeFields(request, id: id)
         fields[SystemProperty.deleted.rawValue] = nil  // v2 changes the flag by DELETE and undelete only
         fields[SystemProperty.id.rawValue] = nil
@@ -55,7 +55,7 @@ extension TableController {
         }
         let includeDeleted = try includesDeleted(request)
         fields = try scopedFields(fields, scope, inserting: false)
-        try await checkGroup(fields, id: id, scope, schema: schema, inserting: false)
+        scope = try await checkGroup(fields, id: id, scope, schema: schema, inserting: false)
         fields = try await runHook(.update, schema, id: id, fields: fields, context)
         let item = try await perform(table: schema.name, conflictStatus: fromHeader ? .preconditionFailed : .conflict) {
             try await writing(id, schema, scope) {

@@ -17,7 +17,7 @@ extension TableController {
     /// a body `version` is not a precondition. Under v2, PUT is not a route (405).
     func v3Replace(_ request: Request, _ context: SyncRequestContext) async throws -> Response {
         let (schema, id) = try await target(context)
-        let scope = try await authorize(.update, schema, context)
+        var scope = try await authorize(.update, schema, context)
         var fields = try await changeFields(request, id: id)
         let includeDeleted = try includesDeleted(request)
         _ = try await perform { try schema.plan(fields) }  // an invalid body is a 400 whatever the conditions say
@@ -27,7 +27,7 @@ extension TableController {
         // A replace: every user field the body leaves out becomes null, but for those the caller cannot see or
         // write (the owner, claim or group column, hidden columns); the system properties are the server's.
         fields = try scopedFields(fields, scope, inserting: false)
-        try await checkGroup(fields, id: id, scope, schema: schema, inserting: false)
+        scope = try await checkGroup(fields, id: id, scope, schema: schema, inserting: false)
         for column in schema.columns.keys
         where fields[column] == nil && column != schema.configuration.scopeColumn && !scope.hides(column) {
             fields[column] = .null

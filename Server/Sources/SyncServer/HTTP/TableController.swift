@@ -71,7 +71,7 @@ struct TableController: Sendable {
 
     func insert(_ request: Request, _ context: SyncRequestContext) async throws -> Response {
         let schema = try await schema(context)
-        let scope = try await authorize(.insert, schema, context)
+        var scope = try await authorize(.insert, schema, context)
         var fields = try await body(request)
         try checkSystemProperties(fields)
         let id: ItemID
@@ -86,7 +86,7 @@ struct TableController: Sendable {
         fields[SystemProperty.id.rawValue] = nil
         try context.wire.checkNewID(id)
         fields = try scopedFields(fields, scope, inserting: true)
-        try await checkGroup(fields, id: id, scope, schema: schema, inserting: true)
+        scope = try await checkGroup(fields, id: id, scope, schema: schema, inserting: true)
         fields = try await runHook(.insert, schema, id: id, fields: fields, context)
         let item = try await perform(table: schema.name, shown: context.wire.shown) {
             try await store.insert(fields, id: id, into: schema.name, scope: scope)

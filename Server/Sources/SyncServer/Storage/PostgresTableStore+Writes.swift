@@ -32,25 +32,35 @@ extension PostgresTableStore {
                 let columns =
                     StoreSQL.systemColumns + plan.values.map(\.column)
                     + (owner.map { _ in [TableConfiguration.ownerColumn] } ?? [])
-                let values = [SQLValue.text(id.rawValue)] + plan.values.map(\.value)
+                var values = [SQLValue.text(id.rawValue)] + plan.values.map(\.value)
                 let selected =
                     ["$\(first)", #""__stamp"."lastStamp""#, #""__stamp"."lastStamp""#, Self.versionSQL, "FALSE"]
                     + (0..<plan.values.count).map { "$\($0 + first + 1)" }
                     + (owner.map { _ in [Self.ownerParameter] } ?? [])
+                var condition = ""
+                if let check = StoreSQL.writtenGroupCheck(scope, dialect: .postgres) {
+                    // In the statement: a group the caller may not write inserts nothing.
+                    let (sql, arguments) = check.render(for: .postgres, firstParameterIndex: first + values.count)
+                    condition = " WHERE \(sql)"
+                    values += arguments
+                }
                 let sql =
                     "INSERT INTO \(StoreSQL.quoted(cached.name.canonical)) "
                     + "(\(columns.map(StoreSQL.quoted).joined(separator: ", "))) "
-                    + "SELECT \(selected.joined(separator: ", ")) FROM \"__stamp\" ON CONFLICT (\"id\") DO NOTHING RETURNING *"
+                    + "SELECT \(selected.joined(separator: ", ")) FROM \"__stamp\"\(condition) ON CONFLICT (\"id\") DO NOTHING RETURNING *"
                 if let item = try await writeStatement(sql, values, table: cached, owner: owner, kind: .insert) {
                     return item
                 }
-                // The id is taken: by a row the caller may see (a conflict showing it), or not (or gone since).
+                // The id is taken: by a row the caller may see (a conflict showing it), or not (or gone since); or the
+                // group is not the caller's to write.
                 guard let existing = try await item(id, in: table, scope: scope, includeDeleted: true) else {
+                    if try await !isWrittenGroupAllowed(scope) { throw StoreSQL.forbiddenGroup(scope) }
                     throw TableStoreError.idTaken
                 }
                 throw TableStoreError.alreadyExists(existing)
             }
             let (item, schema) = try await lockedWrite(cached, owner: owner) { connection, stamp, stored, logger in
+                try await Self.checkWrittenGroup(scope, on: connection, logger: logger)
                 let (plan, schema) = try await Self.applySchemaChanges(
                     for: fields, schema: stored, on: connection, logger: logger)
                 let (columns, values) = StoreSQL.insertion(id: id, stamp: stamp, plan: plan, owner: owner)
@@ -98,6 +108,7 @@ extension PostgresTableStore {
                     schema: stored,
                     owner: owner,
                     precondition: precondition, includeDeleted: includeDeleted)
+                try await Self.checkWrittenGroup(scope, on: connection, logger: logger)
                 let (plan, schema) = try await Self.applySchemaChanges(
                     for: fields, schema: stored, on: connection, logger: logger)
                 var assignments = ["\"updatedAt\" = $1", "\"version\" = $2"]
@@ -280,6 +291,11 @@ extension PostgresTableStore {
             conditions.append("EXISTS (SELECT 1 FROM (SELECT \"t\".*) AS \"__row\" WHERE \(condition))")
             values += arguments
         }
+        if let check = StoreSQL.writtenGroupCheck(scope, dialect: .postgres) {
+            let (condition, arguments) = check.render(for: .postgres, firstParameterIndex: values.count + base + 1)
+            conditions.append(condition)
+            values += arguments
+        }
         if let extraCondition { conditions.append("\"t\".\(extraCondition)") }
         let sql =
             "UPDATE \(StoreSQL.quoted(schema.name.canonical)) AS \"t\" SET "
@@ -292,9 +308,33 @@ extension PostgresTableStore {
             }
             let current = try await explainMiss(
                 id, in: schema, scope: scope, precondition: precondition, includeDeleted: includeDeleted)
+            if try await !isWrittenGroupAllowed(scope) { throw StoreSQL.forbiddenGroup(scope) }
             if let answer = onMiss(current) { return answer }
         }
         throw TableStoreError.unavailable("the item kept changing during the write; try again")
+    }
+
+    /// Whether the caller may write in the group a write puts its row in (true when it leaves the group as it is).
+    func isWrittenGroupAllowed(_ scope: RowScope) async throws -> Bool {
+        guard let check = StoreSQL.writtenGroupCheck(scope, dialect: .postgres) else { return true }
+        let (sql, arguments) = check.render(for: .postgres)
+        let logger = self.logger
+        return try await withConnection { connection in
+            let rows = try await connection.query(
+                PostgresQuery(unsafeSQL: "SELECT \(sql)", binds: try Self.bindings(arguments)), logger: logger)
+            for try await allowed in rows.decode(Bool?.self) { return allowed == true }
+            return false
+        }
+    }
+
+    /// Refuses a write into a group the caller may not write, on the write's connection (in its transaction).
+    static func checkWrittenGroup(_ scope: RowScope, on connection: PostgresConnection, logger: Logger) async throws {
+        guard let check = StoreSQL.writtenGroupCheck(scope, dialect: .postgres) else { return }
+        let (sql, arguments) = check.render(for: .postgres)
+        let rows = try await connection.query(
+            PostgresQuery(unsafeSQL: "SELECT \(sql)", binds: try bindings(arguments)), logger: logger)
+        for try await allowed in rows.decode(Bool?.self) where allowed == true { return }
+        throw StoreSQL.forbiddenGroup(scope)
     }
 
     /// Why a conditional write matched no row: ``TableStoreError/notFound`` or

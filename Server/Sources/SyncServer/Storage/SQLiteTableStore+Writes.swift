@@ -21,6 +21,7 @@ extension SQLiteTableStore {
                     guard try Self.isInScope(item, scope, schema: schema, in: db) else { throw TableStoreError.idTaken }
                     throw TableStoreError.alreadyExists(item)
                 }
+                try Self.checkWrittenGroup(scope, in: db)
                 if plan.changesSchema { schema = try Self.applySchemaChanges(plan, to: schema, in: db) }
                 let stamp = try Self.nextStamp(for: schema, now: now, in: db)
                 let (columns, values) = StoreSQL.insertion(id: id, stamp: stamp, plan: plan, owner: owner)
@@ -51,6 +52,7 @@ extension SQLiteTableStore {
                 _ = try Self.checked(
                     id, schema: schema, scope: scope, precondition: precondition, includeDeleted: includeDeleted, in: db
                 )
+                try Self.checkWrittenGroup(scope, in: db)
                 if plan.changesSchema { schema = try Self.applySchemaChanges(plan, to: schema, in: db) }
                 let stamp = try Self.nextStamp(for: schema, now: now, in: db)
                 var assignments = ["\"updatedAt\" = ?", "\"version\" = ?"]
@@ -131,6 +133,14 @@ extension SQLiteTableStore {
         if let item = stored, try !isInScope(item, scope, schema: schema, in: db) { stored = nil }
         return try StoreSQL.checked(
             stored, schema: schema, owner: scope.owner, precondition: precondition, includeDeleted: includeDeleted)
+    }
+
+    /// Refuses a write into a group the caller may not write (``RowScope/writtenGroup``), in its transaction.
+    static func checkWrittenGroup(_ scope: RowScope, in db: Database) throws {
+        guard let check = StoreSQL.writtenGroupCheck(scope, dialect: .sqlite) else { return }
+        let (sql, arguments) = check.render(for: .sqlite)
+        guard try Bool.fetchOne(db, sql: "SELECT \(sql)", arguments: StatementArguments(sqlValues: arguments)) == true
+        else { throw StoreSQL.forbiddenGroup(scope) }
     }
 
     /// Whether the stored `item` is in `scope`: the owner's, in a per-user table, and passing the scope's filter

@@ -213,6 +213,10 @@ public struct RowScope: Sendable, Hashable {
     /// The groups of a membership-scoped table (or a members table) the caller reaches through their memberships: the
     /// server's, as ``stamped``.
     var membership: MembershipCondition?
+    /// The group a write of a membership-scoped table puts the row in, when it sets the group column: the store checks
+    /// it against ``membership`` in the write itself (``TableStoreError/forbidden(_:)`` when the caller may not write
+    /// there); nil when the write leaves the column as it is.
+    var writtenGroup: String?
 
     /// A scope.
     ///
@@ -333,6 +337,8 @@ public enum TableStoreError: Error, Sendable, Equatable, CustomStringConvertible
     case invalidQuery(String)
     /// The database is unreachable or failed; the message is safe to show.
     case unavailable(String)
+    /// The write would put the row where the caller may not write (a group of a shared table); the message says where.
+    case forbidden(String)
 
     /// One readable line without item contents.
     public var description: String {
@@ -344,6 +350,7 @@ public enum TableStoreError: Error, Sendable, Equatable, CustomStringConvertible
         case .invalidItem(let message): "Invalid item: \(message)"
         case .invalidQuery(let message): "Invalid query: \(message)"
         case .unavailable(let message): "The database is unavailable: \(message)"
+        case .forbidden(let message): message
         }
     }
 }
