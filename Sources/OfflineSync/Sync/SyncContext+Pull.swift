@@ -96,14 +96,13 @@ extension SyncContext {
         if change != .none {
             // The user's scope changed, or rows moved out of it: the rows the device keeps are checked against the
             // server's, and (for a scope) every query of the table starts over, so that a group just joined comes whole.
+            // The first page is asked again, after the listing: one read before it could hold a row that left the
+            // scope between the two, and the store now keeps the listing's token.
             let (removed, requests) = try await reconcileScope(table, change, pageSize: sizes.max, log)
             summary.removedCount = removed
-            summary.requestCount += requests
-            if change == .scope, cursor != nil {
-                cursor = nil
-                page = try await fetch(table, filter: filter, after: nil, pageSize: pacing.size, count: true)
-                summary.requestCount += 1
-            }
+            summary.requestCount += requests + 1
+            if change == .scope { cursor = nil }
+            page = try await fetch(table, filter: filter, after: cursor, pageSize: pacing.size, count: true)
         }
         if let followed = pacing.firstPage(after: started.duration(to: clock.now), serverPageSize: page.serverPageSize)
         {
