@@ -115,21 +115,13 @@ extension TableController {
 
     /// Whether `group` has any member.
     private func hasMembers(_ group: String, _ membership: MembershipCondition) async throws -> Bool {
-        let filter = ODataExpression.binary(
-            .eq, .member(membership.members.groupColumn), .literal(.string(group)))
-        return try await !memberRows(filter, membership, limit: 1).isEmpty
-    }
-
-    /// The live rows of the members table that `filter` passes (at most `limit`, 1,000 by default).
-    private func memberRows(_ filter: ODataExpression, _ membership: MembershipCondition, limit: Int = 1000)
-        async throws -> [JSONValue]
-    {
+        let filter = ODataExpression.binary(.eq, .member(membership.members.groupColumn), .literal(.string(group)))
         let page = try await perform {
             try await store.query(
-                membership.membersTable, ODataQuery(filter: filter), scope: .everything, limit: limit,
+                membership.membersTable, ODataQuery(filter: filter), scope: .everything, limit: 1,
                 maxBytes: queryLimits.maxPageBytes)
         }
-        return try JSONValue(parsing: Data(page.itemsJSON)).arrayValue ?? []
+        return page.itemCount > 0
     }
 
     /// The caller's scope token for a page of a claim- or membership-scoped table: a digest of the claim's value, or

@@ -60,7 +60,9 @@ extension PostgresTableStore {
                 throw TableStoreError.alreadyExists(existing)
             }
             let (item, schema) = try await lockedWrite(cached, owner: owner) { connection, stamp, stored, logger in
-                try await Self.checkWrittenGroup(scope, on: connection, logger: logger)
+                guard try await Self.isWrittenGroupAllowed(scope, on: connection, logger: logger) else {
+                    throw StoreSQL.forbiddenGroup(scope)
+                }
                 let (plan, schema) = try await Self.applySchemaChanges(
                     for: fields, schema: stored, on: connection, logger: logger)
                 let (columns, values) = StoreSQL.insertion(id: id, stamp: stamp, plan: plan, owner: owner)
@@ -108,7 +110,9 @@ extension PostgresTableStore {
                     schema: stored,
                     owner: owner,
                     precondition: precondition, includeDeleted: includeDeleted)
-                try await Self.checkWrittenGroup(scope, on: connection, logger: logger)
+                guard try await Self.isWrittenGroupAllowed(scope, on: connection, logger: logger) else {
+                    throw StoreSQL.forbiddenGroup(scope)
+                }
                 let (plan, schema) = try await Self.applySchemaChanges(
                     for: fields, schema: stored, on: connection, logger: logger)
                 var assignments = ["\"updatedAt\" = $1", "\"version\" = $2"]
@@ -316,25 +320,20 @@ extension PostgresTableStore {
 
     /// Whether the caller may write in the group a write puts its row in (true when it leaves the group as it is).
     func isWrittenGroupAllowed(_ scope: RowScope) async throws -> Bool {
-        guard let check = StoreSQL.writtenGroupCheck(scope, dialect: .postgres) else { return true }
-        let (sql, arguments) = check.render(for: .postgres)
         let logger = self.logger
-        return try await withConnection { connection in
-            let rows = try await connection.query(
-                PostgresQuery(unsafeSQL: "SELECT \(sql)", binds: try Self.bindings(arguments)), logger: logger)
-            for try await allowed in rows.decode(Bool?.self) { return allowed == true }
-            return false
-        }
+        return try await withConnection { try await Self.isWrittenGroupAllowed(scope, on: $0, logger: logger) }
     }
 
-    /// Refuses a write into a group the caller may not write, on the write's connection (in its transaction).
-    static func checkWrittenGroup(_ scope: RowScope, on connection: PostgresConnection, logger: Logger) async throws {
-        guard let check = StoreSQL.writtenGroupCheck(scope, dialect: .postgres) else { return }
+    /// The same, on a connection (in its transaction).
+    static func isWrittenGroupAllowed(_ scope: RowScope, on connection: PostgresConnection, logger: Logger)
+        async throws -> Bool
+    {
+        guard let check = StoreSQL.writtenGroupCheck(scope, dialect: .postgres) else { return true }
         let (sql, arguments) = check.render(for: .postgres)
         let rows = try await connection.query(
             PostgresQuery(unsafeSQL: "SELECT \(sql)", binds: try bindings(arguments)), logger: logger)
-        for try await allowed in rows.decode(Bool?.self) where allowed == true { return }
-        throw StoreSQL.forbiddenGroup(scope)
+        for try await allowed in rows.decode(Bool?.self) { return allowed == true }
+        return false
     }
 
     /// Why a conditional write matched no row: ``TableStoreError/notFound`` or
