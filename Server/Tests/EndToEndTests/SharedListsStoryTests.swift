@@ -1,5 +1,7 @@
+import ChildProcesses
 import Foundation
 import SyncCore
+import SyncSQLite
 import Testing
 
 #if canImport(FoundationNetworking)
@@ -75,5 +77,75 @@ import Testing
         #expect(try await bob.run("resolve", String(milk), "--discard").status == 0)
         #expect(try await bob.run("sync").status == 0)
         #expect(try await bob.run("list", "--all").output == "No items.\n")
+    }
+
+    /// `todo watch` on Bob's device (the SDK's automatic sync) follows his scope: Alice unshares while it runs, and the
+    /// list's item leaves the screen without a keypress — the items' own pulls see the token change.
+    @Test(.timeLimit(.minutes(1)))
+    func todoWatchShowsAListLeavingWithoutAKeypress() async throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("todo-lists-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let example = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .deletingLastPathComponent().deletingLastPathComponent().appendingPathComponent(
+                "docs/examples/shared-lists.json")
+        let secret = try #require(
+            try JSONValue(parsing: Data(contentsOf: example))["auth"]?["hs256Secret"]?.stringValue)
+        let port = try freePort()
+        let server = try ServerProcess(
+            port: port, database: "sqlite:" + directory.appendingPathComponent("server.sqlite").path,
+            options: ["--config", example.path])
+        defer { server.stop() }
+        func environment(_ user: String) async throws -> [String: String] {
+            [
+                "TODO_STORE": directory.appendingPathComponent("\(user).sqlite").path,
+                "TODO_URL": "http://127.0.0.1:\(port)", "TODO_TOKEN": try await developmentToken(user, secret: secret),
+            ]
+        }
+        let alice = TutorialStoryTests.Device(environment: try await environment("alice"))
+        let bobEnvironment = try await environment("bob")
+        let bob = TutorialStoryTests.Device(environment: bobEnvironment)
+        #expect(try await alice.run("lists", "new", "Groceries").status == 0)
+        #expect(try await alice.run("add", "--list", "Groceries", "bread").status == 0)
+        #expect(try await alice.run("share", "Groceries", "bob").status == 0)
+        #expect(try await alice.run("sync").status == 0)
+        #expect(try await bob.run("sync").status == 0)
+
+        let watch = ChildProcess()
+        watch.executableURL = URL(fileURLWithPath: Products.path("todo"))
+        watch.arguments = ["watch", "--interval", "0.3"]
+        watch.environment = bobEnvironment
+        let output = Pipe()
+        watch.standardOutput = output
+        watch.standardError = FileHandle.nullDevice
+        try watch.run()
+        defer {
+            if watch.isRunning { watch.terminate() }
+            watch.waitUntilExit()
+        }
+        let seen = Locked("")
+        let reader = Task {
+            await offCooperativeThreads {
+                while true {
+                    let data = output.fileHandleForReading.availableData
+                    if data.isEmpty { return }
+                    seen.withLock { $0 += String(decoding: data, as: UTF8.self) }
+                }
+            }
+        }
+        func waitFor(_ text: String, after start: String.Index? = nil) async throws {
+            let deadline = Date().addingTimeInterval(15)
+            func found() -> Bool { seen.withLock { $0[(start ?? $0.startIndex)...].contains(text) } }
+            while !found(), Date() < deadline { try await Task.sleep(for: .milliseconds(50)) }
+            #expect(found(), "todo watch never showed '\(text)': \(seen.withLock { $0 })")
+        }
+        try await waitFor("bread")
+        #expect(try await alice.run("unshare", "Groceries", "bob").status == 0)
+        #expect(try await alice.run("sync").status == 0)
+        let mark = seen.withLock { $0.endIndex }
+        try await waitFor("No open items.", after: mark)
+        watch.terminate()
+        watch.waitUntilExit()
+        _ = await reader.value
     }
 }
