@@ -163,6 +163,44 @@ import Testing
         }
     }
 
+    /// A claim-scoped table (`claimScope`): when the user's token names another tenant, the device drops the first
+    /// tenant's rows on its next pull and brings the second's, older than its cursor as they are.
+    @Test func aDeviceWhoseClaimChangesHoldsTheNewTenantsRows() async throws {
+        let workspace = try Workspace()
+        var tickets = try TableConfiguration(name: "Ticket")
+        tickets.claimScope = ClaimScope(claim: "tenant", column: "tenantId")
+        try await LiveServer.run(
+            in: workspace, tables: [tickets], auth: AuthConfiguration(hs256Secret: Self.secret)
+        ) { url in
+            func token(_ tenant: String) async throws -> String {
+                try await makeHS256Token(subject: "ann", secret: Self.secret, claims: ["tenant": .string(tenant)])
+            }
+            let globexToken = try await token("globex")
+            let globex = try await SyncClient.make(url, workspace: workspace, store: "globex.sqlite") {
+                $0.retryLimit = 3
+                $0.tokenProvider = { _ in globexToken }
+            }
+            _ = try await globex.syncTable("Ticket").insert(contentsOf: [["id": "g1"], ["id": "g2"]])
+            try await globex.push()
+
+            let current = Locked(try await token("acme"))
+            let device = try await SyncClient.make(url, workspace: workspace, store: "ann.sqlite") {
+                $0.retryLimit = 3
+                $0.tokenProvider = { _ in current.withLock { $0 } }
+            }
+            let tickets = try device.syncTable("Ticket")
+            _ = try await tickets.insert(contentsOf: [["id": "a1"], ["id": "a2"], ["id": "a3"]])
+            try await tickets.pull(queryID: "tickets")
+            #expect(Set(try await tickets.items().compactMap { $0["id"]?.stringValue }) == ["a1", "a2", "a3"])
+
+            let moved = try await token("globex")
+            current.withLock { $0 = moved }
+            let summary = try await tickets.pull(queryID: "tickets")
+            #expect(summary.removedCount == 3)
+            #expect(Set(try await tickets.items().compactMap { $0["id"]?.stringValue }) == ["g1", "g2"])
+        }
+    }
+
     @Test func aDeviceThatJoinsAListGetsAllItsRowsBehindItsCursors() async throws {
         try await Self.withServer { device in
             let alice = try await device("alice")
