@@ -98,10 +98,10 @@ extension SyncContext {
             // server's, and (for a scope) every query of the table starts over, so that a group just joined comes whole.
             // The first page is asked again, after the listing: one read before it could hold a row that left the
             // scope between the two, and the store now keeps the listing's token.
-            let (removed, requests) = try await reconcileScope(table, change, pageSize: sizes.max, log)
+            let (removed, requests, restarted) = try await reconcileScope(table, change, pageSize: sizes.max, log)
             summary.removedCount = removed
             summary.requestCount += requests + 1
-            if change == .scope { cursor = nil }
+            if restarted { cursor = nil }
             page = try await fetch(table, filter: filter, after: cursor, pageSize: pacing.size, count: true)
         }
         if let followed = pacing.firstPage(after: started.duration(to: clock.now), serverPageSize: page.serverPageSize)

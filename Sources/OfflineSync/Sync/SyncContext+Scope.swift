@@ -35,18 +35,23 @@ extension SyncContext {
             }
             return .scope
         }
-        let groups = { (token: String) in token.firstIndex(of: ".").map { token[..<$0] } }
-        return groups(stored) != nil && groups(stored) == groups(token) ? .exits : .scope
+        return Self.groups(of: stored) != nil && Self.groups(of: stored) == Self.groups(of: token) ? .exits : .scope
+    }
+
+    /// The part of a token before its `.`: the user's groups (nil for a token without one, as a claim's).
+    static func groups(of token: String?) -> Substring? {
+        token.flatMap { token in token.firstIndex(of: ".").map { token[..<$0] } }
     }
 
     /// Lists the ids in the caller's scope and removes the table's other rows but those with pending operations,
-    /// forgets every cursor of the table when the scope changed (not when rows only moved out of it), and keeps the
-    /// listing's scope token — when every page of the listing had the same (else, after three listings, none: the
-    /// next pull checks again, and the rows the scope lost meanwhile go then).
+    /// forgets every cursor of the table when the scope changed (not when rows only moved out of it — unless the
+    /// listing found the groups changed meanwhile), and keeps the listing's scope token — when every page of the
+    /// listing had the same (else, after three listings, none: the next pull checks again, and the rows the scope lost
+    /// meanwhile go then).
     ///
-    /// - Returns: How many rows were removed, and the requests it took.
+    /// - Returns: How many rows were removed, the requests it took, and whether the queries start over.
     func reconcileScope(_ table: TableName, _ change: ScopeChange, pageSize: Int, _ log: Logger) async throws -> (
-        removed: Int, requests: Int
+        removed: Int, requests: Int, restarted: Bool
     ) {
         var (attempt, requests) = (0, 0)
         while true {
@@ -54,20 +59,25 @@ extension SyncContext {
             let (ids, token, consistent, pages) = try await scopeIDs(table, pageSize: pageSize)
             requests += pages
             if !consistent, attempt < 3 { continue }
-            let removed = try await store.write { [endpoint] writer in
+            let (removed, restarted) = try await store.write { [endpoint] writer in
                 try endpoint.account.confirm(in: writer)
                 let pending = try writer.itemIDsWithOperations(in: table)
                 let removed = try writer.removeItems(in: table, notIn: ids, sparing: pending)
-                if change == .scope { try writer.removeCursors(in: table) }
+                // The groups as the listing found them, not as the first page did: a group joined in between has rows
+                // behind the cursors too.
+                let stored = try writer.setting(Self.scopeKey(table))
+                let restarted =
+                    change == .scope || !consistent || Self.groups(of: stored) != Self.groups(of: token)
+                if restarted { try writer.removeCursors(in: table) }
                 try writer.setSetting(consistent ? token : nil, for: Self.scopeKey(table))
-                return removed
+                return (removed, restarted)
             }
             log.info(
-                change == .scope
+                restarted
                     ? "Pull found the user's scope changed: rows out of it removed, queries start over"
                     : "Pull found rows moved out of the user's groups: removed",
                 metadata: [SyncLogKey.rows: "\(removed)", SyncLogKey.pages: "\(requests)"])
-            return (removed, requests)
+            return (removed, requests, restarted)
         }
     }
 
