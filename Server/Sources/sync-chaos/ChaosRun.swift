@@ -204,22 +204,11 @@ struct ChaosRun {
     static func checkShared(server: ServerProcess, devices: [Device], tokens: [String]) throws -> [String] {
         var failures: [String] = []
         for (device, token) in zip(devices, tokens) {
-            let scope = try server.rows(token: token).filter { !$0.isDeleted }
-            let truth = Dictionary(
-                scope.map {
-                    (
-                        $0["id"]?.stringValue ?? "",
-                        "\($0["text"]?.stringValue ?? "")|\($0["complete"]?.boolValue ?? false)"
-                    )
-                }, uniquingKeysWith: { first, _ in first })
-            let items = try device.items()
-            if items != truth {
-                let missing = truth.keys.filter { items[$0] == nil }.count
-                let extra = items.keys.filter { truth[$0] == nil }.count
-                let differing = items.keys.filter { truth[$0] != nil && truth[$0] != items[$0] }.count
-                failures.append(
-                    "\(device.name) differs from its user's scope: \(missing) missing, \(extra) out of scope, \(differing) differing"
-                )
+            let truth = Self.items(of: try server.rows(token: token))
+            if let problem = Self.difference(
+                device, holds: try device.items(), from: truth, "its user's scope", "out of scope")
+            {
+                failures.append(problem)
             }
             let lists = Set(
                 try server.rows(table: "TodoList", token: token).filter { !$0.isDeleted }.compactMap {
@@ -230,12 +219,7 @@ struct ChaosRun {
                     "\(device.name)'s lists are not its user's: \(try device.lists().count) held, \(lists.count) in scope"
                 )
             }
-            let status = try JSONValue(parsing: try device.run(["status", "--json"]).output)
-            if status["pending"] != 0 || status["conflicts"] != 0 {
-                failures.append(
-                    "\(device.name) left \(status["pending"] ?? .null) pending, \(status["conflicts"] ?? .null) waiting"
-                )
-            }
+            if let problem = try Self.leftovers(device) { failures.append(problem) }
         }
         var everything: [String: String] = [:]
         for token in tokens {
@@ -259,6 +243,33 @@ struct ChaosRun {
         return failures
     }
 
+    /// The live rows as `todo list --json` shows items: id → "text|complete".
+    static func items(of rows: [JSONValue]) -> [String: String] {
+        Dictionary(
+            rows.filter { !$0.isDeleted }.map {
+                ($0["id"]?.stringValue ?? "", "\($0["text"]?.stringValue ?? "")|\($0["complete"]?.boolValue ?? false)")
+            }, uniquingKeysWith: { first, _ in first })
+    }
+
+    /// How a device's items differ from `truth` (what `what` holds), or nil when they do not; `extra` names the items
+    /// the device has and `truth` has not.
+    static func difference(
+        _ device: Device, holds items: [String: String], from truth: [String: String], _ what: String, _ extra: String
+    ) -> String? {
+        guard items != truth else { return nil }
+        let missing = truth.keys.filter { items[$0] == nil }.count
+        let surplus = items.keys.filter { truth[$0] == nil }.count
+        let differing = items.keys.filter { truth[$0] != nil && truth[$0] != items[$0] }.count
+        return "\(device.name) differs from \(what): \(missing) missing, \(surplus) \(extra), \(differing) differing"
+    }
+
+    /// What a device left pending or waiting, or nil when nothing.
+    static func leftovers(_ device: Device) throws -> String? {
+        let status = try JSONValue(parsing: try device.run(["status", "--json"]).output)
+        guard status["pending"] != 0 || status["conflicts"] != 0 else { return nil }
+        return "\(device.name) left \(status["pending"] ?? .null) pending, \(status["conflicts"] ?? .null) waiting"
+    }
+
     static func merged(_ counts: [[String: Int]]) -> [String: Int] {
         counts.reduce(into: [:]) { total, next in total.merge(next, uniquingKeysWith: +) }
     }
@@ -267,27 +278,13 @@ struct ChaosRun {
     static func check(rows: [JSONValue], devices: [Device]) throws -> [String] {
         var failures: [String] = []
         let live = rows.filter { !$0.isDeleted }
-        let truth = Dictionary(
-            live.map {
-                ($0["id"]?.stringValue ?? "", "\($0["text"]?.stringValue ?? "")|\($0["complete"]?.boolValue ?? false)")
-            }, uniquingKeysWith: { first, _ in first })
+        let truth = Self.items(of: live)
         // 1. Every device equals the server; nothing pending or waiting.
         for device in devices {
-            let items = try device.items()
-            if items != truth {
-                let missing = truth.keys.filter { items[$0] == nil }.count
-                let extra = items.keys.filter { truth[$0] == nil }.count
-                let differing = items.keys.filter { truth[$0] != nil && truth[$0] != items[$0] }.count
-                failures.append(
-                    "\(device.name) differs from the server: \(missing) missing, \(extra) extra, \(differing) differing"
-                )
+            if let problem = Self.difference(device, holds: try device.items(), from: truth, "the server", "extra") {
+                failures.append(problem)
             }
-            let status = try JSONValue(parsing: try device.run(["status", "--json"]).output)
-            if status["pending"] != 0 || status["conflicts"] != 0 {
-                failures.append(
-                    "\(device.name) left \(status["pending"] ?? .null) pending, \(status["conflicts"] ?? .null) waiting"
-                )
-            }
+            if let problem = try Self.leftovers(device) { failures.append(problem) }
         }
         // 2. No item twice: texts are unique per write, and an add reaches the server at most once.
         let texts = live.compactMap { $0["text"]?.stringValue }

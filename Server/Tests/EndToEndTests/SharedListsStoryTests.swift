@@ -18,15 +18,8 @@ import Testing
             "todo-lists-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: directory) }
-        let example = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
-            .deletingLastPathComponent().deletingLastPathComponent().appendingPathComponent(
-                "docs/examples/shared-lists.json")
-        let secret = try #require(
-            try JSONValue(parsing: Data(contentsOf: example))["auth"]?["hs256Secret"]?.stringValue)
-        let port = try freePort()
-        let server = try ServerProcess(
-            port: port, database: "sqlite:" + directory.appendingPathComponent("server.sqlite").path,
-            options: ["--config", example.path])
+        let (server, port, secret) = try SharedListsExample.start(
+            database: "sqlite:" + directory.appendingPathComponent("server.sqlite").path)
         defer { server.stop() }
         func device(_ user: String) async throws -> TutorialStoryTests.Device {
             TutorialStoryTests.Device(environment: [
@@ -86,15 +79,8 @@ import Testing
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("todo-lists-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: directory) }
-        let example = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
-            .deletingLastPathComponent().deletingLastPathComponent().appendingPathComponent(
-                "docs/examples/shared-lists.json")
-        let secret = try #require(
-            try JSONValue(parsing: Data(contentsOf: example))["auth"]?["hs256Secret"]?.stringValue)
-        let port = try freePort()
-        let server = try ServerProcess(
-            port: port, database: "sqlite:" + directory.appendingPathComponent("server.sqlite").path,
-            options: ["--config", example.path])
+        let (server, port, secret) = try SharedListsExample.start(
+            database: "sqlite:" + directory.appendingPathComponent("server.sqlite").path)
         defer { server.stop() }
         func environment(_ user: String) async throws -> [String: String] {
             [
@@ -147,5 +133,22 @@ import Testing
         watch.terminate()
         watch.waitUntilExit()
         _ = await reader.value
+    }
+}
+
+/// The server of docs/examples/shared-lists.json (the shared lists' tables behind tokens), as a process.
+enum SharedListsExample {
+    /// The example's configuration file.
+    static let configuration = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+        .deletingLastPathComponent().deletingLastPathComponent().appendingPathComponent(
+            "docs/examples/shared-lists.json")
+
+    /// Starts `sync-server` on the example over `database`: the process, its port, and the secret its tokens take.
+    static func start(database: String) throws -> (ServerProcess, Int, String) {
+        let secret = try #require(
+            try JSONValue(parsing: Data(contentsOf: configuration))["auth"]?["hs256Secret"]?.stringValue)
+        let port = try freePort()
+        let server = try ServerProcess(port: port, database: database, options: ["--config", configuration.path])
+        return (server, port, secret)
     }
 }

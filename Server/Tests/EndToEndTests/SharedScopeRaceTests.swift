@@ -35,13 +35,7 @@ import Testing
     }
 
     static func race(database: String, directory: URL) async throws {
-        let example = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
-            .deletingLastPathComponent().deletingLastPathComponent().appendingPathComponent(
-                "docs/examples/shared-lists.json")
-        let secret = try #require(
-            try JSONValue(parsing: Data(contentsOf: example))["auth"]?["hs256Secret"]?.stringValue)
-        let port = try freePort()
-        let server = try ServerProcess(port: port, database: database, options: ["--config", example.path])
+        let (server, port, secret) = try SharedListsExample.start(database: database)
         defer { server.stop() }
         let http = ScopedHTTP(port: port)
         let owner = try await developmentToken("owner", secret: secret)
