@@ -1,15 +1,20 @@
 import Foundation
 import GRDB
 import OfflineSync
+import OfflineSyncAsyncHTTPClient
 import OfflineSyncTesting
 import SyncSQLite
 import SyncServer
 import Testing
 
 @Suite(.onBothProtocols) struct PullTests {
-    /// Seeds the server with `count` rows through a client's push.
+    /// Seeds the server with `count` rows through a client's push — over AsyncHTTPClient: under the whole suite's
+    /// load the seeding push went unanswered for its 30 s four times over on URLSession (2026-11-24, twice), as
+    /// requests of sync-bench's loads did before they moved to AsyncHTTPClient (BENCHMARKS.md, Hooks).
     static func seed(_ url: URL, _ workspace: Workspace, count: Int) async throws {
-        let seeder = try await SyncClient.make(url, workspace: workspace, store: "seeder.sqlite")
+        let seeder = try await SyncClient.make(url, workspace: workspace, store: "seeder.sqlite") {
+            $0.transport = AsyncHTTPClientTransport()
+        }
         try await seeder.syncTable("TodoItem", of: TodoItem.self)
             .insert(
                 contentsOf: (0..<count).map {
