@@ -1,7 +1,5 @@
-import ChildProcesses
 import Foundation
 import SyncCore
-import SyncSQLite
 import Testing
 
 #if canImport(FoundationNetworking)
@@ -97,42 +95,13 @@ import Testing
         #expect(try await alice.run("sync").status == 0)
         #expect(try await bob.run("sync").status == 0)
 
-        let watch = ChildProcess()
-        watch.executableURL = URL(fileURLWithPath: Products.path("todo"))
-        watch.arguments = ["watch", "--interval", "0.3"]
-        watch.environment = bobEnvironment
-        let output = Pipe()
-        watch.standardOutput = output
-        watch.standardError = FileHandle.nullDevice
-        try watch.run()
-        defer {
-            if watch.isRunning { watch.terminate() }
-            watch.waitUntilExit()
-        }
-        let seen = Locked("")
-        let reader = Task {
-            await offCooperativeThreads {
-                while true {
-                    let data = output.fileHandleForReading.availableData
-                    if data.isEmpty { return }
-                    seen.withLock { $0 += String(decoding: data, as: UTF8.self) }
-                }
-            }
-        }
-        func waitFor(_ text: String, after start: String.Index? = nil) async throws {
-            let deadline = Date().addingTimeInterval(15)
-            func found() -> Bool { seen.withLock { $0[(start ?? $0.startIndex)...].contains(text) } }
-            while !found(), Date() < deadline { try await Task.sleep(for: .milliseconds(50)) }
-            #expect(found(), "todo watch never showed '\(text)': \(seen.withLock { $0 })")
-        }
-        try await waitFor("bread")
+        let watch = try TodoWatch(environment: bobEnvironment)
+        defer { watch.stop() }
+        try await watch.waitFor("bread")
         #expect(try await alice.run("unshare", "Groceries", "bob").status == 0)
         #expect(try await alice.run("sync").status == 0)
-        let mark = seen.withLock { $0.endIndex }
-        try await waitFor("No open items.", after: mark)
-        watch.terminate()
-        watch.waitUntilExit()
-        _ = await reader.value
+        try await watch.waitFor("No open items.", after: watch.mark)
+        await watch.finish()
     }
 }
 

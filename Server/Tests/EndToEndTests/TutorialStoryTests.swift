@@ -216,23 +216,36 @@ import Testing
             "TODO_PROTOCOL": `protocol`,
         ])
 
-        let watch = ChildProcess()
-        watch.executableURL = URL(fileURLWithPath: Products.path("todo"))
-        watch.arguments = ["watch", "--interval", "0.3"]
-        watch.environment = [
+        let watch = try TodoWatch(environment: [
             "TODO_STORE": directory.appendingPathComponent("a/todo.sqlite").path, "TODO_URL": url,
             "TODO_PROTOCOL": `protocol`,
-        ]
+        ])
+        defer { watch.stop() }
+        try await watch.waitFor("No open items.")
+        #expect(try await b.run("add", "Buy bread").status == 0)
+        #expect(try await b.run("sync").status == 0)
+        try await watch.waitFor("Buy bread")
+        try await watch.waitFor("synced ")
+        await watch.finish()
+    }
+}
+
+/// A `todo watch --interval 0.3` process and what it has printed so far.
+final class TodoWatch: Sendable {
+    private let process = ChildProcess()
+    private let seen = Locked("")
+    private let reader: Task<Void, Never>
+
+    init(environment: [String: String]) throws {
+        process.executableURL = URL(fileURLWithPath: Products.path("todo"))
+        process.arguments = ["watch", "--interval", "0.3"]
+        process.environment = environment
         let output = Pipe()
-        watch.standardOutput = output
-        watch.standardError = FileHandle.nullDevice
-        try watch.run()
-        defer {
-            if watch.isRunning { watch.terminate() }
-            watch.waitUntilExit()
-        }
-        let seen = Locked("")
-        let reader = Task {
+        process.standardOutput = output
+        process.standardError = FileHandle.nullDevice
+        try process.run()
+        let seen = self.seen
+        reader = Task {
             await offCooperativeThreads {
                 while true {
                     let data = output.fileHandleForReading.availableData
@@ -241,20 +254,28 @@ import Testing
                 }
             }
         }
-        func waitFor(_ text: String) async throws {
-            let deadline = Date().addingTimeInterval(15)
-            while !seen.withLock({ $0.contains(text) }), Date() < deadline {
-                try await Task.sleep(for: .milliseconds(50))
-            }
-            #expect(seen.withLock { $0.contains(text) }, "todo watch never showed '\(text)': \(seen.withLock { $0 })")
-        }
-        try await waitFor("No open items.")
-        #expect(try await b.run("add", "Buy bread").status == 0)
-        #expect(try await b.run("sync").status == 0)
-        try await waitFor("Buy bread")
-        try await waitFor("synced ")
-        watch.terminate()
-        watch.waitUntilExit()
-        _ = await reader.value
+    }
+
+    /// Where the output ends now: ``waitFor(_:after:)`` from here looks only at what comes next.
+    var mark: String.Index { seen.withLock { $0.endIndex } }
+
+    /// Waits (up to 15 s) until the output shows `text` (after `start`, when given); an issue when it never does.
+    func waitFor(_ text: String, after start: String.Index? = nil) async throws {
+        let deadline = Date().addingTimeInterval(15)
+        let found = { self.seen.withLock { $0[(start ?? $0.startIndex)...].contains(text) } }
+        while !found(), Date() < deadline { try await Task.sleep(for: .milliseconds(50)) }
+        #expect(found(), "todo watch never showed '\(text)': \(seen.withLock { $0 })")
+    }
+
+    /// Ends the process and reads the rest of its output.
+    func finish() async {
+        stop()
+        await reader.value
+    }
+
+    /// Ends the process (the reader ends with its output).
+    func stop() {
+        if process.isRunning { process.terminate() }
+        process.waitUntilExit()
     }
 }
