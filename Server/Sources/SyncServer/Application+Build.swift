@@ -50,7 +50,8 @@ public func buildApplication(
     }
     // Instances sharing a PostgreSQL database tell each other of their writes, for `GET /changes`.
     let changes = ChangeHub(relaying: postgres != nil)
-    let router = try await buildRouter(configuration, store: store, changes: changes)
+    let attachments = try attachmentStore(configuration, postgres: postgres)
+    let router = try await buildRouter(configuration, store: store, changes: changes, attachments: attachments)
     logAccess(configuration)
     let limits = configuration.connectionLimits
     let compression = configuration.compressionMinimumSize
@@ -77,6 +78,9 @@ public func buildApplication(
         ? nil
         : CommitDelivery(
             store: store, hooks: afterCommit, lease: configuration.afterCommitLease, logger: configuration.logger)
+    let collector = attachments.map {
+        AttachmentCollector(attachments: $0, tables: store, configuration: configuration)
+    }
     if let postgres {
         // The pool runs as a service; the tables are prepared once it runs and before the server listens.
         app.addServices(postgres, PostgresChangeRelay(store: postgres, hub: changes))
@@ -85,12 +89,27 @@ public func buildApplication(
             try await postgres.prepare(configuration.servedTables)
             try await seed(configuration, store: postgres)
             delivery?.start()
+            collector?.start()
         }
     } else {
         delivery?.start()
+        collector?.start()
     }
     if let delivery { app.addServices(delivery) }
+    if let collector { app.addServices(collector) }
     return app
+}
+
+/// Where the files of attachment columns are kept: none when no table has such a column; beside the SQLite file
+/// (``AttachmentSettings/directory``), or in the PostgreSQL database.
+func attachmentStore(_ configuration: SyncServerConfiguration, postgres: PostgresTableStore?) throws
+    -> (any AttachmentStore)?
+{
+    guard configuration.servedTables.contains(where: { !$0.attachmentColumns.isEmpty }) else { return nil }
+    if let postgres { return PostgresAttachmentStore(store: postgres, now: configuration.now) }
+    guard case .sqlite(let path) = configuration.database else { return nil }
+    let directory = configuration.attachments.directory ?? (path + ".attachments")
+    return try FileAttachmentStore(directory: URL(fileURLWithPath: directory), now: configuration.now)
 }
 
 /// Inserts the seed of each table that has none of its rows (``TableConfiguration/seed``). Another instance seeding
@@ -149,10 +168,10 @@ func logAccess(_ configuration: SyncServerConfiguration) {
 }
 
 /// The server's routes and middleware.
-func buildRouter(_ configuration: SyncServerConfiguration, store: any TableStore, changes: ChangeHub = ChangeHub())
-    async throws
-    -> Router<SyncRequestContext>
-{
+func buildRouter(
+    _ configuration: SyncServerConfiguration, store: any TableStore, changes: ChangeHub = ChangeHub(),
+    attachments: (any AttachmentStore)? = nil
+) async throws -> Router<SyncRequestContext> {
     let router = Router(context: SyncRequestContext.self)
     let stats = ServerStats()
     router.add(middleware: MetricsMiddleware())
@@ -190,7 +209,8 @@ func buildRouter(_ configuration: SyncServerConfiguration, store: any TableStore
     let controller = TableController(
         store: store, maxBodySize: configuration.maxBodySize, queryLimits: configuration.queryLimits,
         makeID: configuration.makeID, authenticates: configuration.auth != nil, changes: changes, stats: stats,
-        hooks: Dictionary(configuration.hooks.map { ($0.key.lowercased(), $0.value) }) { _, last in last }
+        hooks: Dictionary(configuration.hooks.map { ($0.key.lowercased(), $0.value) }) { _, last in last },
+        attachments: attachments.map { .init(store: $0, maxSize: configuration.attachments.maxSize) }
     )
     if consoleIsOn {
         let database: String
@@ -218,6 +238,7 @@ func buildRouter(_ configuration: SyncServerConfiguration, store: any TableStore
         if configuration.offersBatch { group.add(middleware: OfferBatchMiddleware(capability: batch.capability)) }
     }
     controller.addRoutes(to: versioned[0])
+    controller.addAttachmentRoutes(to: versioned[0])
     versioned.dropFirst().first?.post { request, context in try await batch.handle(request, context) }
     router.get("changes") { request, context in try await controller.changes(request, context) }
     if !configuration.apis.isEmpty {

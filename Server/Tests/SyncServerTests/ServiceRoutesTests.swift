@@ -32,7 +32,7 @@ import Yams
                 }.joined(separator: "/")
             return (path, route.method.rawValue.lowercased())
         }
-        #expect(registered.count == 19)
+        #expect(registered.count == 22)
         let v3Only: Set<String> = ["put /tables/{table}/{id}"]
         let v2Only: Set<String> = ["patch /tables/{table}/{id}", "post /tables/{table}/{id}"]
         for (path, method) in registered {

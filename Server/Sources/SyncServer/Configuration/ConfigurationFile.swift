@@ -15,7 +15,7 @@ import Yams
 ///              "maxColumns": 250, "maxNewColumnsPerWrite": 20, "perUser": false,
 ///              "access": "authenticated",
 ///              "columns": {"text": "string", "complete": "bool"},
-///              "collations": {"text": "caseInsensitive"}}]}
+///              "collations": {"text": "caseInsensitive"}, "attachments": ["photo"]}]}
 /// ```
 /// Column types are `string`, `int`, `double`, `bool` and `date`. An access is `anonymous`,
 /// `authenticated`, `disabled` or `{"subjects": [...], "roles": [...]}`; a table's `access` is one
@@ -196,6 +196,7 @@ extension TableConfiguration {
         let known: Set<String> = [
             "name", "softDelete", "pageSize", "maxTop", "maxColumns", "maxNewColumnsPerWrite", "columns", "perUser",
             "access", "collation", "collations", "claimScope", "membershipScope", "members",
+            "attachments",
         ]
         for key in members.keys.sorted() where !known.contains(key) {
             throw ConfigurationError("\(label): unknown key '\(key)'")
@@ -263,6 +264,12 @@ extension TableConfiguration {
                     #"\#(label): 'members' is {"group": "…", "user": "…", "role": "…"} (its columns)"#)
             }
             table.members = MembersTable(groupColumn: group, userColumn: user, roleColumn: role)
+        }
+        if let member = members["attachments"] {
+            guard let list = member.arrayValue, case let names = list.compactMap(\.stringValue),
+                names.count == list.count
+            else { throw ConfigurationError("\(label): 'attachments' lists the columns that name files") }
+            table.attachmentColumns = names
         }
         if let member = members["collation"] { table.collation = try collation(member, "collation") }
         if let member = members["collations"] {

@@ -85,6 +85,8 @@ public struct SyncServerConfiguration: Sendable {
     public var metricsRegistry: PrometheusCollectorRegistry?
     /// The clock that stamps `createdAt` and `updatedAt`. Default: the system clock.
     public var now: @Sendable () -> Date = { Date() }
+    /// Where and how the files rows name are kept (``TableConfiguration/attachmentColumns``).
+    public var attachments = AttachmentSettings()
     /// Makes the id of an item inserted without one. Default: a lowercase UUID.
     public var makeID: @Sendable () -> String = { UUID().uuidString.lowercased() }
 

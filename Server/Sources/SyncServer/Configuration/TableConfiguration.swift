@@ -1,3 +1,5 @@
+import Crypto
+import Foundation
 public import SyncCore
 public import SyncSQL
 
@@ -73,11 +75,22 @@ public struct TableConfiguration: Sendable, Hashable {
         return members?.groupColumn
     }
 
+    /// The name of the index of the attachment column `column`: short enough for PostgreSQL whatever the names.
+    func attachmentIndex(_ column: String) -> String {
+        "__sa_" + AttachmentHash(SHA256.hash(data: Data("\(name.canonical).\(column)".utf8))).hex.prefix(16)
+    }
+
     /// The name of the response header of a scoped table's page that carries the caller's scope token.
     public static let scopeHeader = "X-Sync-Scope"
     /// Rows the server inserts when it starts and the table has none (deleted ones count): a sample's data, as the
     /// Node.js server's `table.seed`. Each may give its `id` (else one is made); not for per-user tables.
     public var seed: [JSONValue] = []
+    /// The columns whose value names a file (docs/attachments.md): the SHA-256 of its bytes, as 64 lowercase hex
+    /// digits, or null. A write that names a file the caller has not uploaded (or may not read) is refused, 400;
+    /// the files are served under `/tables/{name}/attachments/{sha256}` to the callers who may read a row naming
+    /// them, and a file no row names is collected after ``AttachmentSettings/gracePeriod``. The stores keep each
+    /// column as indexed text. Default: none.
+    public var attachmentColumns: [String] = []
 
     /// How the strings of the declared string columns compare and sort — in `$orderby` and in `eq`, `ne`, `gt`,
     /// `ge`, `lt` and `le` with a string or another such column (functions such as `startswith` compare code points):
@@ -180,6 +193,20 @@ public struct TableConfiguration: Sendable, Hashable {
         if perUser, columns?[Self.ownerColumn] != nil {
             throw ConfigurationError(
                 "\(label): a perUser table keeps its owner in '\(Self.ownerColumn)'; rename that column")
+        }
+        for column in attachmentColumns {
+            if let reason = FieldName.validate(column) {
+                throw ConfigurationError("\(label), attachment column '\(column)': \(reason)")
+            }
+            if let columns, columns[column] != .string {
+                throw ConfigurationError("\(label): the attachment column '\(column)' must be a declared string column")
+            }
+            if column == scopeColumn || column == groupColumn {
+                throw ConfigurationError("\(label): '\(column)' scopes the rows; it cannot name files too")
+            }
+        }
+        if Set(attachmentColumns).count != attachmentColumns.count {
+            throw ConfigurationError("\(label): an attachment column is listed twice")
         }
         if let claimScope {
             if perUser { throw ConfigurationError("\(label): a table is perUser or has a claimScope, not both") }

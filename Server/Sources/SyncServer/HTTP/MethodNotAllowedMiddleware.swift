@@ -50,6 +50,8 @@ struct MethodNotAllowedMiddleware: RouterMiddleware {
         case (2, "tables") where !parts.last!.isEmpty: return [.get, .post]
         case (3, "tables") where !parts.dropFirst().contains(""):
             return dialect.tableWire.itemMethods
+        case (4, "tables") where parts.dropFirst(2).first == "attachments" && !parts.dropFirst().contains(""):
+            return [.get, .head, .put]
         default: return nil
         }
     }

@@ -56,6 +56,7 @@ extension TableController {
         let includeDeleted = try includesDeleted(request)
         fields = try scopedFields(fields, scope, inserting: false)
         scope = try await checkGroup(fields, id: id, scope, schema: schema, inserting: false)
+        try await checkAttachments(fields, schema, context)
         fields = try await runHook(.update, schema, id: id, fields: fields, context)
         let item = try await perform(table: schema.name, conflictStatus: fromHeader ? .preconditionFailed : .conflict) {
             try await writing(id, schema, scope) {

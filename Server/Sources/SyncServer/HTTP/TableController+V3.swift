@@ -34,6 +34,7 @@ extension TableController {
         }
         for property in SystemProperty.allCases where property != .deleted { fields[property.rawValue] = nil }
         fields[SystemProperty.deleted.rawValue] = .bool(fields[SystemProperty.deleted.rawValue]?.boolValue ?? false)
+        try await checkAttachments(fields, schema, context)
         fields = try await runHook(.update, schema, id: id, fields: fields, context)
         let item = try await perform(table: schema.name, shown: Self.v3Item) {
             // A tombstone only when asked: one deleted since the check is then a 404, not brought back.

@@ -20,6 +20,8 @@ struct TableController: Sendable {
     let stats: ServerStats
     /// The tables' write hooks, by canonical table name.
     var hooks: [String: TableHooks] = [:]
+    /// Where the files of attachment columns are kept.
+    var attachments: Attachments?
 
     /// The routes; where the dialects differ, the request's ``TableWire`` reads and answers.
     func addRoutes(to group: RouterGroup<SyncRequestContext>) {
@@ -87,6 +89,7 @@ struct TableController: Sendable {
         try context.wire.checkNewID(id)
         fields = try scopedFields(fields, scope, inserting: true)
         scope = try await checkGroup(fields, id: id, scope, schema: schema, inserting: true)
+        try await checkAttachments(fields, schema, context)
         fields = try await runHook(.insert, schema, id: id, fields: fields, context)
         let item = try await perform(table: schema.name, shown: context.wire.shown) {
             try await store.insert(fields, id: id, into: schema.name, scope: scope)

@@ -12,50 +12,52 @@ extension PostgresTableStore {
 
     /// The store's own bookkeeping, versioned: each instance applies the missing steps in order, under
     /// the schema lock. Never touches the user tables' rows.
-    static let migrations: [(version: Int, name: String, sql: String)] = [
-        (
-            1, "table registry",
-            """
-            CREATE TABLE "__sync_tables" (
-                "name" text COLLATE "C" PRIMARY KEY,
-                "displayName" text NOT NULL,
-                "columns" text NOT NULL,
-                "lastStamp" bigint NOT NULL DEFAULT 0
-            )
-            """
-        ),
-        (
-            2, "owner stamps",
-            """
-            CREATE TABLE "__sync_owner_stamps" (
-                "table" text COLLATE "C" NOT NULL,
-                "owner" text COLLATE "C" NOT NULL,
-                "lastStamp" bigint NOT NULL,
-                PRIMARY KEY ("table", "owner")
-            )
-            """
-        ),
-        (3, "outbox", CommitOutbox.createSQL(sequence: "bigserial PRIMARY KEY")),
-        (4, "scope exits", ScopeExits.createSQL(stamp: "bigint")),
-        (
-            5, "scope exit trigger",
-            """
-            CREATE FUNCTION "__sync_record_exit"() RETURNS trigger LANGUAGE plpgsql AS $$
-            DECLARE
-                "left" text := to_jsonb(OLD) ->> TG_ARGV[0];
-            BEGIN
-                IF "left" IS NOT NULL AND "left" IS DISTINCT FROM (to_jsonb(NEW) ->> TG_ARGV[0]) THEN
-                    INSERT INTO "__sync_scope_exits" ("table", "group", "stamp")
-                    VALUES (TG_TABLE_NAME, "left", NEW."updatedAt")
-                    ON CONFLICT ("table", "group")
-                    DO UPDATE SET "stamp" = GREATEST("__sync_scope_exits"."stamp", EXCLUDED."stamp");
-                END IF;
-                RETURN NULL;
-            END
-            $$
-            """
-        ),
-    ]
+    static let migrations: [(version: Int, name: String, sql: String)] =
+        [
+            (
+                1, "table registry",
+                """
+                CREATE TABLE "__sync_tables" (
+                    "name" text COLLATE "C" PRIMARY KEY,
+                    "displayName" text NOT NULL,
+                    "columns" text NOT NULL,
+                    "lastStamp" bigint NOT NULL DEFAULT 0
+                )
+                """
+            ),
+            (
+                2, "owner stamps",
+                """
+                CREATE TABLE "__sync_owner_stamps" (
+                    "table" text COLLATE "C" NOT NULL,
+                    "owner" text COLLATE "C" NOT NULL,
+                    "lastStamp" bigint NOT NULL,
+                    PRIMARY KEY ("table", "owner")
+                )
+                """
+            ),
+            (3, "outbox", CommitOutbox.createSQL(sequence: "bigserial PRIMARY KEY")),
+            (4, "scope exits", ScopeExits.createSQL(stamp: "bigint")),
+            (
+                5, "scope exit trigger",
+                """
+                CREATE FUNCTION "__sync_record_exit"() RETURNS trigger LANGUAGE plpgsql AS $$
+                DECLARE
+                    "left" text := to_jsonb(OLD) ->> TG_ARGV[0];
+                BEGIN
+                    IF "left" IS NOT NULL AND "left" IS DISTINCT FROM (to_jsonb(NEW) ->> TG_ARGV[0]) THEN
+                        INSERT INTO "__sync_scope_exits" ("table", "group", "stamp")
+                        VALUES (TG_TABLE_NAME, "left", NEW."updatedAt")
+                        ON CONFLICT ("table", "group")
+                        DO UPDATE SET "stamp" = GREATEST("__sync_scope_exits"."stamp", EXCLUDED."stamp");
+                    END IF;
+                    RETURN NULL;
+                END
+                $$
+                """
+            ),
+        ]
+        + PostgresAttachmentStore.migrations.enumerated().map { (6 + $0.offset, $0.element.name, $0.element.sql) }
 
     public func prepare(_ tables: [TableConfiguration]) async throws {
         for configuration in tables {
@@ -163,6 +165,23 @@ extension PostgresTableStore {
                 PostgresQuery(
                     unsafeSQL: "CREATE INDEX IF NOT EXISTS \(StoreSQL.quoted(name + "_owner")) ON \(table) "
                         + "(\(StoreSQL.quoted(owner)), \"updatedAt\", \"id\")"),
+                logger: logger)
+        }
+        for column in configuration.attachmentColumns {
+            switch schema.columns[column] {
+            case nil:
+                try await addColumn(column, .string, to: name, on: connection, logger: logger)
+                schema.columns[column] = .string
+            case .string?: break
+            case let type?:
+                throw TableStoreError.unavailable(
+                    "table '\(configuration.name)' has a '\(column)' column of type \(type.rawValue); an attachment column needs it as text"
+                )
+            }
+            try await connection.query(
+                PostgresQuery(
+                    unsafeSQL: "CREATE INDEX IF NOT EXISTS \(StoreSQL.quoted(configuration.attachmentIndex(column))) "
+                        + "ON \(table) (\(StoreSQL.quoted(column)))"),
                 logger: logger)
         }
         try await prepareCollationKeys(configuration, on: connection, logger: logger)

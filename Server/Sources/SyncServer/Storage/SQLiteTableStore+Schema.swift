@@ -47,6 +47,21 @@ extension SQLiteTableStore {
                 sql: "CREATE INDEX IF NOT EXISTS \(StoreSQL.quoted(configuration.name.canonical + "_owner")) "
                     + "ON \(table) (\(StoreSQL.quoted(owner)), \"updatedAt\", \"id\")")
         }
+        for column in configuration.attachmentColumns {
+            switch schema.columns[column] {
+            case nil:
+                try db.execute(sql: "ALTER TABLE \(table) ADD COLUMN \(StoreSQL.quoted(column)) TEXT")
+                schema.columns[column] = .string
+            case .string?: break
+            case let type?:
+                throw TableStoreError.unavailable(
+                    "table '\(configuration.name)' has a '\(column)' column of type \(type.rawValue); an attachment column needs it as text"
+                )
+            }
+            try db.execute(
+                sql: "CREATE INDEX IF NOT EXISTS \(StoreSQL.quoted(configuration.attachmentIndex(column))) "
+                    + "ON \(table) (\(StoreSQL.quoted(column)))")
+        }
         try prepareCollationKeys(configuration, in: db)
         try prepareExitTrigger(configuration, in: db)
         try save(schema, in: db)

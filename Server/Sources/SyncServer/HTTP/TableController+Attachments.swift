@@ -1,0 +1,311 @@
+import Foundation
+import HTTPTypes
+import Hummingbird
+import NIOCore
+import SyncCore
+import SyncOData
+
+/// The files of a table's attachment columns (``TableConfiguration/attachmentColumns``), under
+/// `/tables/{name}/attachments/{sha256}` (docs/attachments.md): `PUT` uploads, in parts with `Content-Range` to resume,
+/// `HEAD` says what the server holds (or how much of the caller's upload arrived), `GET` reads, with `Range`.
+///
+/// A caller may read a file they uploaded or one that a row they may read names; a caller who may insert into or
+/// update the table may upload. A write that names a file is checked the same way (``checkAttachments(_:_:_:)``).
+extension TableController {
+    /// The attachment store and its limits.
+    struct Attachments: Sendable {
+        let store: any AttachmentStore
+        let maxSize: Int
+    }
+
+    static let uploadOffsetHeader = HTTPField.Name("Upload-Offset")!
+
+    func addAttachmentRoutes(to group: RouterGroup<SyncRequestContext>) {
+        group.put("{name}/attachments/{hash}") { request, context in try await uploadAttachment(request, context) }
+        group.head("{name}/attachments/{hash}") { request, context in try await attachmentStatus(request, context) }
+        group.get("{name}/attachments/{hash}") { request, context in try await downloadAttachment(request, context) }
+    }
+
+    /// The table and file named in the path: 404 for a table without attachment columns, 400 for a name that is not a
+    /// SHA-256.
+    private func attachmentTarget(_ context: SyncRequestContext) async throws -> (
+        TableSchema, AttachmentHash, Attachments
+    ) {
+        let schema = try await schema(context)
+        guard let attachments, !schema.configuration.attachmentColumns.isEmpty else {
+            throw APIError(.notFound, "\(schema.name) has no attachment columns")
+        }
+        guard let hash = AttachmentHash(context.parameters.get("hash") ?? "") else {
+            throw APIError.badRequest("An attachment is named by the SHA-256 of its bytes: 64 lowercase hex digits")
+        }
+        return (schema, hash, attachments)
+    }
+
+    /// Who the caller is to the store: their subject, or nobody in particular on a server without auth.
+    private func uploader(_ context: SyncRequestContext) -> String { context.caller?.subject ?? "" }
+
+    /// Whether the caller may read `hash`: they uploaded it, or a row of `schema` they may read names it. 401 or 403
+    /// when they may not read the table.
+    private func mayRead(
+        _ hash: AttachmentHash, _ schema: TableSchema, _ store: any AttachmentStore,
+        _ context: SyncRequestContext
+    ) async throws -> Bool {
+        let scope = try await authorize(.read, schema, context)
+        if try await store.isUploader(uploader(context), of: hash) { return true }
+        return try await names(hash, in: schema, scope: scope, includeDeleted: false)
+    }
+
+    /// Whether a row of `schema` within `scope` names `hash` in one of its attachment columns.
+    func names(_ hash: AttachmentHash, in schema: TableSchema, scope: RowScope, includeDeleted: Bool) async throws
+        -> Bool
+    {
+        let query = AttachmentCollector.query(naming: hash, in: schema.configuration, includeDeleted: includeDeleted)
+        let page = try await perform {
+            try await store.query(schema.name, query, scope: scope, limit: 1, maxBytes: 1 << 16)
+        }
+        return page.itemCount > 0
+    }
+
+    /// `HEAD`: 200 with the size when the caller may read the file; else 404 with how much of the caller's own upload
+    /// arrived (`Upload-Offset`). 401 or 403 for a caller who may neither read nor upload.
+    func attachmentStatus(_ request: Request, _ context: SyncRequestContext) async throws -> Response {
+        let (schema, hash, attachments) = try await attachmentTarget(context)
+        let reads: Bool
+        do {
+            reads = try await mayRead(hash, schema, attachments.store, context)
+        } catch let error as APIError where [.unauthorized, .forbidden, .methodNotAllowed].contains(error.status) {
+            try await authorizeUpload(schema, context, else: error)
+            reads = false
+        }
+        if reads, let size = try await attachments.store.size(of: hash) {
+            var headers = Self.fileHeaders(hash)
+            headers[.contentLength] = String(size)
+            return Response(status: .ok, headers: headers)
+        }
+        let received = try await attachments.store.received(hash, by: uploader(context))
+        return Response(
+            status: .notFound, headers: [Self.uploadOffsetHeader: String(received), .cacheControl: "no-cache"])
+    }
+
+    /// The headers of a file: it never changes, so caches may keep it.
+    private static func fileHeaders(_ hash: AttachmentHash) -> HTTPFields {
+        [
+            .contentType: "application/octet-stream", .eTag: "\"\(hash.hex)\"", .acceptRanges: "bytes",
+            .cacheControl: "private, max-age=31536000, immutable",
+        ]
+    }
+
+    func downloadAttachment(_ request: Request, _ context: SyncRequestContext) async throws -> Response {
+        let (schema, hash, attachments) = try await attachmentTarget(context)
+        guard try await mayRead(hash, schema, attachments.store, context),
+            let size = try await attachments.store.size(of: hash)
+        else {
+            throw APIError(.notFound, "No attachment \(hash) that you may read is on the server")
+        }
+        var headers = Self.fileHeaders(hash)
+        var status = HTTPResponse.Status.ok
+        var range = 0..<size
+        if let header = request.headers[.range], let asked = Self.byteRange(header, size: size) {
+            guard let asked else {
+                var refusal = APIError(.rangeNotSatisfiable, "The attachment has \(size) bytes")
+                refusal.headers[.contentRange] = "bytes */\(size)"
+                throw refusal
+            }
+            range = asked
+            status = .partialContent
+            headers[.contentRange] = "bytes \(range.lowerBound)-\(range.upperBound - 1)/\(size)"
+        }
+        let store = attachments.store
+        let sent = range
+        let body = ResponseBody(contentLength: sent.count) { writer in
+            try await store.read(hash, range: sent) { try await writer.write($0) }
+            try await writer.finish(nil)
+        }
+        return Response(status: status, headers: headers, body: body)
+    }
+
+    /// The range a `Range` header asks of a file of `size` bytes: nil when the header is not one range of bytes (then
+    /// the whole file is sent, as RFC 9110 §14.2 allows), `.some(nil)` when the range is past the end (416).
+    static func byteRange(_ header: String, size: Int) -> Range<Int>?? {
+        guard header.hasPrefix("bytes="), !header.contains(",") else { return nil }
+        let spec = header.dropFirst("bytes=".count).trimmingCharacters(in: .whitespaces)
+        guard let dash = spec.firstIndex(of: "-") else { return nil }
+        let first = spec[..<dash]
+        let last = spec[spec.index(after: dash)...]
+        if first.isEmpty {
+            guard let suffix = Int(last), suffix >= 0 else { return nil }
+            guard suffix > 0, size > 0 else { return .some(nil) }
+            return .some(max(0, size - suffix)..<size)
+        }
+        guard let start = Int(first), start >= 0 else { return nil }
+        let end: Int
+        if last.isEmpty {
+            end = size - 1
+        } else {
+            guard let value = Int(last), value >= start else { return nil }
+            end = min(value, size - 1)
+        }
+        guard start < size else { return .some(nil) }
+        return .some(start..<(end + 1))
+    }
+
+    func uploadAttachment(_ request: Request, _ context: SyncRequestContext) async throws -> Response {
+        let (schema, hash, attachments) = try await attachmentTarget(context)
+        try await authorizeUpload(schema, context)
+        let length = try request.headers[.contentLength].map { text in
+            guard let value = Int(text), value >= 0 else { throw APIError.badRequest("Content-Length: not a length") }
+            return value
+        }
+        var offset = 0
+        var total = length
+        let restart: Bool
+        if let header = request.headers[.contentRange] {
+            guard let part = Self.contentRange(header) else {
+                throw APIError.badRequest("Content-Range: send bytes FIRST-LAST/SIZE (\(header) is not)")
+            }
+            guard length == nil || length == part.range.count else {
+                throw APIError.badRequest("Content-Range: the body has \(length!) bytes, the range \(part.range.count)")
+            }
+            offset = part.range.lowerBound
+            total = part.total
+            restart = false
+        } else {
+            restart = true
+        }
+        if let total, total > attachments.maxSize {
+            throw APIError(.contentTooLarge, "An attachment has at most \(attachments.maxSize) bytes")
+        }
+        let limit = offset + (length ?? (total.map { $0 - offset } ?? attachments.maxSize))
+        let body = LimitedBody(base: request.body, limit: limit - offset, maxSize: attachments.maxSize)
+        let outcome: UploadOutcome
+        do {
+            outcome = try await attachments.store.receive(
+                hash, by: uploader(context), offset: offset, total: total, restart: restart, body: body)
+        } catch let refusal as UploadRefusal {
+            throw Self.apiError(refusal, hash)
+        } catch let error as TableStoreError {
+            throw try await perform { throw error }
+        }
+        switch outcome {
+        case .partial(let received):
+            return Response(status: .noContent, headers: [Self.uploadOffsetHeader: String(received)])
+        case .complete(let size, let stored):
+            var response = JSONResponse.make(
+                stored ? .created : .ok, ["sha256": .string(hash.hex), "size": .int(Int64(size))])
+            response.headers[Self.uploadOffsetHeader] = String(size)
+            response.headers[.location] = baseURL(request) + request.uri.path
+            return response
+        }
+    }
+
+    /// Checks that the caller may upload to the table: they may insert into it or update it. Throws `refusal`, if
+    /// given, else the refusal of the insert.
+    private func authorizeUpload(_ schema: TableSchema, _ context: SyncRequestContext, else refusal: APIError? = nil)
+        async throws
+    {
+        do {
+            _ = try await authorize(.insert, schema, context)
+        } catch let insert as APIError {
+            do { _ = try await authorize(.update, schema, context) } catch { throw refusal ?? insert }
+        }
+    }
+
+    /// An upload's refusal in the API's words; the `Upload-Offset` header says where to go on.
+    private static func apiError(_ refusal: UploadRefusal, _ hash: AttachmentHash) -> APIError {
+        var error: APIError
+        switch refusal {
+        case .wrongOffset(let received):
+            error = APIError(
+                .conflict, "The upload holds \(received) bytes: send the part from there", reason: "upload_offset")
+            error.headers[uploadOffsetHeader] = String(received)
+        case .busy(let received):
+            error = APIError(.conflict, "Another request is adding to this upload; try again", reason: "upload_busy")
+            error.headers[uploadOffsetHeader] = String(received)
+            error.headers[.retryAfter] = "1"
+        case .hashMismatch(let actual):
+            error = APIError.badRequest(
+                "The bytes hash to \(actual), not \(hash): the upload was dropped; send the file again",
+                reason: "attachment_hash")
+            error.headers[uploadOffsetHeader] = "0"
+        case .sizeMismatch(let received):
+            error = APIError.badRequest("The body goes past the size the upload declared", reason: "upload_size")
+            error.headers[uploadOffsetHeader] = String(received)
+        }
+        return error
+    }
+
+    /// `bytes FIRST-LAST/SIZE`, or nil.
+    static func contentRange(_ header: String) -> (range: Range<Int>, total: Int)? {
+        guard header.hasPrefix("bytes ") else { return nil }
+        let spec = header.dropFirst("bytes ".count)
+        let halves = spec.split(separator: "/", omittingEmptySubsequences: false)
+        guard halves.count == 2, let total = Int(halves[1]), total >= 0 else { return nil }
+        let bounds = halves[0].split(separator: "-", omittingEmptySubsequences: false)
+        guard bounds.count == 2, let first = Int(bounds[0]), let last = Int(bounds[1]), first >= 0, last >= first,
+            last < total
+        else { return nil }
+        return (first..<(last + 1), total)
+    }
+
+    /// Checks the files a write names (``TableConfiguration/attachmentColumns``), before the write hooks: each must be
+    /// a SHA-256 the server holds, uploaded by the caller or named by a row the caller may read — else 400, so that no
+    /// row ever names a file that is not there (the same answer whether or not another user holds it). Each file is
+    /// touched, so that no collection takes it while the write goes on.
+    func checkAttachments(_ fields: [String: JSONValue], _ schema: TableSchema, _ context: SyncRequestContext)
+        async throws
+    {
+        let columns = schema.configuration.attachmentColumns
+        guard !columns.isEmpty else { return }
+        for column in columns {
+            guard let value = fields[column], value != .null else { continue }
+            guard let hash = value.stringValue.flatMap(AttachmentHash.init) else {
+                throw APIError.badRequest(
+                    "Invalid item: '\(column)' names a file by the SHA-256 of its bytes (64 lowercase hex digits), or is null"
+                )
+            }
+            let missing = APIError.badRequest(
+                "Invalid item: the file \(hash) that '\(column)' names is not on the server: upload it first (PUT /tables/\(schema.name)/attachments/\(hash))",
+                reason: "attachment_missing")
+            guard let attachments else { throw missing }
+            let store = attachments.store
+            guard try await store.touch(hash) else { throw missing }
+            if try await store.isUploader(uploader(context), of: hash) { continue }
+            let readScope = try? await authorize(.read, schema, context)
+            guard let readScope, try await names(hash, in: schema, scope: readScope, includeDeleted: false) else {
+                throw missing
+            }
+        }
+    }
+}
+
+/// A request body cut at `limit` bytes: past it, a 400 (the body is longer than its declared part) or, past `maxSize`,
+/// a 413.
+struct LimitedBody<Base: AsyncSequence & Sendable>: AsyncSequence, Sendable where Base.Element == ByteBuffer {
+    typealias Element = ByteBuffer
+    let base: Base
+    let limit: Int
+    let maxSize: Int
+
+    struct AsyncIterator: AsyncIteratorProtocol {
+        var base: Base.AsyncIterator
+        let limit: Int
+        let maxSize: Int
+        var count = 0
+
+        mutating func next() async throws -> ByteBuffer? {
+            guard let buffer = try await base.next() else { return nil }
+            count += buffer.readableBytes
+            if count > limit {
+                if count > maxSize {
+                    throw APIError(.contentTooLarge, "An attachment has at most \(maxSize) bytes")
+                }
+                throw APIError.badRequest("The body is longer than the part it declares")
+            }
+            return buffer
+        }
+    }
+
+    func makeAsyncIterator() -> AsyncIterator {
+        AsyncIterator(base: base.makeAsyncIterator(), limit: limit, maxSize: maxSize)
+    }
+}

@@ -1,0 +1,314 @@
+import Crypto
+import Foundation
+import HTTPTypes
+import HummingbirdTesting
+import NIOCore
+import OfflineSyncTesting
+import SyncCore
+import SyncSQLite
+import Testing
+
+@testable import SyncServer
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// The attachments endpoints (issue 33, docs/attachments.md) on both stores: uploads in parts, resumed where they
+/// stopped (a part refused at the wrong offset, a body cut by a dropped connection), the hash checked before anything
+/// is kept, reads with `Range`; who may read, upload and name a file (per tenant, with a file another tenant holds);
+/// a write naming a file the server lacks; the size limit; the collection of unnamed files and stale uploads.
+@Suite struct AttachmentTests {
+    static func table(_ name: String = "Item") -> TableConfiguration {
+        var table = Fixture.table(name)
+        table.attachmentColumns = ["photo", "scan"]
+        return table
+    }
+
+    /// `count` bytes of a fixed seed, and their SHA-256.
+    static func file(_ count: Int, seed: UInt64 = 1) -> (bytes: [UInt8], hash: String) {
+        var random = SplitMix64(seed: seed)
+        var bytes = [UInt8](repeating: 0, count: count)
+        for index in stride(from: 0, to: count, by: 8) {
+            let value = random.next()
+            for shift in 0..<min(8, count - index) {
+                bytes[index + shift] = UInt8(truncatingIfNeeded: value >> (shift * 8))
+            }
+        }
+        return (bytes, AttachmentHash(SHA256.hash(data: bytes)).hex)
+    }
+
+    @Test(arguments: Backend.all) func anUploadInPartsResumesWhereItStoppedAndIsCheckedByItsHash(_ backend: Backend)
+        async throws
+    {
+        let (bytes, hash) = Self.file(3_000_000)
+        let path = "/tables/Item/attachments/\(hash)"
+        try await Fixture.withServer(backend, tables: [Self.table()]) { (client: any TestClientProtocol) async throws in
+            let before = try await client.send(.head, path)
+            #expect(before.status == .notFound && before["Upload-Offset"] == "0")
+
+            let first = try await client.upload(path, bytes[0..<1_000_000], range: "bytes 0-999999/3000000")
+            #expect(first.status == .noContent && first["Upload-Offset"] == "1000000")
+            #expect(try await client.send(.head, path)["Upload-Offset"] == "1000000")
+            let again = try await client.upload(path, bytes[0..<1_000_000], range: "bytes 0-999999/3000000")
+            #expect(again.status == .conflict && again["Upload-Offset"] == "1000000", "a part sent twice is refused")
+            #expect(try await client.send(.get, path).status == .notFound, "nothing is readable before the end")
+
+            let rest = try await client.upload(path, bytes[1_000_000...], range: "bytes 1000000-2999999/3000000")
+            #expect(
+                rest.status == .created && rest.json?["sha256"]?.stringValue == hash && rest.json?["size"] == 3_000_000)
+            let held = try await client.send(.head, path)
+            #expect(
+                held.status == .ok && held.headers[.contentLength] == "3000000" && held.headers[.eTag] == "\"\(hash)\"")
+
+            let whole = try await client.download(path)
+            #expect(whole.status == .ok && whole.bytes == bytes)
+            let part = try await client.download(path, range: "bytes=100-199")
+            #expect(part.status == .partialContent && part.bytes == Array(bytes[100..<200]))
+            #expect(part.headers[.contentRange] == "bytes 100-199/3000000")
+            #expect(try await client.download(path, range: "bytes=-10").bytes == Array(bytes.suffix(10)))
+            #expect(try await client.download(path, range: "bytes=2999990-").bytes == Array(bytes.suffix(10)))
+            let past = try await client.download(path, range: "bytes=3000000-")
+            #expect(past.status == .rangeNotSatisfiable && past.headers[.contentRange] == "bytes */3000000")
+
+            let same = try await client.upload(path, bytes[...])
+            #expect(same.status == .ok, "the same bytes again: stored once, 200 not 201")
+
+            // A body whose bytes are not its name: a 400, and nothing kept.
+            let (other, _) = Self.file(10_000, seed: 2)
+            let wrongPath = "/tables/Item/attachments/\(String(repeating: "ab", count: 32))"
+            let wrong = try await client.upload(wrongPath, other[...])
+            #expect(wrong.status == .badRequest && wrong.error?.contains("hash to") == true)
+            let nothing = try await client.send(.head, wrongPath)
+            #expect(nothing.status == .notFound && nothing["Upload-Offset"] == "0")
+
+            #expect(try await client.send(.head, "/tables/Item/attachments/xyz").status == .badRequest)
+            #expect(try await client.upload(path, bytes[0..<10], range: "bytes 0-9").status == .badRequest)
+        }
+    }
+
+    @Test(arguments: Backend.all) func onlyCallersWhoMayReadARowNamingAFileReadItOrNameIt(_ backend: Backend)
+        async throws
+    {
+        var table = Self.table("Ticket")
+        table.claimScope = ClaimScope(claim: "tenant", column: "tenantId")
+        let (bytes, hash) = Self.file(40_000)
+        let path = "/tables/Ticket/attachments/\(hash)"
+        let alice = try await ClaimScopeTests.token("alice", tenant: "acme")
+        let ann = try await ClaimScopeTests.token("ann", tenant: "acme")
+        let bob = try await ClaimScopeTests.token("bob", tenant: "globex")
+        try await Fixture.withServer(backend, tables: [table], configure: { $0.auth = AuthTests.auth }) {
+            (client: any TestClientProtocol) async throws in
+            #expect(try await client.send(.head, path).status == .unauthorized)
+            #expect(try await client.upload(path, bytes[...], headers: alice).status == .created)
+            #expect(try await client.send(.head, path, headers: alice).status == .ok, "the uploader reads it")
+            for caller in [ann, bob] {
+                #expect(try await client.send(.head, path, headers: caller).status == .notFound, "no row names it yet")
+            }
+            let refused = try await client.send(
+                .post, "/tables/Ticket", json: ["id": "b1", "photo": .string(hash)], headers: bob)
+            #expect(refused.status == .badRequest && refused.error?.contains("not on the server") == true)
+            let named = try await client.send(
+                .post, "/tables/Ticket", json: ["id": "a1", "photo": .string(hash)], headers: alice)
+            #expect(named.status == .created && named.json?["photo"]?.stringValue == hash)
+
+            #expect(try await client.download(path, headers: ann).bytes == bytes, "a row ann reads names it")
+            #expect(try await client.download(path, headers: bob).status == .notFound, "bob's tenant has no such row")
+            let annRow = try await client.send(
+                .post, "/tables/Ticket", json: ["id": "a2", "scan": .string(hash)], headers: ann)
+            #expect(annRow.status == .created, "ann names a file she may read")
+            // Bob sends the same bytes: he uploads them himself (and learns nothing of alice's copy), then names them.
+            #expect(try await client.send(.head, path, headers: bob)["Upload-Offset"] == "0")
+            #expect(try await client.upload(path, bytes[...], headers: bob).status == .ok)
+            let bobs = try await client.send(
+                .post, "/tables/Ticket", json: ["id": "b1", "photo": .string(hash)], headers: bob)
+            #expect(bobs.status == .created)
+
+            for value: JSONValue in ["xyz", 5, .string(String(repeating: "A", count: 64))] {
+                let bad = try await client.send(
+                    .patch, "/tables/Ticket/a1", json: ["photo": value], headers: alice)
+                #expect(bad.status == .badRequest, "\(value)")
+            }
+            let cleared = try await client.send(.patch, "/tables/Ticket/a1", json: ["photo": .null], headers: alice)
+            #expect(cleared.status == .ok && cleared.json?["photo"] == .null)
+        }
+    }
+
+    @Test(arguments: Backend.all) func aFileLargerThanTheLimitIsRefusedBeforeItsBytes(_ backend: Backend) async throws {
+        let (bytes, hash) = Self.file(5_000)
+        let path = "/tables/Item/attachments/\(hash)"
+        try await Fixture.withServer(
+            backend, tables: [Self.table()], configure: { $0.attachments.maxSize = 4_096 }
+        ) { (client: any TestClientProtocol) async throws in
+            #expect(try await client.upload(path, bytes[...]).status == .contentTooLarge)
+            #expect(try await client.upload(path, bytes[0..<100], range: "bytes 0-99/5000").status == .contentTooLarge)
+            #expect(try await client.send(.head, path)["Upload-Offset"] == "0")
+        }
+    }
+
+    @Test func aTableWithoutAttachmentColumnsHasNoAttachments() async throws {
+        let (bytes, hash) = Self.file(10)
+        try await Fixture.withServer(.sqlite, tables: [Fixture.table("Plain"), Self.table()]) {
+            (client: any TestClientProtocol) async throws in
+            #expect(try await client.upload("/tables/Plain/attachments/\(hash)", bytes[...]).status == .notFound)
+            let wrongMethod = try await client.send(.delete, "/tables/Item/attachments/\(hash)")
+            #expect(wrongMethod.status == .methodNotAllowed && wrongMethod.headers[.allow] == "GET, HEAD, PUT")
+        }
+    }
+
+    /// A dropped connection keeps what arrived: a body cut after 300,000 of its 1,000,000 bytes leaves the upload at
+    /// 300,000 (on a real socket), and the rest completes it.
+    @Test(arguments: Backend.all) func aBodyCutByADroppedConnectionIsResumedFromWhereItStopped(_ backend: Backend)
+        async throws
+    {
+        let (bytes, hash) = Self.file(1_000_000, seed: 3)
+        let path = "/tables/Item/attachments/\(hash)"
+        try await Fixture.withServer(backend, tables: [Self.table()], setup: .live) {
+            (client: any TestClientProtocol) async throws in
+            let port = try #require(client.port)
+            let connection = try RawHTTP(port: port)
+            let head =
+                "PUT \(path) HTTP/1.1\r\nHost: x\r\nZUMO-API-VERSION: 2.0.0\r\nContent-Type: application/octet-stream\r\n"
+                + "Content-Range: bytes 0-999999/1000000\r\nContent-Length: 1000000\r\n\r\n"
+            let sent = (Array(head.utf8) + bytes[0..<300_000]).withUnsafeBytes { raw in
+                var offset = 0
+                while offset < raw.count {
+                    let count = Glibc.send(connection.socket, raw.baseAddress! + offset, raw.count - offset, 0)
+                    if count <= 0 { break }
+                    offset += count
+                }
+                return offset
+            }
+            #expect(sent == head.utf8.count + 300_000)
+            try await Task.sleep(for: .milliseconds(300))
+            connection.close()
+            var offset = "?"
+            for _ in 0..<100 {
+                offset = try await client.send(.head, path)["Upload-Offset"] ?? "?"
+                if offset == "300000" { break }
+                try await Task.sleep(for: .milliseconds(50))
+            }
+            #expect(offset == "300000", "the bytes that arrived are kept")
+            let rest = try await client.upload(path, bytes[300_000...], range: "bytes 300000-999999/1000000")
+            #expect(rest.status == .created)
+            #expect(try await client.download(path).bytes == bytes)
+        }
+    }
+
+    /// The collection, on a clock moved past the grace period: a file a row names stays (a deleted row's too), one no
+    /// row names goes, and so does an unfinished upload; a file touched by a write just before is kept.
+    @Test(arguments: Backend.all) func filesNoRowNamesAndStaleUploadsAreCollectedAfterTheGracePeriod(_ backend: Backend)
+        async throws
+    {
+        let clock = Locked(Date(timeIntervalSince1970: 1_800_000_000))
+        let (named, namedHash) = Self.file(1_000, seed: 4)
+        let (deleted, deletedHash) = Self.file(1_000, seed: 5)
+        let (loose, looseHash) = Self.file(1_000, seed: 6)
+        let (partial, partialHash) = Self.file(1_000, seed: 7)
+        try await TestDatabase.with(backend) { database in
+            var configuration = Fixture.configuration(database, tables: [Self.table()])
+            configuration.now = { clock.withLock { $0 } }
+            configuration.attachments.gracePeriod = .seconds(3_600)
+            let app = try await buildApplication(configuration)
+            let settings = configuration
+            try await app.test(.router) { (client: any TestClientProtocol) async throws in
+                for (bytes, hash) in [(named, namedHash), (deleted, deletedHash), (loose, looseHash)] {
+                    #expect(try await client.upload("/tables/Item/attachments/\(hash)", bytes[...]).status == .created)
+                }
+                _ = try await client.upload(
+                    "/tables/Item/attachments/\(partialHash)", partial[0..<500], range: "bytes 0-499/1000")
+                #expect(
+                    try await client.send(.post, "/tables/Item", json: ["id": "1", "photo": .string(namedHash)]).status
+                        == .created)
+                #expect(
+                    try await client.send(.post, "/tables/Item", json: ["id": "2", "scan": .string(deletedHash)]).status
+                        == .created)
+                #expect(try await client.send(.delete, "/tables/Item/2").status == .ok)
+
+                try await Self.withStores(settings) { (attachments, store) async throws in
+                    let collector = AttachmentCollector(
+                        attachments: attachments, tables: store, configuration: settings)
+                    let early = try await collector.collect()
+                    #expect(early == CollectionCount(), "nothing within the grace period")
+                    clock.withLock { $0 += 7_200 }
+                    let late = try await collector.collect()
+                    #expect(late == CollectionCount(files: 1, bytes: 1_000, uploads: 1))
+                }
+                #expect(try await client.send(.head, "/tables/Item/attachments/\(looseHash)")["Upload-Offset"] == "0")
+                #expect(try await client.send(.head, "/tables/Item/attachments/\(partialHash)")["Upload-Offset"] == "0")
+                #expect(try await client.download("/tables/Item/attachments/\(namedHash)").bytes == named)
+                #expect(try await client.download("/tables/Item/attachments/\(deletedHash)").bytes == deleted)
+                _ = loose
+            }
+        }
+    }
+
+    @Test func theConfigurationFileNamesAttachmentColumnsOfText() throws {
+        func tables(_ json: String) throws -> [TableConfiguration] {
+            try ConfigurationFile(document: try ConfigurationFile.parseDocument(json, isYAML: false)).tables
+        }
+        let read = try tables(#"{"tables": [{"name": "Item", "attachments": ["photo", "scan"]}]}"#)
+        #expect(read.first?.attachmentColumns == ["photo", "scan"])
+        for (json, message) in [
+            (#"{"tables": [{"name": "Item", "attachments": "photo"}]}"#, "lists the columns"),
+            (#"{"tables": [{"name": "Item", "attachments": ["photo", "photo"]}]}"#, "listed twice"),
+            (
+                #"{"tables": [{"name": "Item", "columns": {"photo": "int"}, "attachments": ["photo"]}]}"#,
+                "string column"
+            ),
+            (#"{"tables": [{"name": "Item", "perUser": true, "attachments": ["userId"]}]}"#, "scopes the rows"),
+        ] {
+            #expect(throws: ConfigurationError.self, "\(message)") { try tables(json) }
+            do { _ = try tables(json) } catch { #expect("\(error)".contains(message), "\(error)") }
+        }
+    }
+
+    /// Runs `body` with the attachment store and the table store of `configuration`, opened beside the application's
+    /// (the same files or database).
+    static func withStores(
+        _ configuration: SyncServerConfiguration,
+        _ body: @Sendable (any AttachmentStore, any TableStore) async throws -> Void
+    ) async throws {
+        switch configuration.database {
+        case .sqlite(let path):
+            let store = try SQLiteTableStore(path: path)
+            try await store.prepare(configuration.servedTables)
+            try await body(try #require(try SyncServer.attachmentStore(configuration, postgres: nil)), store)
+        case .postgres(let url):
+            let store = try PostgresTableStore(url: url)
+            try await withThrowingTaskGroup(of: Void.self) { group in
+                group.addTask { try await store.run() }
+                try await store.prepare(configuration.servedTables)
+                try await body(try #require(try SyncServer.attachmentStore(configuration, postgres: store)), store)
+                group.cancelAll()
+            }
+        }
+    }
+}
+
+extension TestClientProtocol {
+    /// A `PUT` of `bytes` as an attachment's body (or part, with `range` as its `Content-Range`).
+    func upload(_ path: String, _ bytes: ArraySlice<UInt8>, range: String? = nil, headers: HTTPFields = [:])
+        async throws -> Reply
+    {
+        var headers = headers
+        headers[HTTPField.Name("ZUMO-API-VERSION")!] = "2.0.0"
+        headers[.contentType] = "application/octet-stream"
+        if let range { headers[.contentRange] = range }
+        return try await execute(uri: path, method: .put, headers: headers, body: ByteBuffer(bytes: bytes)) {
+            Reply(status: $0.status, headers: $0.headers, text: String(buffer: $0.body))
+        }
+    }
+
+    /// A `GET` of an attachment: status, headers and bytes.
+    func download(_ path: String, range: String? = nil, headers: HTTPFields = [:]) async throws
+        -> (status: HTTPResponse.Status, headers: HTTPFields, bytes: [UInt8])
+    {
+        var headers = headers
+        headers[HTTPField.Name("ZUMO-API-VERSION")!] = "2.0.0"
+        if let range { headers[.range] = range }
+        return try await execute(uri: path, method: .get, headers: headers, body: nil) {
+            ($0.status, $0.headers, Array($0.body.readableBytesView))
+        }
+    }
+}
