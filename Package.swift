@@ -2,7 +2,8 @@
 import Foundation
 import PackageDescription
 
-// The client SDK. An app that depends on this package resolves GRDB and swift-log, nothing else: the server,
+// The client SDK. An app that depends on this package resolves GRDB, swift-log and swift-crypto (with its swift-asn1;
+// built only where CryptoKit is missing, for the SHA-256 of attachments), nothing else: the server,
 // the sample app, the benchmark, the chaos test and the tests that need a server are the package in `Server/`,
 // which depends on this one by path.
 
@@ -16,6 +17,7 @@ let swiftSettings: [SwiftSetting] = [
 var dependencies: [Package.Dependency] = [
     .package(url: "https://github.com/groue/GRDB.swift.git", from: "7.10.0"),
     .package(url: "https://github.com/apple/swift-log.git", from: "1.16.2"),
+    .package(url: "https://github.com/apple/swift-crypto.git", from: "4.5.2"),
     // Test-only: a dependency of a test target is never resolved by a package that depends on this one.
     .package(url: "https://github.com/x-sheep/swift-property-based.git", from: "2.0.1"),
 ]
@@ -63,6 +65,10 @@ let package = Package(
                 "SyncSQLite",
                 .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "Logging", package: "swift-log"),
+                // Apple platforms have CryptoKit.
+                .product(
+                    name: "Crypto", package: "swift-crypto",
+                    condition: .when(platforms: [.linux, .android, .windows, .openbsd, .wasi])),
             ],
             swiftSettings: swiftSettings
         ),

@@ -91,6 +91,16 @@ public final class SyncClient: Sendable {
         /// first request sent with it; every later request must be for that account (``AccountError``), until
         /// ``SyncClient/signOut(pending:)``.
         public var accountID: String?
+        /// The largest part of a file sent or asked for in one request: an upload or download cut short resumes from
+        /// the last whole part (at most this much is sent again), and a part is all of a file the client holds in
+        /// memory at once. Default 4 MiB.
+        public var attachmentChunkSize = 4 << 20
+        /// The most bytes of downloaded (or already uploaded) files the store keeps; past it the least recently used
+        /// are removed, and downloaded again when asked for. Files waiting to be uploaded are never removed and do
+        /// not count. Default 512 MiB.
+        public var attachmentCacheLimit = 512 << 20
+        /// Called after each part of a file sent or received. Default: none.
+        public var onTransferProgress: (@Sendable (TransferProgress) -> Void)?
 
         /// A configuration with every default.
         public init() {}
@@ -143,7 +153,10 @@ public final class SyncClient: Sendable {
             conflictHandler: configuration.conflictHandler,
             retry: RetryPolicy(
                 limit: configuration.retryLimit, clock: configuration.clock, jitter: configuration.jitter),
-            now: configuration.now)
+            now: configuration.now,
+            attachments: AttachmentSettings(
+                chunkSize: max(1, configuration.attachmentChunkSize), cacheLimit: configuration.attachmentCacheLimit,
+                onProgress: configuration.onTransferProgress))
     }
 
     /// A table used offline: reads and writes go to the local store; push and pull sync it.
@@ -159,6 +172,26 @@ public final class SyncClient: Sendable {
     /// - Throws: `ValueError` when `name` is not a valid table name.
     public func syncTable<Item: Codable & Sendable>(_ name: String, of type: Item.Type) throws -> SyncTable<Item> {
         SyncTable(name: try TableName(name), client: self)
+    }
+
+    /// A sync table whose rows name files (docs/attachments.md): `attachments` says which fields, and whether a pull
+    /// downloads their files at once or the app asks for each (``SyncTable/file(for:field:progress:)``).
+    ///
+    /// For example:
+    /// ```swift
+    /// let inspections = try client.syncTable(
+    ///     "Inspection", of: Inspection.self, attachments: AttachmentPolicy(fields: ["photo"], download: .afterPull))
+    /// ```
+    /// - Parameters:
+    ///   - name: The table's name on the server.
+    ///   - type: The item type (`JSONValue` for untyped items).
+    ///   - attachments: The fields that name files, and when to download them.
+    /// - Returns: The sync table.
+    /// - Throws: `ValueError` when `name` is not a valid table name.
+    public func syncTable<Item: Codable & Sendable>(
+        _ name: String, of type: Item.Type, attachments: AttachmentPolicy
+    ) throws -> SyncTable<Item> {
+        SyncTable(name: try TableName(name), client: self, attachmentPolicy: attachments)
     }
 
     /// A sync table of untyped items (see ``syncTable(_:of:)``).

@@ -12,6 +12,8 @@ public struct SyncTable<Item: Codable & Sendable>: Sendable {
     /// The table's name.
     public let name: TableName
     let client: SyncClient
+    /// The fields that name files, and when to download them (``SyncClient/syncTable(_:of:attachments:)``).
+    var attachmentPolicy: AttachmentPolicy?
 
     /// Inserts an item locally and queues its insert; an item without an `id` gets one.
     ///
@@ -69,6 +71,7 @@ public struct SyncTable<Item: Codable & Sendable>: Sendable {
     /// - Throws: ``LocalWriteError`` when the item does not exist locally.
     public func delete(_ item: Item) async throws {
         _ = try await client.context.write(.delete, [try ItemCoder.json(item)], in: name)
+        try await client.context.removeUnnamedAttachments()
     }
 
     /// Deletes the item with `id` locally and queues its delete.
@@ -77,6 +80,7 @@ public struct SyncTable<Item: Codable & Sendable>: Sendable {
     /// - Throws: ``LocalWriteError`` when the item does not exist locally.
     public func delete(id: ItemID) async throws {
         _ = try await client.context.write(.delete, [.object(["id": .string(id.rawValue)])], in: name)
+        try await client.context.removeUnnamedAttachments()
     }
 
     /// One item from the local store.
@@ -193,14 +197,17 @@ public struct SyncTable<Item: Codable & Sendable>: Sendable {
     ///   - progress: Called after each page with the rows applied so far and the total when known.
     /// - Returns: What the pull did.
     /// - Throws: ``PullError``; ``AccountError`` when the token is for another account than the store's (nothing
-    ///   sent); `ValueError` before anything is sent when a key path of `query` names no field.
+    ///   sent); `ValueError` before anything is sent when a key path of `query` names no field. With an
+    ///   ``AttachmentPolicy/Download/afterPull`` policy, the pulled rows' files are then downloaded: ``AttachmentError``
+    ///   or ``ServerUnavailableError`` when one cannot be (the rows are kept; the next pull tries again).
     @discardableResult
     public func pull(
         _ query: TableQuery<Item> = TableQuery(), queryID: QueryID? = nil,
         progress: (@Sendable (PullProgress) -> Void)? = nil
     ) async throws -> PullSummary {
         let filter = try query.checked().filter
-        return try await client.activity.pull(name) { report in
+        try await recordAttachmentFields()
+        let summary = try await client.activity.pull(name) { report in
             try await client.context.pull(
                 name, filter: filter, queryID: queryID, pageSize: client.configuration.pullPageSize,
                 maxPageSize: client.configuration.maxPullPageSize, ahead: client.configuration.pullsAhead,
@@ -209,6 +216,10 @@ public struct SyncTable<Item: Codable & Sendable>: Sendable {
                     progress?(page)
                 })
         }
+        if let policy = attachmentPolicy, policy.download == .afterPull {
+            try await client.context.prefetchAttachments(in: name, fields: policy.fields)
+        }
+        return summary
     }
 
     /// Pulls as ``pull(_:queryID:progress:)`` does, reporting progress as a stream: one element per

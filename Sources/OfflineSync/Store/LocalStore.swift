@@ -1,3 +1,4 @@
+import Foundation
 import SyncCore
 import SyncOData
 
@@ -32,8 +33,11 @@ protocol LocalStore: Sendable {
     ///   `CancellationError` when the task is cancelled while waiting (the lock was not taken).
     func withPushLock<T: Sendable>(_ body: @Sendable () async throws -> T) async throws -> T
 
+    /// The folder of the files attached to rows (made when first needed).
+    var attachmentDirectory: URL { get }
+
     /// Erases everything the store holds — every table's rows, the queue, operation errors, cursors, items to
-    /// fetch again and settings — so that no byte of it is left in the store's files. `check` runs first, in
+    /// fetch again, settings and attached files — so that no byte of it is left in the store's files. `check` runs first, in
     /// the same transaction: what it throws stops the erase with nothing erased.
     ///
     /// - Parameter check: Reads the store before it is erased (a sign-out refuses while changes wait).

@@ -16,7 +16,7 @@ class LocalStoreReader {
     }
 
     /// Whether the sync table has a row table yet (reads of a table never written are empty).
-    fileprivate func hasRowTable(_ table: TableName) throws -> Bool {
+    func hasRowTable(_ table: TableName) throws -> Bool {
         if store.knownTables.withLock({ $0.contains(table.canonical) }) { return true }
         // Not `db.tableExists`: GRDB's schema cache can outlive a rolled-back CREATE TABLE.
         let statement = try db.cachedStatement(sql: "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?")

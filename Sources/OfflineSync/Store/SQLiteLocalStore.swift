@@ -32,6 +32,9 @@ public final class SQLiteLocalStore: LocalStore {
     let knownTables = Locked<Set<String>>([])
     /// The file whose lock serializes pushes across clients and processes.
     let lockPath: String
+    /// The folder of the files attached to rows (`PATH.attachments`), made when the first one is attached or
+    /// downloaded.
+    let attachmentDirectory: URL
 
     /// Opens (or creates) the store file and migrates it.
     ///
@@ -39,6 +42,7 @@ public final class SQLiteLocalStore: LocalStore {
     /// - Throws: ``LocalStoreError`` when the file cannot be opened or migrated.
     public init(path: String) throws {
         lockPath = path + ".lock"
+        attachmentDirectory = URL(fileURLWithPath: path + ".attachments")
         do {
             pool = try openDatabasePool(path: path)
             try Self.migrator.migrate(pool)
@@ -200,6 +204,27 @@ public final class SQLiteLocalStore: LocalStore {
                     );
                     """)
         }
+        // Files attached to rows (issue 33): each once, by its SHA-256; and the fields that name them.
+        migrator.registerMigration("v3: attachments") { db in
+            try db.execute(
+                sql: """
+                    CREATE TABLE "sync_attachments" (
+                        "hash" TEXT PRIMARY KEY NOT NULL,
+                        "tableName" TEXT NOT NULL,
+                        "size" INTEGER NOT NULL,
+                        "pending" INTEGER NOT NULL,
+                        "cached" INTEGER NOT NULL,
+                        "sequence" INTEGER NOT NULL,
+                        "lastUsed" REAL NOT NULL,
+                        "failure" TEXT
+                    );
+                    CREATE TABLE "sync_attachment_fields" (
+                        "tableName" TEXT NOT NULL,
+                        "field" TEXT NOT NULL,
+                        PRIMARY KEY ("tableName", "field")
+                    );
+                    """)
+        }
         return migrator
     }
 
@@ -282,6 +307,7 @@ public final class SQLiteLocalStore: LocalStore {
                 try db.execute(sql: "VACUUM")
                 _ = try db.checkpoint(.truncate)
             }
+            try? FileManager.default.removeItem(at: attachmentDirectory)
         } catch let error as DatabaseError {
             throw LocalStoreError(operation: "erase", underlying: error)
         }

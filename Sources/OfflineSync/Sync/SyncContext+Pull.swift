@@ -52,6 +52,8 @@ extension SyncContext {
                 try endpoint.account.confirm(in: writer)
                 try writer.setSetting(finished, for: Self.lastPullKey(table))
             }
+            // The files of rows the pull deleted.
+            try await removeUnnamedAttachments()
         } catch SyncStop.unavailable(let error) {
             throw PullError.serverUnavailable(error)
         } catch SyncStop.unauthorized {
@@ -398,5 +400,6 @@ extension SyncContext {
                 if let queryID { try writer.setCursor(nil, for: table, queryID: queryID) }
             }
         }
+        try await removeUnnamedAttachments()
     }
 }

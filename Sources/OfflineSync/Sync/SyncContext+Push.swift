@@ -26,6 +26,8 @@ extension SyncContext {
         var after: Int64?
         logger.debug("Push started")
         do {
+            // A row's change goes only once the files it names are on the server.
+            try await uploadAttachments()
             while true {
                 let position = after
                 let operations = try await store.read { reader in try reader.operations(after: position, limit: 200) }
@@ -57,6 +59,7 @@ extension SyncContext {
         logger.debug(
             "Push finished",
             metadata: [SyncLogKey.operations: "\(result.pushedCount)", SyncLogKey.failed: "\(result.errors.count)"])
+        try await removeUnnamedAttachments()
         if !result.errors.isEmpty {
             logger.info("Push left refused operations", metadata: [SyncLogKey.failed: "\(result.errors.count)"])
             throw PushError.operationsFailed(result)

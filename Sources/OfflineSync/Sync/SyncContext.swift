@@ -12,13 +12,16 @@ actor SyncContext {
     let retry: RetryPolicy
     /// Wall-clock time, for the last successful pull of each table.
     let now: @Sendable () -> Date
+    /// Parts, cache and progress of attached files.
+    let attachmentSettings: AttachmentSettings
     /// The push running now, which the next push waits for.
     private var currentPush: Task<PushResult, any Error>?
 
     init(
         store: any LocalStore, endpoint: TableEndpoint, logger: Logger, conflictHandler: ConflictHandler?,
-        retry: RetryPolicy, now: @escaping @Sendable () -> Date
+        retry: RetryPolicy, now: @escaping @Sendable () -> Date, attachments: AttachmentSettings
     ) {
+        attachmentSettings = attachments
         self.retry = retry
         self.now = now
         self.store = store

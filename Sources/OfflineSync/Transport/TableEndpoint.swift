@@ -46,6 +46,11 @@ struct TableEndpoint: Sendable {
         return URL(string: text) ?? baseURL
     }
 
+    /// The URL of a file attached to `table`'s rows (docs/attachments.md).
+    func attachmentURL(_ table: TableName, hash: String) -> URL {
+        url(table).appendingPathComponent("attachments").appendingPathComponent(hash)
+    }
+
     /// `tables/NAME[/ID]`: the path of a table or item relative to the base URL (for a batch's operations).
     func path(_ table: TableName, id: ItemID? = nil) -> String {
         "tables/" + table.rawValue + (id.map { "/" + ODataQuery.percentEncode($0.rawValue) } ?? "")
@@ -72,12 +77,12 @@ struct TableEndpoint: Sendable {
     /// The URL of the batch endpoint (docs/batch.md).
     var batchURL: URL { baseURL.appendingPathComponent("batch") }
 
-    /// Sends a request; a 401 is retried once with a refreshed token. Each token is checked against the store's
+    /// Sends a request — with a JSON `body`, or `data` of `contentType` — ; a 401 is retried once with a refreshed token. Each token is checked against the store's
     /// account first (``AccountGuard``): one for another account sends nothing and throws ``AccountError``.
     /// `extraHeaders` are sent too, unless the protocol sets the same field.
     func send(
-        _ method: String, _ url: URL, body: JSONValue? = nil, ifMatch: Version? = nil, features: [String],
-        extraHeaders: [String: String] = [:]
+        _ method: String, _ url: URL, body: JSONValue? = nil, data: Data? = nil, contentType: String? = nil,
+        ifMatch: Version? = nil, features: [String], extraHeaders: [String: String] = [:]
     ) async throws -> HTTPResponseData {
         let installation = try await installationID.value()
         var token = try await tokenProvider?(false)
@@ -91,13 +96,14 @@ struct TableEndpoint: Sendable {
                 "X-ZUMO-VERSION": Self.userAgent, "Accept": "application/json",
             ]) { _, ours in ours }
             if body != nil { headers["Content-Type"] = "application/json" }
+            if data != nil, let contentType { headers["Content-Type"] = contentType }
             if let ifMatch { headers["If-Match"] = ifMatch.entityTag }
             if let token {
                 let authorization = wire.authorization(token)
                 headers[authorization.field] = authorization.value
             }
             let request = HTTPRequestData(
-                method: method, url: url, headers: headers, body: body?.serializedData(), timeout: timeout)
+                method: method, url: url, headers: headers, body: body?.serializedData() ?? data, timeout: timeout)
             logger.trace("HTTP request", metadata: [SyncLogKey.method: "\(method)", SyncLogKey.url: "\(url.path)"])
             let response = try await transport.send(request)
             logger.trace("HTTP response", metadata: [SyncLogKey.status: "\(response.status)"])

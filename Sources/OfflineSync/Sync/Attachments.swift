@@ -1,0 +1,236 @@
+public import Foundation
+public import SyncCore
+
+#if canImport(CryptoKit)
+    import CryptoKit
+#else
+    import Crypto
+#endif
+
+/// A file attached to a row: the row's field holds ``hash``, the SHA-256 of the file's bytes, so the same bytes are
+/// stored and sent once (docs/attachments.md).
+public struct Attachment: Sendable, Hashable, Codable {
+    /// The SHA-256 of the bytes, 64 lowercase hex digits: what the row's field holds.
+    public var hash: String
+    /// The size in bytes.
+    public var size: Int
+
+    /// Creates an attachment's description.
+    ///
+    /// - Parameters:
+    ///   - hash: The SHA-256 of the bytes.
+    ///   - size: The size in bytes.
+    public init(hash: String, size: Int) {
+        self.hash = hash
+        self.size = size
+    }
+
+    /// Whether `text` is a SHA-256 as rows hold it: 64 lowercase hex digits.
+    static func isHash(_ text: String) -> Bool {
+        text.utf8.count == 64 && text.utf8.allSatisfy { (0x30...0x39).contains($0) || (0x61...0x66).contains($0) }
+    }
+}
+
+/// Which files of a table's rows a pull downloads (``SyncClient/syncTable(_:of:attachments:)``).
+public struct AttachmentPolicy: Sendable, Hashable {
+    /// When files are downloaded.
+    public enum Download: Sendable, Hashable {
+        /// When the app asks for one (``SyncTable/file(for:field:progress:)``). The default.
+        case onDemand
+        /// Right after each pull of the table, for every row it holds, within the cache's limit
+        /// (``SyncClient/Configuration/attachmentCacheLimit``): for data a user must have offline.
+        case afterPull
+    }
+
+    /// The fields whose values name files.
+    public var fields: Set<String>
+    /// When their files are downloaded.
+    public var download: Download
+
+    /// A policy.
+    ///
+    /// - Parameters:
+    ///   - fields: The fields whose values name files.
+    ///   - download: When their files are downloaded; on demand by default.
+    public init(fields: Set<String>, download: Download = .onDemand) {
+        self.fields = fields
+        self.download = download
+    }
+}
+
+/// How far files have moved: reported after each part sent or received
+/// (``SyncClient/Configuration/onTransferProgress``).
+public struct TransferProgress: Sendable, Hashable {
+    /// Which way.
+    public enum Direction: Sendable, Hashable {
+        /// Files going to the server (a push).
+        case upload
+        /// Files coming from it.
+        case download
+    }
+
+    /// Which way.
+    public var direction: Direction
+    /// The file moving now.
+    public var hash: String
+    /// Its bytes moved so far (those the server already held count as moved).
+    public var completedBytes: Int
+    /// Its size.
+    public var totalBytes: Int
+    /// The files of this transfer done so far.
+    public var completedFiles: Int
+    /// The files of this transfer.
+    public var totalFiles: Int
+}
+
+/// Why a file could not be attached, read or moved.
+public struct AttachmentError: Error, Sendable, Hashable, CustomStringConvertible {
+    /// What went wrong.
+    public enum Code: String, Sendable, Hashable {
+        /// The row has no such item, or the field names no file.
+        case noFile
+        /// The field's value is not a SHA-256.
+        case notAHash
+        /// The server has no file by that hash that this user may read.
+        case notOnServer
+        /// The bytes that came did not hash to the name: nothing was kept.
+        case corrupt
+        /// The server refused the file for good (too large, not allowed); it is not sent again.
+        case refused
+        /// A local file could not be read or written.
+        case file
+    }
+
+    /// What went wrong.
+    public var code: Code
+    /// The file, when known.
+    public var hash: String?
+    /// One readable sentence.
+    public var message: String
+
+    /// One line.
+    public var description: String { message }
+}
+
+/// The files of a store's folder: named by their hash, written whole before they get that name.
+struct AttachmentFiles: Sendable {
+    let directory: URL
+
+    /// The file of `hash` (present or not).
+    func url(_ hash: String) -> URL { directory.appendingPathComponent(hash) }
+    /// The download under way of `hash`.
+    func partURL(_ hash: String) -> URL { directory.appendingPathComponent(hash + ".part") }
+
+    func makeDirectory() throws {
+        do { try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true) } catch {
+            throw AttachmentError(
+                code: .file, hash: nil, message: "Cannot make the attachments folder \(directory.path): \(error)")
+        }
+    }
+
+    func exists(_ hash: String) -> Bool { FileManager.default.fileExists(atPath: url(hash).path) }
+
+    /// The size of the file at `url`, or nil.
+    static func size(_ url: URL) -> Int? {
+        (try? FileManager.default.attributesOfItem(atPath: url.path)[.size] as? NSNumber)?.intValue
+    }
+
+    /// Stores `data` under its hash: written to a temporary file, synced, then renamed, so the name always holds the
+    /// whole file.
+    func store(_ data: Data) throws -> Attachment {
+        try makeDirectory()
+        let hash = Self.hex(SHA256.hash(data: data))
+        if !exists(hash) {
+            let temporary = directory.appendingPathComponent(UUID().uuidString + ".tmp")
+            do {
+                try data.write(to: temporary)
+                try place(temporary, as: hash)
+            } catch {
+                try? FileManager.default.removeItem(at: temporary)
+                throw AttachmentError(code: .file, hash: hash, message: "Cannot store the attachment: \(error)")
+            }
+        }
+        return Attachment(hash: hash, size: data.count)
+    }
+
+    /// Copies the file at `source` under its hash, reading it in pieces (so memory stays flat for any size).
+    func store(contentsOf source: URL) throws -> Attachment {
+        try makeDirectory()
+        let temporary = directory.appendingPathComponent(UUID().uuidString + ".tmp")
+        do {
+            guard FileManager.default.createFile(atPath: temporary.path, contents: nil) else {
+                throw CocoaError(.fileWriteUnknown)
+            }
+            let input = try FileHandle(forReadingFrom: source)
+            defer { try? input.close() }
+            let output = try FileHandle(forWritingTo: temporary)
+            defer { try? output.close() }
+            var hasher = SHA256()
+            var size = 0
+            while let piece = try input.read(upToCount: 1 << 20), !piece.isEmpty {
+                hasher.update(data: piece)
+                try output.write(contentsOf: piece)
+                size += piece.count
+            }
+            try output.synchronize()
+            let hash = Self.hex(hasher.finalize())
+            if exists(hash) {
+                try FileManager.default.removeItem(at: temporary)
+            } else {
+                try place(temporary, as: hash)
+            }
+            return Attachment(hash: hash, size: size)
+        } catch {
+            try? FileManager.default.removeItem(at: temporary)
+            throw AttachmentError(
+                code: .file, hash: nil, message: "Cannot attach \(source.path): \(error.localizedDescription)")
+        }
+    }
+
+    /// Gives a complete, synced file its name.
+    func place(_ file: URL, as hash: String) throws {
+        let handle = try FileHandle(forWritingTo: file)
+        try handle.synchronize()
+        try handle.close()
+        if exists(hash) { try FileManager.default.removeItem(at: url(hash)) }
+        try FileManager.default.moveItem(at: file, to: url(hash))
+    }
+
+    /// The SHA-256 of the file at `url`, read in pieces.
+    static func hash(of url: URL) throws -> String {
+        let handle = try FileHandle(forReadingFrom: url)
+        defer { try? handle.close() }
+        var hasher = SHA256()
+        while let piece = try handle.read(upToCount: 1 << 20), !piece.isEmpty { hasher.update(data: piece) }
+        return hex(hasher.finalize())
+    }
+
+    static func hex(_ digest: SHA256.Digest) -> String {
+        digest.map { String(format: "%02x", $0) }.joined()
+    }
+
+    /// Reads `count` bytes of the file of `hash` from `offset`.
+    func read(_ hash: String, offset: Int, count: Int) throws -> Data {
+        let handle = try FileHandle(forReadingFrom: url(hash))
+        defer { try? handle.close() }
+        try handle.seek(toOffset: UInt64(offset))
+        return try handle.read(upToCount: count) ?? Data()
+    }
+
+    /// Removes the file of `hash` and any download of it under way.
+    func remove(_ hash: String) {
+        try? FileManager.default.removeItem(at: url(hash))
+        try? FileManager.default.removeItem(at: partURL(hash))
+    }
+
+    /// Removes what a crash left: temporary copies of attachments never stored, older than an hour (a younger one may
+    /// be an attach under way).
+    func removeLeftovers(now: Date) {
+        let names = (try? FileManager.default.contentsOfDirectory(atPath: directory.path)) ?? []
+        for name in names where name.hasSuffix(".tmp") {
+            let file = directory.appendingPathComponent(name)
+            let modified = (try? FileManager.default.attributesOfItem(atPath: file.path))?[.modificationDate] as? Date
+            if let modified, now.timeIntervalSince(modified) > 3_600 { try? FileManager.default.removeItem(at: file) }
+        }
+    }
+}
