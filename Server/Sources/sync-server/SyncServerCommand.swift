@@ -142,6 +142,13 @@ struct Serve: AsyncParsableCommand {
     @Option(help: "The largest request body accepted, in bytes (also of a batch).")
     var maxBodySize = 1 << 20
 
+    @Option(
+        help: "The largest attached file accepted, in bytes (tables' \"attachments\" columns; docs/attachments.md).")
+    var maxAttachmentSize = AttachmentSettings().maxSize
+
+    @Option(help: "The folder of attached files on SQLite (default: beside the database file, DATABASE.attachments).")
+    var attachmentsDir: String?
+
     @Option(help: "The most open connections; more are answered 503. (default: 10000, or the open-file limit - 512)")
     var maxConnections: Int?
 
@@ -207,6 +214,8 @@ struct Serve: AsyncParsableCommand {
         configuration.checksAPIVersion = !skipVersionCheck
         configuration.acceptsVersionQueryForChanges = allowVersionQueryForChanges
         configuration.maxBodySize = maxBodySize
+        configuration.attachments.maxSize = maxAttachmentSize
+        configuration.attachments.directory = attachmentsDir
         configuration.offersBatch = !noBatch
         configuration.compressionMinimumSize = noCompression ? nil : max(0, compressFrom)
         guard let consoleMode = ConsoleMode(rawValue: console) else {
@@ -234,7 +243,8 @@ struct Serve: AsyncParsableCommand {
             for (value, name) in [
                 (configuration.connectionLimits.maxConnections, "--max-connections"),
                 (maxRequestLine, "--max-request-line"), (maxHeaderSize, "--max-header-size"),
-                (maxBodySize, "--max-body-size"), (maxOrderbyKeys, "--max-orderby-keys"),
+                (maxBodySize, "--max-body-size"), (maxAttachmentSize, "--max-attachment-size"),
+                (maxOrderbyKeys, "--max-orderby-keys"),
                 (maxFilterWork, "--max-filter-work"), (maxPageBytes, "--max-page-bytes"),
             ] where value < 1 {
                 throw ConfigurationError("\(name) must be at least 1")

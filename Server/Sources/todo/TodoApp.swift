@@ -2,12 +2,14 @@ import ArgumentParser
 import Foundation
 import OfflineSync
 
-/// The tutorial's item; on a server with shared lists, the list it belongs to.
+/// The tutorial's item; on a server with shared lists, the list it belongs to; on one that keeps files
+/// (docs/attachments.md), the SHA-256 of the file attached to it.
 struct TodoItem: Codable, Sendable {
     var id: String
     var text: String
     var complete: Bool
     var listId: String?
+    var file: String?
     var version: String?
     var updatedAt: Date?
 }
@@ -119,7 +121,9 @@ struct TodoApp {
     static let queryID: QueryID = "allTodoItems"
 
     var items: SyncTable<TodoItem> {
-        get throws { try client.syncTable("TodoItem", of: TodoItem.self) }
+        get throws {
+            try client.syncTable("TodoItem", of: TodoItem.self, attachments: AttachmentPolicy(fields: ["file"]))
+        }
     }
 
     var lists: SyncTable<TodoList> {
@@ -211,6 +215,7 @@ enum Output {
             "id": .string(item.id), "text": .string(item.text), "complete": .bool(item.complete),
             "updatedAt": item.updatedAt.map { .string(WireDate($0).description) } ?? .null,
             "version": item.version.map(JSONValue.string) ?? .null,
+            "file": item.file.map(JSONValue.string) ?? .null,
         ]
     }
 

@@ -15,7 +15,7 @@ struct TodoCommand: AsyncParsableCommand {
         subcommands: [
             Add.self, List.self, Complete.self, Reopen.self, Edit.self, Delete.self, Sync.self, Push.self, Pull.self,
             Pending.self, Conflicts.self, Resolve.self, Purge.self, Status.self, Watch.self, Signout.self, Lists.self,
-            Share.self, Unshare.self,
+            Share.self, Unshare.self, Attach.self, Open.self,
         ])
 
     @OptionGroup var options: GlobalOptions
@@ -88,7 +88,8 @@ struct List: AsyncParsableCommand {
                 try await app.lists.items().map { ($0.id, $0.name) }, uniquingKeysWith: { first, _ in first })
             for item in items {
                 let list = item.listId.map { "  [\(names[$0] ?? "a list no longer shared")]" } ?? ""
-                print("\(TodoApp.short(item.id))  \(item.complete ? "✓" : " ")  \(item.text)\(list)")
+                let file = item.file == nil ? "" : "  [file]"
+                print("\(TodoApp.short(item.id))  \(item.complete ? "✓" : " ")  \(item.text)\(list)\(file)")
             }
         }
     }
@@ -141,6 +142,62 @@ struct Delete: AsyncParsableCommand {
             let item = try await app.item(matching: id)
             try await app.items.delete(item)
             print("Deleted \(TodoApp.short(item.id))  \(item.text)")
+        }
+    }
+}
+
+struct Attach: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Attach a file to an item (works offline; the next sync uploads it before the item's change).")
+    @OptionGroup var options: GlobalOptions
+    @Argument(help: "The item's id, or any unique prefix of it.") var id: String
+    @Argument(help: "The file.") var file: String
+
+    func run() async throws {
+        let path = (file as NSString).expandingTildeInPath
+        guard FileManager.default.isReadableFile(atPath: path) else { throw ValidationError("Cannot read \(file)") }
+        try await perform(options) { app in
+            let item = try await app.item(matching: id)
+            let attachment = try await app.items.attach(
+                contentsOf: URL(fileURLWithPath: path), to: ItemID(item.id), field: "file")
+            print(
+                "Attached \((file as NSString).lastPathComponent) (\(attachment.size) bytes, sha256 \(attachment.hash.prefix(12))…) "
+                    + "to \(TodoApp.short(item.id))  \(item.text)")
+        }
+    }
+}
+
+struct Open: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Write out the file attached to an item (downloaded first when this device does not have it).")
+    @OptionGroup var options: GlobalOptions
+    @Argument(help: "The item's id, or any unique prefix of it.") var id: String
+    @Option(name: .shortAndLong, help: "Where to write it (default: the item's id in the current folder).")
+    var output: String?
+
+    func run() async throws {
+        try await perform(options) { app in
+            let item = try await app.item(matching: id)
+            let source: URL?
+            do {
+                source = try await app.items.file(for: ItemID(item.id), field: "file") { progress in
+                    guard Output.isTerminal else { return }
+                    FileHandle.standardError.write(
+                        Data("\rDownloading: \(progress.completedBytes) of \(progress.totalBytes) bytes".utf8))
+                }
+            } catch let error as AttachmentError {
+                throw TodoError(error.description)
+            } catch let error as ServerUnavailableError {
+                throw TodoError("\(error) — the file is not on this device yet; try again online", exitCode: 3)
+            }
+            guard let source else { throw TodoError("\(TodoApp.short(item.id)) has no file: `todo attach ID FILE`") }
+            let target = URL(
+                fileURLWithPath: (output.map { ($0 as NSString).expandingTildeInPath } ?? TodoApp.short(item.id)))
+            if FileManager.default.fileExists(atPath: target.path) { try FileManager.default.removeItem(at: target) }
+            try FileManager.default.copyItem(at: source, to: target)
+            if Output.isTerminal { FileHandle.standardError.write(Data("\r".utf8)) }
+            let size = (try? FileManager.default.attributesOfItem(atPath: target.path)[.size] as? NSNumber)?.intValue
+            print("Wrote \(target.path) (\(size ?? 0) bytes)")
         }
     }
 }
