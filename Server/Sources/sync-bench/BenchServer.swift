@@ -77,11 +77,12 @@ struct BenchServer {
     static let secret = "sync-bench-secret-0123456789abcdef"
 
     /// Runs `body` while the server serves `database`, its PostgreSQL writes stamped as `stamping` says;
-    /// with `perUser`, `TodoItem` is a per-user table and requests need tokens signed with ``secret``.
+    /// with `perUser`, `TodoItem` is a per-user table and requests need tokens signed with ``secret``; with
+    /// `attachments`, its `file` column names files (up to 2 GB).
     static func run<T: Sendable>(
         _ database: DatabaseLocation, stamping: PostgresTableStore.Stamping = .serialized, perUser: Bool = false,
         shared: Bool = false, pageSize: Int = 1000, compressing: Bool = false, hooks: TableHooks? = nil,
-        _ body: @Sendable (BenchServer) async throws -> T
+        attachments: Bool = false, _ body: @Sendable (BenchServer) async throws -> T
     ) async throws -> T {
         var configuration = SyncServerConfiguration()
         configuration.hooks = hooks.map { ["TodoItem": $0] } ?? [:]
@@ -91,6 +92,10 @@ struct BenchServer {
         configuration.compressionMinimumSize = compressing ? 1024 : nil
         var table = try todoItem(pageSize: pageSize)
         table.perUser = perUser
+        if attachments {
+            table.attachmentColumns = ["file"]
+            configuration.attachments.maxSize = 2_000_000_000
+        }
         configuration.tables = [table]
         if shared { configuration.tables = try sharedTables(pageSize: pageSize) }
         if perUser || shared { configuration.auth = AuthConfiguration(hs256Secret: secret) }

@@ -18,7 +18,7 @@ struct SyncBenchCommand: AsyncParsableCommand {
 
     @Option(
         help:
-            "Run only this case (local.insert, local.query, pull.initial, pull.incremental, pull.noop, push.sequential, server.page, server.page.gzip, server.page.large, server.page.large.gzip, server.write.hook, server.write.aftercommit, memory.pull, live.latency, live.subscribers, share.join, share.removal; with --database: server.page.pg, pull.initial.pg, server.write.pg, server.write.peruser.pg, server.write.aftercommit.pg, server.page.shared.pg, server.write.shared.pg; with --link: push.batch, push.sequential, pull.initial, pull.initial.plain, sync.firstrun, sync.catchup)."
+            "Run only this case (local.insert, local.query, pull.initial, pull.incremental, pull.noop, push.sequential, server.page, server.page.gzip, server.page.large, server.page.large.gzip, server.write.hook, server.write.aftercommit, memory.pull, live.latency, live.subscribers, share.join, share.removal, attachments.upload, attachments.download, attachments.resume, attachments.memory; with --database: server.page.pg, pull.initial.pg, server.write.pg, server.write.peruser.pg, server.write.aftercommit.pg, server.page.shared.pg, server.write.shared.pg; with --link: push.batch, push.sequential, pull.initial, pull.initial.plain, sync.firstrun, sync.catchup, attachments.upload, attachments.download)."
     )
     var only: String?
 
@@ -39,6 +39,8 @@ struct SyncBenchCommand: AsyncParsableCommand {
 
     @Option(help: .hidden) var memoryChild: String?
 
+    @Option(help: .hidden) var attachmentChild: String?
+
     @Option(help: .hidden) var followersChild: String?
 
     @Option(help: .hidden) var followers = 1000
@@ -49,7 +51,7 @@ struct SyncBenchCommand: AsyncParsableCommand {
     @Option(
         help: """
             Instead of the loopback cases, run the link cases (push.batch, push.sequential, pull.initial, \
-            pull.initial.plain, sync.firstrun, sync.catchup) through a \
+            pull.initial.plain, sync.firstrun, sync.catchup, attachments.upload, attachments.download) through a \
             proxy that simulates a link: lan (no shaping), 4g (60 ms RTT, 20 Mbit/s down, 5 up) or 3g (150 ms RTT, \
             2 down, 0.5 up).
             """)
@@ -65,6 +67,9 @@ struct SyncBenchCommand: AsyncParsableCommand {
         let rows = self.rows ?? (quick ? 20_000 : 100_000)
         if let memoryChild, let url = URL(string: memoryChild) {
             return try await Cases.memoryChild(url: url, rows: rows, transport: transport, directory: directory)
+        }
+        if let attachmentChild, let url = URL(string: attachmentChild) {
+            return try await Cases.attachmentChild(url: url, size: rows, transport: transport, directory: directory)
         }
         if let followersChild, let url = URL(string: followersChild) {
             return try await Cases.followersChild(url: url, count: followers)
@@ -100,6 +105,11 @@ struct SyncBenchCommand: AsyncParsableCommand {
             }
             if wanted("sync.firstrun") { results.append(try await cases.linkFirstRun(profile, rows: rows)) }
             if wanted("sync.catchup") { results.append(try await cases.linkCatchUp(profile, rows: rows)) }
+            if wanted("attachments.upload", "attachments.download") {
+                results += try await cases.attachmentTransfers(link: profile).filter {
+                    only == nil || $0.name.hasPrefix(only! + "@")
+                }
+            }
         } else {
             if wanted("local.insert") { results.append(try await cases.localInsert()) }
             if wanted("pull.initial", "pull.noop", "pull.incremental", "local.query") {
@@ -119,6 +129,11 @@ struct SyncBenchCommand: AsyncParsableCommand {
             results += try await cases.sharing(rows: rows) { only == nil || only == $0 }
             if wanted("live.latency") { results += try await cases.liveLatency() }
             if wanted("live.subscribers") { results += try await cases.liveSubscribers() }
+            if wanted("attachments.upload", "attachments.download") {
+                results += try await cases.attachmentTransfers().filter { wanted($0.name) }
+            }
+            if wanted("attachments.resume") { results.append(try await cases.attachmentResume()) }
+            if wanted("attachments.memory") { results.append(try await cases.attachmentMemory()) }
             if let database {
                 results += try await cases.postgres(url: database, rows: rows) { only == nil || only == $0 }
                 results += try await cases.sharingPostgres(url: database, rows: rows) { only == nil || only == $0 }

@@ -57,6 +57,10 @@ import Testing
             let rest = try await client.upload(path, bytes[1_000_000...], range: "bytes 1000000-2999999/3000000")
             #expect(
                 rest.status == .created && rest.json?["sha256"]?.stringValue == hash && rest.json?["size"] == 3_000_000)
+            let lastAgain = try await client.upload(path, bytes[2_000_000...], range: "bytes 2000000-2999999/3000000")
+            #expect(
+                lastAgain.status == .ok && lastAgain["Upload-Offset"] == "3000000",
+                "the last part again (its reply lost) is answered as the end, not as an upload to start over")
             let held = try await client.send(.head, path)
             #expect(
                 held.status == .ok && held.headers[.contentLength] == "3000000" && held.headers[.eTag] == "\"\(hash)\"")

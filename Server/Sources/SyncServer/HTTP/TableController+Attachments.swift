@@ -172,6 +172,13 @@ extension TableController {
         } else {
             restart = true
         }
+        // A file the caller may read is here already — the reply of its last part was lost, or its row is readable:
+        // any part of it is answered as the end of the upload, and its bytes are not read.
+        if let size = try await attachments.store.size(of: hash),
+            (try? await mayRead(hash, schema, attachments.store, context)) == true
+        {
+            return completed(hash, size: size, stored: false, request)
+        }
         if let total, total > attachments.maxSize {
             throw APIError(.contentTooLarge, "An attachment has at most \(attachments.maxSize) bytes")
         }
@@ -190,12 +197,17 @@ extension TableController {
         case .partial(let received):
             return Response(status: .noContent, headers: [Self.uploadOffsetHeader: String(received)])
         case .complete(let size, let stored):
-            var response = JSONResponse.make(
-                stored ? .created : .ok, ["sha256": .string(hash.hex), "size": .int(Int64(size))])
-            response.headers[Self.uploadOffsetHeader] = String(size)
-            response.headers[.location] = baseURL(request) + request.uri.path
-            return response
+            return completed(hash, size: size, stored: stored, request)
         }
+    }
+
+    /// The answer to the upload that completes a file: 201 when it was stored now, 200 when it was held.
+    private func completed(_ hash: AttachmentHash, size: Int, stored: Bool, _ request: Request) -> Response {
+        var response = JSONResponse.make(
+            stored ? .created : .ok, ["sha256": .string(hash.hex), "size": .int(Int64(size))])
+        response.headers[Self.uploadOffsetHeader] = String(size)
+        response.headers[.location] = baseURL(request) + request.uri.path
+        return response
     }
 
     /// Checks that the caller may upload to the table: they may insert into it or update it. Throws `refusal`, if
