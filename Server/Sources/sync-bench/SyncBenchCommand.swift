@@ -133,7 +133,7 @@ struct SyncBenchCommand: AsyncParsableCommand {
                 results += try await cases.attachmentTransfers().filter { wanted($0.name) }
             }
             if wanted("attachments.resume") { results.append(try await cases.attachmentResume()) }
-            if wanted("attachments.memory") { results.append(try await cases.attachmentMemory()) }
+            if wanted("attachments.memory") { results += try await cases.attachmentMemory() }
             if let database {
                 results += try await cases.postgres(url: database, rows: rows) { only == nil || only == $0 }
                 results += try await cases.sharingPostgres(url: database, rows: rows) { only == nil || only == $0 }

@@ -192,6 +192,39 @@ import Testing
         }
     }
 
+    /// A download cut after two of its five parts goes on from the third, and the file is checked whole.
+    @Test func aDownloadCutMidwayResumesFromWhatArrived() async throws {
+        try await Self.withServer { url, workspace in
+            let photo = Self.bytes(5_000_000, seed: 6)
+            let phone = try await Self.client(url, workspace, "phone.sqlite", Faulty())
+            let inspections = try phone.syncTable("Inspection", of: Inspection.self)
+            try await inspections.insert(Inspection(id: "i1", title: "Roof"))
+            try await inspections.attach(photo, to: ItemID("i1"), field: "photo")
+            try await phone.push()
+
+            let transport = Faulty()
+            let tablet = try await Self.client(url, workspace, "tablet.sqlite", transport) { $0.retryLimit = 0 }
+            let theirs = try tablet.syncTable("Inspection", of: Inspection.self)
+            try await theirs.pull()
+            let parts = Locked(0)
+            transport.cutBefore.withLock {
+                $0 = { request in
+                    request.headers["Range"] != nil
+                        && parts.withLock {
+                            $0 += 1; return $0 == 3
+                        }
+                }
+            }
+            await #expect(throws: ServerUnavailableError.self) {
+                try await theirs.file(for: ItemID("i1"), field: "photo")
+            }
+            let gets = transport.count("GET")
+            let file = try #require(try await theirs.file(for: ItemID("i1"), field: "photo"))
+            #expect(try Data(contentsOf: file) == photo)
+            #expect(transport.count("GET") - gets == 3, "parts 3 to 5 only")
+        }
+    }
+
     @Test func aFileTheServerRefusesParksOnlyTheChangeThatNamesIt() async throws {
         try await Self.withServer(configure: { $0.attachments.maxSize = 1_000_000 }) { url, workspace in
             let transport = Faulty()

@@ -94,7 +94,7 @@ public final class SyncClient: Sendable {
         /// The largest part of a file sent or asked for in one request: an upload or download cut short resumes from
         /// the last whole part (at most this much is sent again), and a part is all of a file the client holds in
         /// memory at once. Default 4 MiB.
-        public var attachmentChunkSize = 4 << 20
+        public var attachmentChunkSize = 2 << 20
         /// The most bytes of downloaded (or already uploaded) files the store keeps; past it the least recently used
         /// are removed, and downloaded again when asked for. Files waiting to be uploaded are never removed and do
         /// not count. Default 512 MiB.

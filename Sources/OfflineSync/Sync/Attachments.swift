@@ -187,22 +187,22 @@ struct AttachmentFiles: Sendable {
         }
     }
 
-    /// Gives a complete, synced file its name.
-    func place(_ file: URL, as hash: String) throws {
-        let handle = try FileHandle(forWritingTo: file)
-        try handle.synchronize()
-        try handle.close()
+    /// Gives a complete file its name; `synced` says whether its bytes are on the disk already.
+    func place(_ file: URL, as hash: String, synced: Bool = false) throws {
+        if !synced {
+            let handle = try FileHandle(forWritingTo: file)
+            try handle.synchronize()
+            try handle.close()
+        }
         if exists(hash) { try FileManager.default.removeItem(at: url(hash)) }
         try FileManager.default.moveItem(at: file, to: url(hash))
     }
 
-    /// The SHA-256 of the file at `url`, read in pieces.
-    static func hash(of url: URL) throws -> String {
+    /// Feeds the bytes of the file at `url` to `hasher`, read in pieces.
+    static func hash(of url: URL, into hasher: inout SHA256) throws {
         let handle = try FileHandle(forReadingFrom: url)
         defer { try? handle.close() }
-        var hasher = SHA256()
         while let piece = try handle.read(upToCount: 1 << 20), !piece.isEmpty { hasher.update(data: piece) }
-        return hex(hasher.finalize())
     }
 
     static func hex(_ digest: SHA256.Digest) -> String {

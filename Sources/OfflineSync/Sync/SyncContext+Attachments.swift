@@ -3,6 +3,12 @@ import Logging
 import SyncCore
 import SyncOData
 
+#if canImport(CryptoKit)
+    import CryptoKit
+#else
+    import Crypto
+#endif
+
 /// The client's settings for files (from ``SyncClient/Configuration``).
 struct AttachmentSettings: Sendable {
     var chunkSize: Int
@@ -199,6 +205,12 @@ extension SyncContext {
         var log = logger
         log[metadataKey: SyncLogKey.table] = "\(table)"
         var offset = AttachmentFiles.size(part) ?? 0
+        // The bytes are hashed as they come (what an earlier try left, first).
+        var hasher = SHA256()
+        if offset > 0 { try AttachmentFiles.hash(of: part, into: &hasher) }
+        let output = try FileHandle(forWritingTo: part)
+        defer { try? output.close() }
+        try output.seek(toOffset: UInt64(offset))
         var size: Int?
         var restarts = 0
         while size.map({ offset < $0 }) ?? true {
@@ -211,17 +223,24 @@ extension SyncContext {
                 guard let total = reply.header("Content-Range").flatMap(Self.totalOfContentRange),
                     reply.header("Content-Range")?.hasPrefix("bytes \(offset)-") == true
                 else { throw AttachmentError(code: .corrupt, hash: hash, message: "A part of \(hash) came unlabelled") }
-                try append(reply.body, to: part, at: offset)
+                try output.write(contentsOf: reply.body)
+                hasher.update(data: reply.body)
                 offset += reply.body.count
                 size = total
             case 200:
-                try append(reply.body, to: part, at: 0)
+                try output.truncate(atOffset: 0)
+                try output.seek(toOffset: 0)
+                try output.write(contentsOf: reply.body)
+                hasher = SHA256()
+                hasher.update(data: reply.body)
                 offset = reply.body.count
                 size = offset
             case 416 where offset > 0 && restarts == 0:
                 // What an earlier download left is longer than the file: start again.
                 restarts += 1
-                try Data().write(to: part)
+                try output.truncate(atOffset: 0)
+                try output.seek(toOffset: 0)
+                hasher = SHA256()
                 offset = 0
             case 404:
                 throw AttachmentError(
@@ -235,23 +254,15 @@ extension SyncContext {
             }
             report(.download, hash, offset, size ?? offset, index, total, progress)
         }
-        let actual = try AttachmentFiles.hash(of: part)
+        try output.synchronize()
+        let actual = AttachmentFiles.hex(hasher.finalize())
         guard actual == hash else {
             try? FileManager.default.removeItem(at: part)
             throw AttachmentError(
                 code: .corrupt, hash: hash, message: "The bytes of attachment \(hash) hash to \(actual): not kept")
         }
-        try files.place(part, as: hash)
+        try files.place(part, as: hash, synced: true)
         report(.download, hash, offset, offset, index + 1, total, progress)
-    }
-
-    /// Writes `data` at `offset` of `file`, cutting what lay beyond.
-    private nonisolated func append(_ data: Data, to file: URL, at offset: Int) throws {
-        let handle = try FileHandle(forWritingTo: file)
-        defer { try? handle.close() }
-        try handle.truncate(atOffset: UInt64(offset))
-        try handle.seek(toOffset: UInt64(offset))
-        try handle.write(contentsOf: data)
     }
 
     /// The size at the end of `bytes FIRST-LAST/SIZE`.

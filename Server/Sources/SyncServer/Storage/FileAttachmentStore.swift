@@ -81,20 +81,17 @@ final class FileAttachmentStore: AttachmentStore {
                 forWritingAt: FilePath(path), options: .modifyFile(createIfNecessary: true)
             ) { handle in
                 defer { try? stamp(path) }
-                do {
-                    for try await buffer in body {
-                        if let total, position + buffer.readableBytes > total {
-                            throw UploadRefusal.sizeMismatch(received: position)
-                        }
-                        try await handle.write(contentsOf: buffer.readableBytesView, toAbsoluteOffset: Int64(position))
-                        position += buffer.readableBytes
+                // What arrived before a body was cut is kept, to resume from. Parts are not synced one by one: after a
+                // crash the upload holds what reached the disk, and its hash is checked at the end; a stored file is
+                // synced before it gets its name.
+                for try await buffer in body {
+                    if let total, position + buffer.readableBytes > total {
+                        throw UploadRefusal.sizeMismatch(received: position)
                     }
-                } catch {
-                    // What arrived before the body was cut is kept, to resume from.
-                    try? await handle.synchronize()
-                    throw error
+                    try await handle.write(contentsOf: buffer.readableBytesView, toAbsoluteOffset: Int64(position))
+                    position += buffer.readableBytes
                 }
-                try await handle.synchronize()
+                if total.map({ position >= $0 }) ?? true { try await handle.synchronize() }
             }
         } catch let error as FileSystemError {
             throw TableStoreError.unavailable("cannot write the upload of \(hash): \(error.message)")
