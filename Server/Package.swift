@@ -173,6 +173,7 @@ let package = Package(
         .executableTarget(
             name: "sync-chaos",
             dependencies: [
+                .product(name: "Crypto", package: "swift-crypto"),
                 "ChildProcesses",
                 .product(name: "OfflineSyncTesting", package: client),
                 .product(name: "SyncCore", package: client), .product(name: "SyncSQLite", package: client),

@@ -95,6 +95,8 @@ struct BenchServer {
         if attachments {
             table.attachmentColumns = ["file"]
             configuration.attachments.maxSize = 2_000_000_000
+            // The bare PUT of the reference sends 50 MB in one body: 80 s at 4g's 5 Mbit/s up, past the default 60 s.
+            configuration.connectionLimits.bodyTimeout = .seconds(900)
         }
         configuration.tables = [table]
         if shared { configuration.tables = try sharedTables(pageSize: pageSize) }

@@ -24,6 +24,8 @@ struct ChaosCommand: ParsableCommand {
     var perUser = false
     @Flag(help: "Make each device a user of shared lists: it makes a list, shares it and stops sharing it at random.")
     var shared = false
+    @Flag(help: "Attach files of 1–8 MB to items (some devices killed mid-attach or mid-upload); check every file.")
+    var attachments = false
     @Option(
         name: .customLong("protocol"),
         help:
@@ -36,7 +38,9 @@ struct ChaosCommand: ParsableCommand {
     var directory: String?
 
     func validate() throws {
-        guard !(perUser && shared) else { throw ValidationError("--per-user and --shared are two runs") }
+        guard [perUser, shared, attachments].filter({ $0 }).count <= 1 else {
+            throw ValidationError("--per-user, --shared and --attachments are separate runs")
+        }
         guard devices >= 1, devices <= 32 else { throw ValidationError("--devices is 1 to 32") }
         guard steps >= 1, steps <= 10_000 else { throw ValidationError("--steps is 1 to 10000") }
         guard (0...1).contains(faultRate) else { throw ValidationError("--fault-rate is 0 to 1") }
@@ -55,7 +59,7 @@ struct ChaosCommand: ParsableCommand {
             devices: devices, steps: steps, faultRate: faultRate, timeLimit: timeLimit,
             todo: binaries.appendingPathComponent("todo").path,
             server: binaries.appendingPathComponent("sync-server").path, directory: folder, perUser: perUser,
-            shared: shared, protocols: wireProtocol, latencyMilliseconds: latencyMs)
+            shared: shared, attachments: attachments, protocols: wireProtocol, latencyMilliseconds: latencyMs)
         var failed = 0
         for seed in seed {
             let report = try ChaosRun(seed: seed, settings: settings).run()

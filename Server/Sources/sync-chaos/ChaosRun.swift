@@ -1,3 +1,4 @@
+import Crypto
 import Foundation
 import OfflineSyncTesting
 import SyncCore
@@ -29,6 +30,9 @@ struct ChaosRun {
         /// Whether the devices are users of shared lists (docs/examples/shared-lists.json): each makes a list of its
         /// own, shares it with others and stops sharing it; each must end with its user's scope exactly.
         var shared = false
+        /// Whether the devices attach files of 1–8 MB to items (docs/examples/attachments.json), some killed
+        /// mid-attach or mid-upload; each file must end on the server and on every device that opens it, byte-exact.
+        var attachments = false
         /// What the devices speak.
         var protocols = Protocols.v2
         /// The wait the proxy adds to each request it forwards, in milliseconds.
@@ -88,6 +92,12 @@ struct ChaosRun {
             }
             token = users[0]
         }
+        if settings.attachments {
+            let config = directory.appendingPathComponent("server.json")
+            try #"{"tables": [{"name": "TodoItem", "attachments": ["file"]}]}"#
+                .write(to: config, atomically: true, encoding: .utf8)
+            options = ["--config", config.path, "--max-attachment-size", "16000000"]
+        }
         let server = ServerProcess(
             executable: settings.server, port: try Socket.freePort(),
             database: "sqlite:" + directory.appendingPathComponent("server.sqlite").path, options: options,
@@ -104,6 +114,12 @@ struct ChaosRun {
                 store: directory.appendingPathComponent("device-\(index).sqlite").path,
                 url: "http://127.0.0.1:\(proxy.port)", seed: seed &* 1_000_003 &+ UInt64(index), token: users[index],
                 protocol: settings.protocols.of(device: index))
+        }
+        if settings.attachments {
+            for device in devices {
+                device.files = directory.appendingPathComponent("files-\(device.index)")
+                try FileManager.default.createDirectory(at: device.files!, withIntermediateDirectories: true)
+            }
         }
         if settings.shared {
             for device in devices {
@@ -160,6 +176,14 @@ struct ChaosRun {
         } else {
             report.failures += try Self.check(rows: rows, devices: devices)
         }
+        var fileLine: String?
+        if settings.attachments {
+            let (problems, line) = try Self.checkAttachments(
+                server: server, rows: rows, devices: devices,
+                folder: directory.appendingPathComponent("server.sqlite.attachments/files"))
+            report.failures += problems
+            fileLine = line
+        }
         if let stranger, case let seen = try server.rows(token: stranger), !seen.isEmpty {
             report.failures.append("another user sees \(seen.count) of this user's rows")
         }
@@ -182,6 +206,7 @@ struct ChaosRun {
                 + String(format: "%.1f s of chaos, %.1f s in all", chaosSeconds, Date().timeIntervalSince(started)),
             "  result: " + (report.failures.isEmpty ? "PASS" : "FAIL (\(report.failures.count) problem(s))"),
         ]
+        if let fileLine { report.lines.insert(fileLine, at: report.lines.count - 1) }
         return report
     }
 
@@ -263,11 +288,84 @@ struct ChaosRun {
         return "\(device.name) differs from \(what): \(missing) missing, \(surplus) \(extra), \(differing) differing"
     }
 
-    /// What a device left pending or waiting, or nil when nothing.
+    /// What a device left pending or waiting (changes, conflicts, files to upload), or nil when nothing.
     static func leftovers(_ device: Device) throws -> String? {
         let status = try JSONValue(parsing: try device.run(["status", "--json"]).output)
-        guard status["pending"] != 0 || status["conflicts"] != 0 else { return nil }
-        return "\(device.name) left \(status["pending"] ?? .null) pending, \(status["conflicts"] ?? .null) waiting"
+        guard status["pending"] != 0 || status["conflicts"] != 0 || status["filesWaiting"] != 0 else { return nil }
+        return "\(device.name) left \(status["pending"] ?? .null) pending, \(status["conflicts"] ?? .null) waiting, "
+            + "\(status["filesWaiting"] ?? .null) files to upload"
+    }
+
+    /// The checks of a run with files, after settling: every live row's file is on the server, byte-exact; every
+    /// stored file is its hash (each stored once); every device opens every file its items name, byte-exact; and of
+    /// the attaches acknowledged, each is on the server unless its item was deleted or given another file later.
+    /// Returns the problems and the report's line.
+    static func checkAttachments(server: ServerProcess, rows: [JSONValue], devices: [Device], folder: URL) throws
+        -> ([String], String)
+    {
+        var problems: [String] = []
+        func sha256(_ bytes: some DataProtocol) -> String {
+            SHA256.hash(data: bytes).map { String(format: "%02x", $0) }.joined()
+        }
+        let named = Set(rows.filter { !$0.isDeleted }.compactMap { $0["file"]?.stringValue })
+        for hash in named {
+            guard let bytes = try server.attachment(hash) else {
+                problems.append("a live row names \(hash.prefix(12))…, which the server does not serve")
+                continue
+            }
+            if sha256(bytes) != hash { problems.append("the server's \(hash.prefix(12))… is not its bytes") }
+        }
+        let stored = (try? FileManager.default.contentsOfDirectory(atPath: folder.path)) ?? []
+        var storedBytes = 0
+        for name in stored {
+            guard let data = FileManager.default.contents(atPath: folder.appendingPathComponent(name).path) else {
+                continue
+            }
+            storedBytes += data.count
+            if sha256(data) != name { problems.append("the stored file \(name.prefix(12))… is not its bytes") }
+        }
+        var opened = 0
+        for device in devices {
+            let (found, checked) = try device.checkFiles()
+            problems += found
+            opened += checked
+        }
+        let acknowledged = devices.flatMap { device in device.attaches.filter(\.acknowledged) }
+        let live = Dictionary(
+            rows.filter { !$0.isDeleted }.compactMap { row in row["id"]?.stringValue.map { ($0, row) } },
+            uniquingKeysWith: { first, _ in first })
+        var onServer = 0
+        var superseded = 0
+        var ofDeleted = 0
+        for attach in acknowledged {
+            guard let row = live[attach.id] else {
+                ofDeleted += 1
+                continue
+            }
+            if row["file"]?.stringValue == attach.hash {
+                onServer += 1
+                continue
+            }
+            // Only another attach to the item, or a conflict over it (whose resolution may keep a copy without the
+            // file), may replace it: an edit of a device that has the row keeps its file.
+            let later = devices.contains { device in
+                device.attaches.contains { $0.id == attach.id && $0.hash != attach.hash }
+                    || device.conflicted.contains(attach.id)
+            }
+            if later {
+                superseded += 1
+            } else {
+                problems.append("the acknowledged file \(attach.hash.prefix(12))… of \(attach.id.prefix(8)) was lost")
+            }
+        }
+        let started = devices.map(\.attaches.count).reduce(0, +)
+        let bytes = devices.flatMap(\.attaches).filter(\.acknowledged).map(\.size).reduce(0, +)
+        let line =
+            "  files: \(started) attaches started, \(acknowledged.count) acknowledged (\(bytes / 1_000_000) MB); "
+            + "\(onServer) on live rows, \(superseded) replaced by a later attach or a conflict, \(ofDeleted) of deleted items; "
+            + "server holds \(stored.count) (\(storedBytes / 1_000_000) MB), rows name \(named.count); "
+            + "\(opened) opened on devices, byte-exact"
+        return (problems, line)
     }
 
     static func merged(_ counts: [[String: Int]]) -> [String: Int] {
@@ -305,7 +403,7 @@ struct ChaosRun {
                 }
             }
         }
-        // 4. An item only one device wrote to (added, edited, deleted) never conflicts, and ends with
+        // 4. An item only one device wrote to (added, edited, attached to, deleted) never conflicts, and ends with
         //    that device's last acknowledged edit (or a later one that was killed after it committed).
         //    Items are keyed by the 8-character prefix `todo add` prints.
         var writers: [String: Set<Int>] = [:]
@@ -313,6 +411,8 @@ struct ChaosRun {
             for short in device.acknowledgedAdds { writers[short, default: []].insert(device.index) }
             for edit in device.edits { writers[String(edit.id.prefix(8)), default: []].insert(device.index) }
             for id in device.deletes { writers[String(id.prefix(8)), default: []].insert(device.index) }
+            // An attach is a write of the whole item too.
+            for attach in device.attaches { writers[String(attach.id.prefix(8)), default: []].insert(device.index) }
         }
         for device in devices {
             let mine = Dictionary(grouping: device.edits, by: \.id)

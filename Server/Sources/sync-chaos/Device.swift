@@ -1,3 +1,4 @@
+import Crypto
 import Foundation
 import OfflineSyncTesting
 import SyncCore
@@ -34,6 +35,10 @@ final class Device: @unchecked Sendable {  // @unchecked: used by one thread at 
     var unshares = 0
     /// The other devices' users, whom this one shares its list with.
     var others: [String] = []
+    /// In a run with files (``ChaosRun/Settings/attachments``): where the device keeps the files it attaches, and
+    /// each attach started — item, the file's SHA-256, its size, and whether `todo attach` acknowledged it.
+    var files: URL?
+    var attaches: [(id: String, hash: String, size: Int, acknowledged: Bool)] = []
 
     init(
         index: Int, todo: String, store: String, url: String, seed: UInt64, token: String? = nil,
@@ -75,6 +80,7 @@ final class Device: @unchecked Sendable {  // @unchecked: used by one thread at 
     func step() throws {
         let roll = random.nextDouble()
         if user != nil, roll < 0.13 { return try changeSharing(share: roll < 0.06) }
+        if files != nil, roll < 0.15 { return try attach(killAfter: roll < 0.03 ? 20 + Int(random.next() % 200) : nil) }
         switch roll {
         case ..<0.28: try add(killAfter: nil)
         case ..<0.50: try edit(killAfter: nil)
@@ -113,6 +119,57 @@ final class Device: @unchecked Sendable {  // @unchecked: used by one thread at 
         let result = try run(["edit", id, text], killAfter: killAfter)
         if killAfter != nil, result.wasKilled { killedWrites += 1 }
         edits.append((id, text, result.status == 0))
+    }
+
+    /// Attaches a new file of 1–8 MB (seeded bytes) to one of the device's items, maybe killed mid-way.
+    func attach(killAfter: Int?) throws {
+        guard let files else { return }
+        let ids = try items().keys.sorted()
+        guard !ids.isEmpty else { return try add(killAfter: nil) }
+        let id = ids[Int(random.next() % UInt64(ids.count))]
+        let size = 1_000_000 + Int(random.next() % 7_000_001)
+        var bytes = [UInt8](repeating: 0, count: size)
+        bytes.withUnsafeMutableBytes { raw in
+            var index = 0
+            while index < size {
+                var value = random.next()
+                for _ in 0..<min(8, size - index) {
+                    raw[index] = UInt8(truncatingIfNeeded: value)
+                    value >>= 8
+                    index += 1
+                }
+            }
+        }
+        let hash = SHA256.hash(data: bytes).map { String(format: "%02x", $0) }.joined()
+        let file = files.appendingPathComponent(hash)
+        try Data(bytes).write(to: file)
+        let result = try run(["attach", id, file.path], killAfter: killAfter)
+        if killAfter != nil, result.wasKilled { killedWrites += 1 }
+        attaches.append((id, hash, size, result.status == 0))
+        try? FileManager.default.removeItem(at: file)
+    }
+
+    /// Every item of the device that names a file: `todo open` writes it out, and its bytes must hash to its name.
+    /// Returns the problems and the files checked.
+    func checkFiles() throws -> (problems: [String], checked: Int) {
+        let result = try run(["list", "--all", "--json"])
+        guard result.status == 0, let files else { return (["\(name): list failed: \(result.error)"], 0) }
+        var problems: [String] = []
+        var checked = 0
+        for item in try JSONValue(parsing: result.output).arrayValue ?? [] {
+            guard let id = item["id"]?.stringValue, let hash = item["file"]?.stringValue else { continue }
+            let out = files.appendingPathComponent("open-\(checked)")
+            let opened = try run(["open", id, "-o", out.path])
+            defer { try? FileManager.default.removeItem(at: out) }
+            guard opened.status == 0, let data = FileManager.default.contents(atPath: out.path) else {
+                problems.append("\(name): cannot open the file of \(id.prefix(8)): \(opened.error)")
+                continue
+            }
+            let actual = SHA256.hash(data: data).map { String(format: "%02x", $0) }.joined()
+            if actual != hash { problems.append("\(name): the file of \(id.prefix(8)) is not its bytes") }
+            checked += 1
+        }
+        return (problems, checked)
     }
 
     /// The ids of the lists the device holds.

@@ -119,7 +119,7 @@ final class FaultProxy: @unchecked Sendable {  // @unchecked: mutable state behi
         guard let upstream = Socket.connection(port: upstreamPort) else { return }  // the server is down
         defer { close(upstream) }
         guard Socket.write(upstream, request.closingConnection().bytes),
-            let response = Socket.readMessage(upstream)
+            let response = Socket.readMessage(upstream, bodyless: request.startLine.hasPrefix("HEAD "))
         else { return }
         switch fault {
         case .loseReply?:

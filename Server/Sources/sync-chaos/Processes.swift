@@ -161,6 +161,18 @@ final class ServerProcess {
         self.process = nil
     }
 
+    /// The bytes of an attached file, straight from the server, or nil when it answers anything but 200.
+    func attachment(_ hash: String, table: String = "TodoItem") throws -> [UInt8]? {
+        guard let socket = Socket.connection(port: port) else { throw ChaosError("server not reachable") }
+        defer { close(socket) }
+        let request =
+            "GET /tables/\(table)/attachments/\(hash) HTTP/1.1\r\nHost: 127.0.0.1\r\nZUMO-API-VERSION: 2.0.0\r\nConnection: close\r\n\r\n"
+        guard Socket.write(socket, Array(request.utf8)), let response = Socket.readMessage(socket) else {
+            throw ChaosError("server attachment \(hash): no answer")
+        }
+        return response.startLine.contains(" 200 ") ? response.body : nil
+    }
+
     /// Every row of the table (tombstones too), straight from the server, following `Link`.
     func rows(table: String = "TodoItem", token: String? = nil) throws -> [JSONValue] {
         let authorization = (token ?? self.token).map { "Authorization: Bearer \($0)\r\n" } ?? ""

@@ -79,10 +79,10 @@ enum Socket {
         return true
     }
 
-    /// Reads one HTTP message: the head, then a `Content-Length` body; without a length, a request
-    /// has no body and a response's body runs until the peer closes. Nil when the connection ends or
+    /// Reads one HTTP message: the head, then a `Content-Length` body (none for a response to a HEAD, `bodyless`); without
+    /// a length, a request has no body and a response's body runs until the peer closes. Nil when the connection ends or
     /// times out before the message is complete.
-    static func readMessage(_ descriptor: Int32, isRequest: Bool = false) -> HTTPMessage? {
+    static func readMessage(_ descriptor: Int32, isRequest: Bool = false, bodyless: Bool = false) -> HTTPMessage? {
         var buffer: [UInt8] = []
         var chunk = [UInt8](repeating: 0, count: 16_384)
         var head: HTTPMessage?
@@ -90,6 +90,10 @@ enum Socket {
             if head == nil, let end = buffer.firstRange(of: Array("\r\n\r\n".utf8)) {
                 head = HTTPMessage(head: Array(buffer[..<end.upperBound]))
                 buffer.removeSubrange(..<end.upperBound)
+            }
+            // The answer to a HEAD (and a 204 or 304) has no body, whatever its Content-Length says.
+            if let head, bodyless || [" 204 ", " 304 "].contains(where: head.startLine.contains) {
+                return HTTPMessage(head: head.head)
             }
             if let head, let length = head.contentLength ?? (isRequest ? 0 : nil), buffer.count >= length {
                 return HTTPMessage(head: head.head, body: Array(buffer.prefix(length)))

@@ -266,6 +266,8 @@ struct Status: AsyncParsableCommand {
         try await perform(options) { app in
             let pending = try await app.client.pendingOperations().count
             let conflicts = try await app.client.operationErrors().count
+            let files = try await app.client.pendingAttachments()
+            let refused = files.filter { $0.refusal != nil }.count
             let lastSync = try await app.lastSync()
             let account = try await app.client.account()
             if json {
@@ -273,6 +275,7 @@ struct Status: AsyncParsableCommand {
                     "store": .string(app.storePath), "url": .string(app.serverURL),
                     "account": account.map(JSONValue.string) ?? .null, "pending": .int(Int64(pending)),
                     "conflicts": .int(Int64(conflicts)), "lastSync": lastSync.map(JSONValue.string) ?? .null,
+                    "filesWaiting": .int(Int64(files.count)),
                 ])
             }
             print("Store:      \(app.storePath)")
@@ -280,6 +283,12 @@ struct Status: AsyncParsableCommand {
             print("Account:    \(account ?? "none yet (the first sync with a token binds the store)")")
             print("Pending:    \(pending) change(s)")
             print("Conflicts:  \(conflicts)\(conflicts > 0 ? " (see `todo conflicts`)" : "")")
+            if !files.isEmpty {
+                let bytes = files.map(\.attachment.size).reduce(0, +)
+                print(
+                    "Files:      \(files.count) waiting to upload (\(bytes) bytes)\(refused > 0 ? ", \(refused) refused" : "")"
+                )
+            }
             print("Last sync:  \(lastSync ?? "never")")
         }
     }

@@ -93,7 +93,8 @@ public final class SyncClient: Sendable {
         public var accountID: String?
         /// The largest part of a file sent or asked for in one request: an upload or download cut short resumes from
         /// the last whole part (at most this much is sent again), and a part is all of a file the client holds in
-        /// memory at once. Default 4 MiB.
+        /// memory at once. Default 2 MiB (BENCHMARKS.md, "Attachments": larger parts grew memory, smaller ones cost
+        /// throughput).
         public var attachmentChunkSize = 2 << 20
         /// The most bytes of downloaded (or already uploaded) files the store keeps; past it the least recently used
         /// are removed, and downloaded again when asked for. Files waiting to be uploaded are never removed and do
@@ -239,6 +240,20 @@ public final class SyncClient: Sendable {
     /// - Throws: ``LocalStoreError``.
     public func pendingOperations() async throws -> [PendingOperation] {
         try await store.read { try $0.operations(after: nil, limit: nil) }
+    }
+
+    /// The files waiting to be uploaded by the next push, in the order attached (docs/attachments.md), with those the
+    /// server refused for good.
+    ///
+    /// - Returns: The files.
+    /// - Throws: ``LocalStoreError``.
+    public func pendingAttachments() async throws -> [PendingAttachment] {
+        try await store.read { reader in
+            try reader.allAttachments().filter(\.pending).map {
+                PendingAttachment(
+                    attachment: Attachment(hash: $0.hash, size: $0.size), table: $0.table, refusal: $0.failure)
+            }
+        }
     }
 
     /// The operations the server refused, until they are resolved or pushed.

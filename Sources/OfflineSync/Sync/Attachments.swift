@@ -31,6 +31,17 @@ public struct Attachment: Sendable, Hashable, Codable {
     }
 }
 
+/// A file waiting to be uploaded (``SyncClient/pendingAttachments()``).
+public struct PendingAttachment: Sendable, Hashable {
+    /// The file.
+    public var attachment: Attachment
+    /// The table it goes to.
+    public var table: TableName
+    /// Why the server refused it for good, when it did: it is not sent again until attached again (the change that
+    /// names it is then refused too, and parked).
+    public var refusal: String?
+}
+
 /// Which files of a table's rows a pull downloads (``SyncClient/syncTable(_:of:attachments:)``).
 public struct AttachmentPolicy: Sendable, Hashable {
     /// When files are downloaded.

@@ -169,7 +169,18 @@ extension SyncContext {
             return files.url(hash)
         }
         do {
-            try await download(hash, table: table, index: index, of: total, progress: progress)
+            if let running = downloads[hash] {
+                try await running.value
+            } else {
+                let task = Task { try await download(hash, table: table, index: index, of: total, progress: progress) }
+                downloads[hash] = task
+                defer { downloads[hash] = nil }
+                try await withTaskCancellationHandler {
+                    try await task.value
+                } onCancel: {
+                    task.cancel()
+                }
+            }
         } catch SyncStop.unavailable(let error) {
             throw error
         } catch SyncStop.unauthorized {

@@ -16,6 +16,9 @@ actor SyncContext {
     let attachmentSettings: AttachmentSettings
     /// The push running now, which the next push waits for.
     private var currentPush: Task<PushResult, any Error>?
+    /// The downloads of files running now, by hash: a second caller waits for the first instead of writing the same
+    /// part file.
+    var downloads: [String: Task<Void, any Error>] = [:]
 
     init(
         store: any LocalStore, endpoint: TableEndpoint, logger: Logger, conflictHandler: ConflictHandler?,
