@@ -69,19 +69,20 @@ extension ProcessTests {
         /// killed mid-attach, many mid-sync while their uploads run — and the server is killed mid-upload. After
         /// settling: every live row's file is served byte-exact, every stored file is its hash, every device opens
         /// every file its items name byte-exact, no file is left to upload, and an acknowledged file leaves its item
-        /// only for a later attach or a conflict over it. Mixed dialects only (both dialects, one table), to keep CI short.
+        /// only for a later attach or a conflict over it. One seed, three devices, mixed dialects (both on one table): the
+        /// files load the machine (a larger run beside the whole suite starved its timed tests); more seeds by hand.
         @Test(.timeLimit(.minutes(5)), arguments: ["mixed"])
         func filesAttachedUnderFaultsAndKillsArriveWholeEverywhere(protocol: String) async throws {
             let result = try await runProduct(
                 "sync-chaos",
                 [
-                    "--attachments", "--seed", "1", "--seed", "2", "--devices", "4", "--steps", "40", "--time-limit",
-                    "110", "--protocol", `protocol`,
+                    "--attachments", "--seed", "1", "--devices", "3", "--steps", "30", "--time-limit", "110",
+                    "--protocol", `protocol`,
                 ],
                 environment: [:], timeout: 270)
             print(result.output)
             #expect(result.status == 0, "\(result.output)\(result.error)")
-            #expect(result.output.contains("sync-chaos: 2 of 2 seed(s) passed"))
+            #expect(result.output.contains("sync-chaos: 1 of 1 seed(s) passed"))
             #expect(!result.output.contains(" 0 acknowledged"), "no file was attached")
             #expect(!result.output.contains(" 0 opened on devices"), "no file was opened")
         }

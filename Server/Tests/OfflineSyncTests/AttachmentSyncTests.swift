@@ -11,7 +11,8 @@ import Testing
 /// resumed after a lost reply and after the client process is gone (a new client on the same store), downloaded on
 /// demand and ahead of time, evicted past the cache limit (never a file waiting to go), removed with their rows, and
 /// a file the server refuses for good parks only the change that names it.
-@Suite(.onBothProtocols) struct AttachmentSyncTests {
+/// One test at a time: megabytes through debug builds load two cores, and the whole suite has timed tests.
+@Suite(.serialized, .onBothProtocols) struct AttachmentSyncTests {
     struct Inspection: Codable, Sendable, Equatable {
         var id: String
         var title: String

@@ -40,8 +40,9 @@ import Testing
         }
     }
 
-    // A hang guard, not a speed bound: in the whole suite on two cores it took 182 s once (issue 28's run).
-    @Test(.timeLimit(.minutes(5)))
+    // A hang guard, not a speed bound: in the whole suite on two cores it took 182 s once (issue 28's run), and over
+    // 300 s in three runs of 2026-11-25 (every timed test of the suite ran slow that day).
+    @Test(.timeLimit(.minutes(8)))
     func clientsEditingOfflineConvergeAfterPushAndPull() async throws {
         let workspace = try Workspace()
         let run = Counter()

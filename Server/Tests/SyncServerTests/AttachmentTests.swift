@@ -18,7 +18,8 @@ import Testing
 /// stopped (a part refused at the wrong offset, a body cut by a dropped connection), the hash checked before anything
 /// is kept, reads with `Range`; who may read, upload and name a file (per tenant, with a file another tenant holds);
 /// a write naming a file the server lacks; the size limit; the collection of unnamed files and stale uploads.
-@Suite struct AttachmentTests {
+/// One test at a time: megabytes through debug builds load two cores, and the whole suite has timed tests.
+@Suite(.serialized) struct AttachmentTests {
     static func table(_ name: String = "Item") -> TableConfiguration {
         var table = Fixture.table(name)
         table.attachmentColumns = ["photo", "scan"]
@@ -243,6 +244,31 @@ import Testing
                 #expect(try await client.download("/tables/Item/attachments/\(namedHash)").bytes == named)
                 #expect(try await client.download("/tables/Item/attachments/\(deletedHash)").bytes == deleted)
                 _ = loose
+            }
+        }
+    }
+
+    /// Two instances on one PostgreSQL database: the parts of one upload go to either, and either serves the file.
+    @Test(arguments: Backend.all.filter { $0 == .postgres })
+    func instancesSharingPostgreSQLTakeEachOthersPartsAndServeTheFile(_ backend: Backend) async throws {
+        let (bytes, hash) = Self.file(2_500_000, seed: 8)
+        let path = "/tables/Item/attachments/\(hash)"
+        try await TestDatabase.with(backend) { database in
+            let configuration = Fixture.configuration(database, tables: [Self.table()])
+            let first = try await buildApplication(configuration)
+            let second = try await buildApplication(configuration)
+            try await first.test(.router) { (one: any TestClientProtocol) async throws in
+                try await second.test(.router) { (two: any TestClientProtocol) async throws in
+                    let part = try await one.upload(path, bytes[0..<1_500_000], range: "bytes 0-1499999/2500000")
+                    #expect(part.status == .noContent)
+                    #expect(try await two.send(.head, path)["Upload-Offset"] == "1500000")
+                    let rest = try await two.upload(path, bytes[1_500_000...], range: "bytes 1500000-2499999/2500000")
+                    #expect(rest.status == .created)
+                    #expect(try await one.download(path).bytes == bytes)
+                    #expect(
+                        try await two.download(path, range: "bytes=1499990-1500009").bytes
+                            == Array(bytes[1_499_990..<1_500_010]))
+                }
             }
         }
     }

@@ -196,8 +196,10 @@ final class AutoSyncer: Sendable {
             var url = client.url.absoluteString
             if url.hasSuffix("/") { url.removeLast() }
             do {
+                // Signed out while the request was being prepared (a token asked for, a slow machine): not sent.
                 let response = try await client.endpoint.send(
-                    "GET", URL(string: url + "/changes?" + query) ?? client.url, features: [])
+                    "GET", URL(string: url + "/changes?" + query) ?? client.url, features: [],
+                    stillWanted: { !shared.signedOut.withLock { $0 } })
                 switch response.status {
                 case 200:
                     let body = try? JSONValue(parsing: response.body)

@@ -24,7 +24,8 @@ extension SyncTable {
     @discardableResult
     public func attach(_ data: Data, to id: ItemID, field: String) async throws -> Attachment {
         try Self.checkField(field)
-        let attachment = try client.context.files.store(data)
+        let files = client.context.files
+        let attachment = try await offCooperativeThreads { try files.store(data) }
         _ = try await client.context.attach(attachment, to: id, field: field, in: name)
         return attachment
     }
@@ -41,7 +42,8 @@ extension SyncTable {
     @discardableResult
     public func attach(contentsOf url: URL, to id: ItemID, field: String) async throws -> Attachment {
         try Self.checkField(field)
-        let attachment = try client.context.files.store(contentsOf: url)
+        let files = client.context.files
+        let attachment = try await offCooperativeThreads { try files.store(contentsOf: url) }
         _ = try await client.context.attach(attachment, to: id, field: field, in: name)
         return attachment
     }

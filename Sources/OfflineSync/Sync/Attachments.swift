@@ -1,4 +1,4 @@
-public import Foundation
+import Foundation
 public import SyncCore
 
 #if canImport(CryptoKit)
@@ -123,6 +123,14 @@ public struct AttachmentError: Error, Sendable, Hashable, CustomStringConvertibl
     public var description: String { message }
 }
 
+/// Runs blocking file work (reads, writes, syncs of large files) on a Dispatch thread, so that it never holds one of
+/// the few threads every task of the app shares.
+func offCooperativeThreads<T: Sendable>(_ work: @escaping @Sendable () throws -> T) async throws -> T {
+    try await withCheckedThrowingContinuation { continuation in
+        DispatchQueue.global(qos: .utility).async { continuation.resume(with: Result { try work() }) }
+    }
+}
+
 /// The files of a store's folder: named by their hash, written whole before they get that name.
 struct AttachmentFiles: Sendable {
     let directory: URL
@@ -209,11 +217,13 @@ struct AttachmentFiles: Sendable {
         try FileManager.default.moveItem(at: file, to: url(hash))
     }
 
-    /// Feeds the bytes of the file at `url` to `hasher`, read in pieces.
-    static func hash(of url: URL, into hasher: inout SHA256) throws {
+    /// A hasher fed the bytes of the file at `url`, read in pieces.
+    static func hasher(of url: URL) throws -> SHA256 {
         let handle = try FileHandle(forReadingFrom: url)
         defer { try? handle.close() }
+        var hasher = SHA256()
         while let piece = try handle.read(upToCount: 1 << 20), !piece.isEmpty { hasher.update(data: piece) }
+        return hasher
     }
 
     static func hex(_ digest: SHA256.Digest) -> String {

@@ -83,7 +83,10 @@ extension SyncContext {
         while offset < record.size {
             let count = min(attachmentSettings.chunkSize, record.size - offset)
             let data: Data
-            do { data = try files.read(record.hash, offset: offset, count: count) } catch {
+            do {
+                let (files, start) = (files, offset)
+                data = try await offCooperativeThreads { try files.read(record.hash, offset: start, count: count) }
+            } catch {
                 return try await markFailure(record, "its local file cannot be read: \(error.localizedDescription)")
             }
             let start = offset
@@ -210,15 +213,14 @@ extension SyncContext {
         try files.makeDirectory()
         let part = files.partURL(hash)
         if !FileManager.default.fileExists(atPath: part.path) {
-            FileManager.default.createFile(atPath: part.path, contents: nil)
+            _ = FileManager.default.createFile(atPath: part.path, contents: nil)
         }
         let url = endpoint.attachmentURL(table, hash: hash)
         var log = logger
         log[metadataKey: SyncLogKey.table] = "\(table)"
         var offset = AttachmentFiles.size(part) ?? 0
         // The bytes are hashed as they come (what an earlier try left, first).
-        var hasher = SHA256()
-        if offset > 0 { try AttachmentFiles.hash(of: part, into: &hasher) }
+        var hasher = offset > 0 ? try await offCooperativeThreads { try AttachmentFiles.hasher(of: part) } : SHA256()
         let output = try FileHandle(forWritingTo: part)
         defer { try? output.close() }
         try output.seek(toOffset: UInt64(offset))
@@ -234,9 +236,10 @@ extension SyncContext {
                 guard let total = reply.header("Content-Range").flatMap(Self.totalOfContentRange),
                     reply.header("Content-Range")?.hasPrefix("bytes \(offset)-") == true
                 else { throw AttachmentError(code: .corrupt, hash: hash, message: "A part of \(hash) came unlabelled") }
-                try output.write(contentsOf: reply.body)
-                hasher.update(data: reply.body)
-                offset += reply.body.count
+                let body = reply.body
+                try await offCooperativeThreads { try output.write(contentsOf: body) }
+                hasher.update(data: body)
+                offset += body.count
                 size = total
             case 200:
                 try output.truncate(atOffset: 0)
@@ -265,7 +268,7 @@ extension SyncContext {
             }
             report(.download, hash, offset, size ?? offset, index, total, progress)
         }
-        try output.synchronize()
+        try await offCooperativeThreads { try output.synchronize() }
         let actual = AttachmentFiles.hex(hasher.finalize())
         guard actual == hash else {
             try? FileManager.default.removeItem(at: part)
@@ -329,6 +332,8 @@ extension SyncContext {
     /// Forgets the files that no row names any more (a row deleted, purged, or given another file) and removes them
     /// from the folder, with what a crash left there.
     func removeUnnamedAttachments() async throws {
+        // Most stores hold no file: a read says so without taking the writer.
+        guard try await store.read({ try !$0.allAttachments().isEmpty }) else { return }
         let removed = try await store.write { writer -> [String] in
             let records = try writer.allAttachments()
             guard !records.isEmpty else { return [] }

@@ -77,12 +77,15 @@ struct TableEndpoint: Sendable {
     /// The URL of the batch endpoint (docs/batch.md).
     var batchURL: URL { baseURL.appendingPathComponent("batch") }
 
-    /// Sends a request — with a JSON `body`, or `data` of `contentType` — ; a 401 is retried once with a refreshed token. Each token is checked against the store's
+    /// Sends a request — with a JSON `body`, or `data` of `contentType` — ; a 401 is retried once with a refreshed token.
+    /// `stillWanted`, when given, is asked just before the request goes, and a false answer sends nothing (throws a
+    /// cancelled ``TransportError``). Each token is checked against the store's
     /// account first (``AccountGuard``): one for another account sends nothing and throws ``AccountError``.
     /// `extraHeaders` are sent too, unless the protocol sets the same field.
     func send(
         _ method: String, _ url: URL, body: JSONValue? = nil, data: Data? = nil, contentType: String? = nil,
-        ifMatch: Version? = nil, features: [String], extraHeaders: [String: String] = [:]
+        ifMatch: Version? = nil, features: [String], extraHeaders: [String: String] = [:],
+        stillWanted: (@Sendable () -> Bool)? = nil
     ) async throws -> HTTPResponseData {
         let installation = try await installationID.value()
         var token = try await tokenProvider?(false)
@@ -105,6 +108,8 @@ struct TableEndpoint: Sendable {
             let request = HTTPRequestData(
                 method: method, url: url, headers: headers, body: body?.serializedData() ?? data, timeout: timeout)
             logger.trace("HTTP request", metadata: [SyncLogKey.method: "\(method)", SyncLogKey.url: "\(url.path)"])
+            // Asked last, after every wait above: a request no longer wanted is not sent at all.
+            if let stillWanted, !stillWanted() { throw TransportError(.cancelled, host: url.host ?? "") }
             let response = try await transport.send(request)
             logger.trace("HTTP response", metadata: [SyncLogKey.status: "\(response.status)"])
             if let offer = response.header(BatchOffer.header) { batchOffer.learn(offer) }
