@@ -26,10 +26,14 @@ import Testing
         return table
     }
 
-    /// `count` bytes of a fixed seed.
+    /// `count` bytes of a fixed seed: a random block of 64 KiB, repeated (a debug build fills megabytes byte by byte in
+    /// seconds, on a thread the whole suite shares).
     static func bytes(_ count: Int, seed: UInt64) -> Data {
         var random = SplitMix64(seed: seed)
-        return Data((0..<count).map { _ in UInt8(truncatingIfNeeded: random.next()) })
+        let block = Data((0..<min(count, 1 << 16)).map { _ in UInt8(truncatingIfNeeded: random.next()) })
+        var data = Data(capacity: count)
+        while data.count < count { data.append(block.prefix(count - data.count)) }
+        return data
     }
 
     /// A transport that counts requests and bytes sent, may be down, and may lose the reply of one request (the

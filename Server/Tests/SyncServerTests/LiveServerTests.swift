@@ -100,7 +100,7 @@ import Testing
     /// The same race (250 writes per writer) with the reader speaking v3 (`ZUMO-API-VERSION=3.0.0`, its keyset filter with
     /// `cast(…,Edm.DateTimeOffset)`, pages as `{"items": …}`) while the writers write through v2: §5's guarantee
     /// holds for v3 reads (issue 18).
-    @Test(.timeLimit(.minutes(5)), arguments: Backend.all)
+    @Test(.timeLimit(.minutes(8)), arguments: Backend.all)  // a hang guard, as above
     func aV3CursorReaderMissesNothingWhileEightWritersWrite(_ backend: Backend) async throws {
         try await TestDatabase.with(backend) { database in
             try await cursorRace(database, perUser: false, v3: true, writesPerWriter: 250)

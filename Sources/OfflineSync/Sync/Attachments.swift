@@ -98,8 +98,6 @@ public struct TransferProgress: Sendable, Hashable {
 public struct AttachmentError: Error, Sendable, Hashable, CustomStringConvertible {
     /// What went wrong.
     public enum Code: String, Sendable, Hashable {
-        /// The row has no such item, or the field names no file.
-        case noFile
         /// The field's value is not a SHA-256.
         case notAHash
         /// The server has no file by that hash that this user may read.
