@@ -1,4 +1,3 @@
-import ChildProcesses
 import Crypto
 import Foundation
 import OfflineSync
@@ -132,28 +131,16 @@ extension Cases {
 
     /// `attachments.memory`: how much the peak resident memory of a separate client process grows while it attaches
     /// a 1 GB file (256 MB with `--quick`), uploads it, and downloads it into a second store — beside the target,
-    /// 50 MB; `attachments.memory.peak`: its peak (the process, this whole binary, holds about 50 MB before any file
+    /// 50 MB; `attachments.memory.peak`: its peak (the process, this whole binary, holds about 40 MB before any file
     /// moves).
     func attachmentMemory() async throws -> [BenchResult] {
         let size = quick ? 256_000_000 : 1_000_000_000
         let megabytes = try await BenchServer.run(.sqlite(path: path("attachments-memory")), attachments: true) {
             server in
-            let process = ChildProcess()
-            process.executableURL = URL(fileURLWithPath: CommandLine.arguments[0])
-            process.arguments = [
-                "--attachment-child", server.url.absoluteString, "--rows", String(size), "--transport", transport,
-            ]
-            let output = Pipe()
-            process.standardOutput = output
-            try process.run()
-            let data = output.fileHandleForReading.readDataToEndOfFile()
-            process.waitUntilExit()
-            let figures = String(decoding: data, as: UTF8.self).split(separator: " ").compactMap {
-                Double($0.trimmingCharacters(in: .whitespacesAndNewlines))
-            }
-            guard process.terminationStatus == 0, figures.count == 2 else {
-                throw BenchError("the attachment child failed")
-            }
+            let printed = try Self.runChild(
+                ["--attachment-child", server.url.absoluteString, "--rows", String(size), "--transport", transport])
+            let figures = printed?.split(separator: " ").compactMap { Double($0) } ?? []
+            guard figures.count == 2 else { throw BenchError("the attachment child failed") }
             return (before: figures[0], peak: figures[1])
         }
         return [

@@ -8,24 +8,27 @@ extension Cases {
         let serverPath = path("memory")
         try await BenchServer.seed(path: serverPath, rows: rows)
         let megabytes = try await BenchServer.run(path: serverPath) { server in
-            let process = ChildProcess()
-            process.executableURL = URL(fileURLWithPath: CommandLine.arguments[0])
-            process.arguments = [
-                "--memory-child", server.url.absoluteString, "--rows", String(rows), "--transport", transport,
-            ]
-            let output = Pipe()
-            process.standardOutput = output
-            try process.run()
-            let data = output.fileHandleForReading.readDataToEndOfFile()
-            process.waitUntilExit()
-            guard process.terminationStatus == 0,
-                let value = Double(
-                    String(decoding: data, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines))
-            else { throw BenchError("the memory child failed") }
+            let printed = try Self.runChild(
+                ["--memory-child", server.url.absoluteString, "--rows", String(rows), "--transport", transport])
+            guard let printed, let value = Double(printed) else { throw BenchError("the memory child failed") }
             return value
         }
         return BenchResult(
             name: "memory.pull", ours: megabytes, reference: nil, unit: "MB", higherIsBetter: false, n: rows)
+    }
+
+    /// Runs this binary again with `arguments` and returns what it printed, trimmed; nil when it failed.
+    static func runChild(_ arguments: [String]) throws -> String? {
+        let process = ChildProcess()
+        process.executableURL = URL(fileURLWithPath: CommandLine.arguments[0])
+        process.arguments = arguments
+        let output = Pipe()
+        process.standardOutput = output
+        try process.run()
+        let data = output.fileHandleForReading.readDataToEndOfFile()
+        process.waitUntilExit()
+        guard process.terminationStatus == 0 else { return nil }
+        return String(decoding: data, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
     }
 
     /// In the child: pull every row into a fresh store, then print the peak RSS in MB.
