@@ -1,4 +1,3 @@
-import Crypto
 import Foundation
 import OfflineSyncTesting
 import SyncCore
@@ -304,9 +303,6 @@ struct ChaosRun {
         -> ([String], String)
     {
         var problems: [String] = []
-        func sha256(_ bytes: some DataProtocol) -> String {
-            SHA256.hash(data: bytes).map { String(format: "%02x", $0) }.joined()
-        }
         let named = Set(rows.filter { !$0.isDeleted }.compactMap { $0["file"]?.stringValue })
         for hash in named {
             guard let bytes = try server.attachment(hash) else {

@@ -133,7 +133,7 @@ final class Device: @unchecked Sendable {  // @unchecked: used by one thread at 
         var bytes: [UInt8] = []
         bytes.reserveCapacity(size)
         while bytes.count < size { bytes += block.prefix(size - bytes.count) }
-        let hash = SHA256.hash(data: bytes).map { String(format: "%02x", $0) }.joined()
+        let hash = sha256(bytes)
         let file = files.appendingPathComponent(hash)
         try Data(bytes).write(to: file)
         let result = try run(["attach", id, file.path], killAfter: killAfter)
@@ -158,7 +158,7 @@ final class Device: @unchecked Sendable {  // @unchecked: used by one thread at 
                 problems.append("\(name): cannot open the file of \(id.prefix(8)): \(opened.error)")
                 continue
             }
-            let actual = SHA256.hash(data: data).map { String(format: "%02x", $0) }.joined()
+            let actual = sha256(data)
             if actual != hash { problems.append("\(name): the file of \(id.prefix(8)) is not its bytes") }
             checked += 1
         }
@@ -235,4 +235,9 @@ final class Device: @unchecked Sendable {  // @unchecked: used by one thread at 
             }
         }
     }
+}
+
+/// The SHA-256 of `bytes` as a file's name: 64 lowercase hex digits.
+func sha256(_ bytes: some DataProtocol) -> String {
+    SHA256.hash(data: bytes).map { String(format: "%02x", $0) }.joined()
 }

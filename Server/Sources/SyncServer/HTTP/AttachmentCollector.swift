@@ -16,8 +16,7 @@ final class AttachmentCollector: Service {
     let now: @Sendable () -> Date
     let logger: Logger
     /// Opens once the tables are ready.
-    private let ready: AsyncStream<Void>
-    private let readyContinuation: AsyncStream<Void>.Continuation
+    private let ready = ReadyGate()
 
     init(
         attachments: any AttachmentStore, tables: any TableStore, configuration: SyncServerConfiguration
@@ -28,18 +27,16 @@ final class AttachmentCollector: Service {
         settings = configuration.attachments
         now = configuration.now
         logger = configuration.logger
-        (ready, readyContinuation) = AsyncStream.makeStream(of: Void.self)
     }
 
     /// Lets collections start: the tables are ready.
     func start() {
-        readyContinuation.yield()
-        readyContinuation.finish()
+        ready.open()
     }
 
     func run() async {
         await cancelWhenGracefulShutdown {
-            for await _ in self.ready { break }
+            await self.ready.wait()
             while !Task.isCancelled {
                 do {
                     try await self.collect()

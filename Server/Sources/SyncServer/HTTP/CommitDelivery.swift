@@ -16,8 +16,7 @@ final class CommitDelivery: Service {
     let lease: Duration
     let logger: Logger
     /// Opens once the tables are ready.
-    private let ready: AsyncStream<Void>
-    private let readyContinuation: AsyncStream<Void>.Continuation
+    private let ready = ReadyGate()
 
     static let batchSize = 200
     /// How often an empty outbox is looked at again (writes of other instances land there too).
@@ -31,18 +30,16 @@ final class CommitDelivery: Service {
         self.hooks = hooks
         self.lease = lease
         self.logger = logger
-        (ready, readyContinuation) = AsyncStream.makeStream(of: Void.self)
     }
 
     /// Lets deliveries start: the store's tables, and its outbox, are ready.
     func start() {
-        readyContinuation.yield()
-        readyContinuation.finish()
+        ready.open()
     }
 
     func run() async {
         await cancelWhenGracefulShutdown {
-            for await _ in self.ready { break }
+            await self.ready.wait()
             await self.deliver()
         }
     }
