@@ -90,6 +90,35 @@ import Testing
         }
     }
 
+    /// An upload holding every byte whose file was never named (the server died, or its caller gave up, while the hash
+    /// was checked) is finished by any part sent again; before, that part was told 409 with the size as the offset,
+    /// which a client took for a stored file. An empty file is one `PUT` with no range.
+    @Test(arguments: Backend.all) func anUploadHoldingEveryByteIsFinishedByAPartSentAgain(_ backend: Backend)
+        async throws
+    {
+        let (bytes, hash) = Self.file(300_000, seed: 3)
+        let path = "/tables/Item/attachments/\(hash)"
+        let (_, emptyHash) = Self.file(0)
+        let emptyPath = "/tables/Item/attachments/\(emptyHash)"
+        try await Fixture.withServer(backend, tables: [Self.table()]) { (client: any TestClientProtocol) async throws in
+            let all = try await client.upload(path, bytes[...], range: "bytes 0-299999/300001")
+            #expect(all.status == .noContent && all["Upload-Offset"] == "300000")
+            let held = try await client.send(.head, path)
+            #expect(held.status == .notFound && held["Upload-Offset"] == "300000", "every byte, but no file")
+
+            let again = try await client.upload(path, bytes[200_000...], range: "bytes 200000-299999/300000")
+            #expect(again.status == .created && again["Upload-Offset"] == "300000")
+            #expect(try await client.download(path).bytes == bytes)
+            let other = try await client.upload(path, bytes[0..<10], range: "bytes 0-9/300000")
+            #expect(other.status == .ok, "stored: any part is answered as the end")
+
+            let empty = try await client.upload(emptyPath, [][...])
+            #expect(empty.status == .created && empty.json?["size"] == 0)
+            let read = try await client.download(emptyPath)
+            #expect(read.status == .ok && read.bytes.isEmpty)
+        }
+    }
+
     @Test(arguments: Backend.all) func onlyCallersWhoMayReadARowNamingAFileReadItOrNameIt(_ backend: Backend)
         async throws
     {

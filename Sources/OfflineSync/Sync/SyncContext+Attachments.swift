@@ -79,28 +79,39 @@ extension SyncContext {
         default: return try await refuse(record, head)
         }
         var conflicts = 0
+        var stored = head.status == 200
         report(.upload, record.hash, offset, record.size, index, total)
-        while offset < record.size {
-            let count = min(attachmentSettings.chunkSize, record.size - offset)
+        // Only the server's 200 or 201 says the file is stored. An upload holding every byte is not: the server may
+        // have died, or be checking the hash, before naming it — the last part is sent again to finish it.
+        while !stored {
+            let start = offset < record.size ? offset : max(0, record.size - attachmentSettings.chunkSize)
+            let count = min(attachmentSettings.chunkSize, record.size - start)
             let data: Data
             do {
-                let (files, start) = (files, offset)
+                let files = files
                 data = try await offCooperativeThreads { try files.read(record.hash, offset: start, count: count) }
             } catch {
                 return try await markFailure(record, "its local file cannot be read: \(error.localizedDescription)")
             }
-            let start = offset
+            guard data.count == count else {
+                return try await markFailure(record, "its local file is shorter than its \(record.size) bytes")
+            }
+            // An empty file goes whole: a range names at least one byte.
+            let range = count == 0 ? [:] : ["Content-Range": "bytes \(start)-\(start + count - 1)/\(record.size)"]
             let reply = try await sendRetrying(logger: log) {
                 try await endpoint.send(
                     "PUT", url, data: data, contentType: "application/octet-stream", features: ["AT"],
-                    extraHeaders: ["Content-Range": "bytes \(start)-\(start + data.count - 1)/\(record.size)"])
+                    extraHeaders: range)
             }
             let received = reply.header("Upload-Offset").flatMap { Int($0) }
             switch reply.status {
-            case 200, 201: offset = record.size
-            case 204 where (received ?? -1) > offset && received! <= record.size: offset = received!
+            case 200, 201:
+                stored = true
+                offset = record.size
+            case 204 where (received ?? -1) > start && received! <= record.size:
+                offset = received!
             case 409 where received.map({ $0 <= record.size }) == true:
-                // The upload holds another length (a lost reply), or another request adds to it now.
+                // The upload holds another length (a lost reply), or another request adds to it, or checks it, now.
                 conflicts += 1
                 guard conflicts <= retry.limit + 2 else {
                     throw SyncStop.unavailable(ServerUnavailableError(.status(409), attempts: conflicts))
@@ -249,6 +260,8 @@ extension SyncContext {
                 hasher.update(data: reply.body)
                 offset = reply.body.count
                 size = offset
+            case 416 where offset == 0 && reply.header("Content-Range").flatMap(Self.totalOfContentRange) == 0:
+                size = 0  // An empty file: no range of it can be satisfied.
             case 416 where offset > 0 && restarts == 0:
                 // What an earlier download left is longer than the file: start again.
                 restarts += 1

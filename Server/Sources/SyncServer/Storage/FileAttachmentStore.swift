@@ -74,7 +74,10 @@ final class FileAttachmentStore: AttachmentStore {
         defer { _ = busy.withLock { $0.remove(key) } }
         if restart { try? FileManager.default.removeItem(atPath: path) }
         let start = fileSize(path) ?? 0
-        guard offset == start else { throw UploadRefusal.wrongOffset(received: start) }
+        // Every byte arrived but the file was not named (the process died, or the caller gave up, while its hash was
+        // checked): any part sent again finishes it (its bytes are dropped).
+        let holdsAll = total.map { $0 > 0 && start == $0 && offset < start } ?? false
+        guard offset == start || holdsAll else { throw UploadRefusal.wrongOffset(received: start) }
         var position = start
         do {
             try await FileSystem.shared.withFileHandle(
@@ -84,7 +87,7 @@ final class FileAttachmentStore: AttachmentStore {
                 // What arrived before a body was cut is kept, to resume from. Parts are not synced one by one: after a
                 // crash the upload holds what reached the disk, and its hash is checked at the end; a stored file is
                 // synced before it gets its name.
-                for try await buffer in body {
+                for try await buffer in body where !holdsAll {
                     if let total, position + buffer.readableBytes > total {
                         throw UploadRefusal.sizeMismatch(received: position)
                     }
