@@ -72,7 +72,11 @@ let package = Package(
             ],
             swiftSettings: swiftSettings
         ),
-        .target(name: "OfflineSyncTesting", dependencies: ["OfflineSync"], swiftSettings: swiftSettings),
+        .target(
+            name: "OfflineSyncTesting",
+            dependencies: ["OfflineSync", "SyncCore", .product(name: "GRDB", package: "GRDB.swift")],
+            swiftSettings: swiftSettings
+        ),
         .testTarget(
             name: "OfflineSyncTests",
             dependencies: [

@@ -189,8 +189,9 @@ class LocalStoreReader {
                     "SELECT \"updatedAt\", \"itemID\" FROM \"sync_cursors\" WHERE \"tableName\" = ? AND \"queryID\" = ?",
                 arguments: [table.canonical, queryID.rawValue])
         else { return nil }
+        let id: String = row["itemID"]  // empty: from that instant on
         return PullCursor(
-            updatedAt: WireDate(millisecondsSince1970: row["updatedAt"]), itemID: try ItemID(row["itemID"] as String))
+            updatedAt: WireDate(millisecondsSince1970: row["updatedAt"]), itemID: id.isEmpty ? nil : try ItemID(id))
     }
 
     /// A stored setting (such as the installation id), or nil.
@@ -351,7 +352,7 @@ final class LocalStoreWriter: LocalStoreReader {
                 WHERE excluded."updatedAt" > "updatedAt" OR (excluded."updatedAt" = "updatedAt" AND excluded."itemID" > "itemID")
                 """
         ).execute(arguments: [
-            table.canonical, queryID.rawValue, cursor.updatedAt.millisecondsSince1970, cursor.itemID.rawValue,
+            table.canonical, queryID.rawValue, cursor.updatedAt.millisecondsSince1970, cursor.itemID?.rawValue ?? "",
         ])
     }
 

@@ -275,11 +275,14 @@ extension SyncContext {
         if let cursor {
             let updatedAt = ODataExpression.member("updatedAt")
             let stamp = ODataExpression.literal(.date(cursor.updatedAt, .datetimeoffset))
-            let after = ODataExpression.binary(
-                .or, .binary(.gt, updatedAt, stamp),
-                .binary(
-                    .and, .binary(.eq, updatedAt, stamp),
-                    .binary(.gt, .member("id"), .literal(.string(cursor.itemID.rawValue)))))
+            let after =
+                cursor.itemID.map { id in
+                    ODataExpression.binary(
+                        .or, .binary(.gt, updatedAt, stamp),
+                        .binary(
+                            .and, .binary(.eq, updatedAt, stamp),
+                            .binary(.gt, .member("id"), .literal(.string(id.rawValue)))))
+                } ?? .binary(.ge, updatedAt, stamp)
             query.filter = filter.map { .binary(.and, $0, after) } ?? after
         }
         return query
