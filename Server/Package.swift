@@ -209,6 +209,7 @@ let package = Package(
                 .product(name: "NIOHTTP1", package: "swift-nio"),
                 .product(name: "SyncCore", package: client),
                 .product(name: "OfflineSync", package: client),
+                .product(name: "OfflineSyncTesting", package: client),
                 "todo",
                 "sync-server",
                 "sync-chaos",

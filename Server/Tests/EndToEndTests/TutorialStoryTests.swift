@@ -1,5 +1,6 @@
 import ChildProcesses
 import Foundation
+import OfflineSyncTesting
 import SyncCore
 import SyncSQLite
 import Testing
@@ -228,6 +229,92 @@ import Testing
         try await watch.waitFor("synced ")
         await watch.finish()
     }
+    /// The move from the Azure Mobile Apps iOS SDK (issue 34) with the real processes: the old app's Core Data store —
+    /// an item edited and one deleted offline, two added — is imported with `todo import-ama`, once; `todo sync` sends
+    /// the four changes and another device sees them. A file that is not such a store is refused in one line.
+    @Test(.timeLimit(.minutes(2))) func theOldAppsStoreComesAlongWithItsUnsentChanges() async throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("todo-ama-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let port = try freePort()
+        let server = try ServerProcess(
+            port: port, database: "sqlite:" + directory.appendingPathComponent("server.sqlite").path)
+        defer { server.stop() }
+        let url = "http://127.0.0.1:\(port)"
+        let device = Device(environment: [
+            "TODO_STORE": directory.appendingPathComponent("new/todo.sqlite").path, "TODO_URL": url,
+        ])
+        let other = Device(environment: [
+            "TODO_STORE": directory.appendingPathComponent("other/todo.sqlite").path, "TODO_URL": url,
+        ])
+
+        // What the old app had synced, read from the server as it had it.
+        for text in ["Water the plants", "Pay the rent"] { #expect(try await other.run("add", text).status == 0) }
+        #expect(try await other.run("sync").status == 0)
+        var request = URLRequest(url: URL(string: "\(url)/tables/TodoItem")!)
+        request.setValue("2.0.0", forHTTPHeaderField: "ZUMO-API-VERSION")
+        let synced = try JSONValue(parsing: try await URLSession.shared.data(for: request).0).arrayValue ?? []
+        let plants = try #require(synced.first { $0["text"] == "Water the plants" })
+        let rent = try #require(synced.first { $0["text"] == "Pay the rent" })
+        func date(_ value: JSONValue?) -> AzureCoreDataFixture.Value {
+            .date(
+                Date(
+                    timeIntervalSince1970: Double(WireDate(parsing: value?.stringValue ?? "")!.millisecondsSince1970)
+                        / 1000))
+        }
+        var old = AzureCoreDataFixture(entities: [.init("TodoItem", ["text": .string, "complete": .boolean])])
+        try old.addRow(
+            "TodoItem",
+            [
+                "id": .string(plants["id"]!.stringValue!), "text": .string("Water the plants"), "complete": .bool(true),
+                "version": .string(plants["version"]!.stringValue!), "createdAt": date(plants["createdAt"]),
+                "updatedAt": date(plants["updatedAt"]), "deleted": .bool(false),
+            ])
+        old.addOperation(table: "TodoItem", itemID: plants["id"]!.stringValue!, type: .update)
+        old.addOperation(
+            table: "TodoItem", itemID: rent["id"]!.stringValue!, type: .delete,
+            item: ["id": rent["id"]!, "version": rent["version"]!])
+        for (id, text) in [("old-1", "Added on the old app"), ("old-2", "Also added offline")] {
+            try old.addRow("TodoItem", ["id": .string(id), "text": .string(text), "complete": .bool(false)])
+            old.addOperation(table: "TodoItem", itemID: id, type: .insert)
+        }
+        old.addDeltaToken(
+            table: "TodoItem", queryID: "allTodoItems", updatedAt: WireDate(parsing: rent["updatedAt"]!.stringValue!)!)
+        let file = directory.appendingPathComponent("QSTodoDataModel.sqlite")
+        try old.write(to: file)
+
+        let imported = try await device.run("import-ama", file.path)
+        print(imported.output)
+        #expect(imported.status == 0, "\(imported.error)")
+        #expect(imported.output.contains("items: 3"))
+        #expect(imported.output.contains("changes waiting to be sent: 4 (1 delete, 2 insert, 1 update)"))
+        #expect(
+            imported.output.contains("pull position: TodoItem/allTodoItems from \(rent["updatedAt"]!.stringValue!)"))
+        let again = try await device.run("import-ama", file.path)
+        #expect(again.status == 0 && again.output.contains("Already imported"), "\(again.output)")
+        #expect(try await device.items().count == 3)
+
+        #expect(try await device.run("sync").status == 0)
+        #expect(try await other.run("sync").status == 0)
+        let expected = [
+            plants["id"]!.stringValue!: "Water the plants|true", "old-1": "Added on the old app|false",
+            "old-2": "Also added offline|false",
+        ]
+        #expect(try await device.items() == expected)
+        #expect(try await other.items() == expected)
+        #expect(try await Self.serverItems(port, devicesSpeak: "v2") == expected)
+
+        // Not such a store: one line, and the new store untouched.
+        let notes = directory.appendingPathComponent("notes.txt")
+        try Data("a grocery list\n".utf8).write(to: notes)
+        let stranger = Device(environment: [
+            "TODO_STORE": directory.appendingPathComponent("third/todo.sqlite").path, "TODO_URL": url,
+        ])
+        let refused = try await stranger.run("import-ama", notes.path)
+        #expect(refused.status == 1)
+        #expect(refused.error == "todo: Not imported: notes.txt is not an SQLite file\n")
+        #expect(try await stranger.items().isEmpty)
+    }
 }
 
 /// A `todo watch --interval 0.3` process and what it has printed so far.
@@ -278,4 +365,5 @@ final class TodoWatch: Sendable {
         if process.isRunning { process.terminate() }
         process.waitUntilExit()
     }
+
 }
