@@ -1,5 +1,6 @@
 import ChildProcesses
 import Foundation
+import OfflineSync
 import OfflineSyncTesting
 import SyncCore
 import SyncSQLite
@@ -314,6 +315,64 @@ import Testing
         #expect(refused.status == 1)
         #expect(refused.error == "todo: Not imported: notes.txt is not an SQLite file\n")
         #expect(try await stranger.items().isEmpty)
+    }
+
+    /// An import killed with SIGKILL (issue 34) at moments spread over an uninterrupted one's duration leaves the new
+    /// store as it was or holds all of it — never a part — and the next `todo import-ama` completes it; the old file's
+    /// bytes never change. A store of 20,000 rows, each with a pending insert, makes the import last long enough.
+    @Test(.timeLimit(.minutes(4))) func anImportKilledMidwayLeavesAllOrNothingAndIsDoneAgain() async throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("todo-ama-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        var old = AzureCoreDataFixture(entities: [.init("TodoItem", ["text": .string, "complete": .boolean])])
+        let count = 20_000
+        for index in 0..<count {
+            try old.addRow(
+                "TodoItem", ["id": .string("i\(index)"), "text": .string("item \(index)"), "complete": .bool(false)])
+            old.addOperation(table: "TodoItem", itemID: "i\(index)", type: .insert)
+        }
+        let file = directory.appendingPathComponent("QSTodoDataModel.sqlite")
+        try old.write(to: file)
+        let bytes = try Data(contentsOf: file)
+        func pending(_ store: String) async throws -> (operations: Int, items: Int) {
+            let client = SyncClient(url: URL(string: "http://127.0.0.1:9")!, store: try SQLiteLocalStore(path: store))
+            return (try await client.pendingOperations().count, try await client.syncTable("TodoItem").count())
+        }
+
+        let clock = ContinuousClock()
+        let whole = try await clock.measure {
+            let result = try await runProduct(
+                "todo", ["import-ama", file.path],
+                environment: ["TODO_STORE": directory.appendingPathComponent("whole.sqlite").path],
+                timeout: 120)
+            #expect(result.status == 0, "\(result.error)")
+        }
+        var outcomes: [String] = []
+        for (attempt, fraction) in [0.3, 0.6, 0.8, 0.88, 0.94, 0.98].enumerated() {
+            let store = directory.appendingPathComponent("killed-\(attempt).sqlite").path
+            let process = ChildProcess()
+            process.executableURL = URL(fileURLWithPath: Products.path("todo"))
+            process.arguments = ["import-ama", file.path]
+            process.environment = ProcessInfo.processInfo.environment.merging(["TODO_STORE": store]) { _, new in new }
+            process.standardOutput = FileHandle.nullDevice
+            process.standardError = FileHandle.nullDevice
+            try process.run()
+            try await Task.sleep(for: whole * fraction)
+            process.signal(SIGKILL)
+            await offCooperativeThreads { process.waitUntilExit() }
+            // Frames of a transaction that never committed are in the -wal: the kill came during the write.
+            let written = (try? FileManager.default.attributesOfItem(atPath: store + "-wal")[.size] as? Int) ?? 0
+            let after = try await pending(store)
+            #expect(after.operations == 0 || after.operations == count, "all or nothing: \(after)")
+            #expect(after.items == (after.operations == 0 ? 0 : count), "rows and queue together: \(after)")
+            outcomes.append(after.operations == 0 ? "nothing (-wal \(written / 1024) KiB)" : "all")
+            let again = try await runProduct(
+                "todo", ["import-ama", file.path], environment: ["TODO_STORE": store], timeout: 120)
+            #expect(again.status == 0, "\(again.error)")
+            #expect(try await pending(store) == (count, count))
+        }
+        print("import of \(count) rows and operations: \(whole) whole; killed at 30–98 %: \(outcomes)")
+        #expect(try Data(contentsOf: file) == bytes, "the old file is never written")
     }
 }
 

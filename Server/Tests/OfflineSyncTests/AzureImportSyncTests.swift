@@ -9,7 +9,8 @@ import Testing
 /// The move from the Azure Mobile Apps iOS SDK on a device that was offline when the update installed (issue 34),
 /// against a real server in v2: a Core Data store with 1,000 pending operations across three tables — inserts,
 /// updates, deletes, an update whose item was deleted after it (the SDK appends the delete when the update is being
-/// pushed), one parked 412 — and positions for two query ids is imported; then every operation goes exactly once, in
+/// pushed), one parked 412, an insert the server already holds (the old app was killed before it read the reply) — and
+/// positions for two query ids is imported; then every operation goes exactly once, in
 /// the SDK's order, the parked one once resolved; the first pull of each imported query id reads only rows updated at
 /// or after its position; and the tutorial goes on, with nothing lost, as another device sees.
 @Suite(.serialized) struct AzureImportSyncTests {
@@ -166,6 +167,8 @@ import Testing
                 operationIDs[change.table + "/" + change.id] = old.addOperation(
                     table: change.table, itemID: change.id, type: change.type, item: change.item)
             }
+            // The old app sent one insert and was killed before it read the reply: the server has it, the queue too.
+            try await seeder.syncTable("TodoItem").insert(expected["TodoItem"]!["todoitem-new-3"]!)
             // Another device changed one of the edited items since: the old SDK parked its 412.
             let contested = synced["TodoItem"]![67]
             let contestedID = contested["id"]!.stringValue!

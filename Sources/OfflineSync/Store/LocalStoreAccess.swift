@@ -15,9 +15,14 @@ class LocalStoreReader {
         self.store = store
     }
 
+    /// Row tables this transaction found or made (the store learns them once it commits).
+    private var found: Set<String> = []
+
     /// Whether the sync table has a row table yet (reads of a table never written are empty).
     func hasRowTable(_ table: TableName) throws -> Bool {
-        if store.knownTables.withLock({ $0.contains(table.canonical) }) { return true }
+        if found.contains(table.canonical) || store.knownTables.withLock({ $0.contains(table.canonical) }) {
+            return true
+        }
         // Not `db.tableExists`: GRDB's schema cache can outlive a rolled-back CREATE TABLE.
         let statement = try db.cachedStatement(sql: "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?")
         guard try Bool.fetchOne(statement, arguments: ["rows_\(table.canonical)"]) != nil else { return false }
@@ -28,6 +33,8 @@ class LocalStoreReader {
     /// Caches that the row table exists — in a write, only once the transaction commits: a table
     /// created by a transaction that rolls back (a refused first batch) does not exist afterwards.
     fileprivate func remember(_ table: TableName) {
+        // Once per transaction: a callback per row written made a first write of 4,000 rows take seconds.
+        guard found.insert(table.canonical).inserted else { return }
         let known = store.knownTables
         if db.configuration.readonly {
             known.withLock { _ = $0.insert(table.canonical) }
