@@ -96,6 +96,38 @@ import Testing
         #expect(asked.contains("updatedAt ge datetimeoffset'2026-01-02T03:04:05.678Z'"), "\(asked)")
     }
 
+    /// Core Data keeps its store in WAL mode: what the app's last writes left in `-wal` (not yet checkpointed into the
+    /// file) is carried too — the import reads a copy of both.
+    @Test func whatOnlyTheWriteAheadLogHoldsIsImported() async throws {
+        let workspace = try Workspace()
+        let url = try Self.write(try Self.tutorial(), in: workspace)
+        let device = workspace.url.appendingPathComponent("device.sqlite")
+        try Self.copyWhileTheLogHoldsALastOperation(url, to: device)
+        let store = try SQLiteLocalStore(path: workspace.path("new.sqlite"))
+        let summary = try await store.importAzureMobileAppsStore(at: device, tables: Self.tables)
+        #expect(summary.operationCount == 4)
+        let client = SyncClient(url: URL(string: "http://127.0.0.1:9")!, store: store)
+        #expect(try await client.pendingOperations().last?.itemID.rawValue == "c1")
+    }
+
+    /// Appends an update of `c1` to the queue of the store at `url` and copies the file and its `-wal` to `copy` before
+    /// the log is checkpointed, as a device's files are when the app was stopped.
+    static func copyWhileTheLogHoldsALastOperation(_ url: URL, to copy: URL) throws {
+        let queue = try DatabaseQueue(path: url.path)
+        try queue.write { db in
+            try db.execute(
+                sql: """
+                    INSERT INTO ZMS_TABLEOPERATIONS (Z_ENT, Z_OPT, ZID, ZITEMID, ZPROPERTIES, ZTABLE, ZTABLEKIND)
+                    VALUES (1, 1, 99, 'c1', ?, 'Category', 0)
+                    """, arguments: [Data(#"{"type":1}"#.utf8)])
+        }
+        let logged = (try FileManager.default.attributesOfItem(atPath: url.path + "-wal")[.size] as? Int) ?? 0
+        guard logged > 0 else { throw ValueError(kind: "fixture", reason: "the write was checkpointed at once") }
+        try FileManager.default.copyItem(at: url, to: copy)
+        try FileManager.default.copyItem(atPath: url.path + "-wal", toPath: copy.path + "-wal")
+        try queue.close()
+    }
+
     @Test func importingTheSameFileAgainChangesNothingAndAnotherStoreIsRefused() async throws {
         let workspace = try Workspace()
         let old = try Self.write(try Self.tutorial(), in: workspace)

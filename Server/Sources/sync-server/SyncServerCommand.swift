@@ -196,6 +196,15 @@ struct Serve: AsyncParsableCommand {
                 """))
     var auditLog: String?
 
+    @Option(
+        help: ArgumentHelp(
+            "Seconds before a committed write whose after-commit delivery did not finish is delivered again.",
+            discussion: """
+                A delivery cut short (a hook that threw, an instance that died while it held the write) is \
+                retried once this lease ends, by whichever instance runs then.
+                """))
+    var afterCommitLease = 60
+
     func run() async throws {
         guard let level = Logger.Level(rawValue: logLevel) else {
             throw ValidationError("--log-level must be one of trace, debug, info, notice, warning, error, critical")
@@ -269,6 +278,8 @@ struct Serve: AsyncParsableCommand {
                 configuration.auth = configuration.auth ?? AuthConfiguration()
                 configuration.auth?.hs256Secret = secret
             }
+            guard afterCommitLease > 0 else { throw ConfigurationError("--after-commit-lease must be at least 1") }
+            configuration.afterCommitLease = .seconds(afterCommitLease)
             if let auditLog {
                 let log = try AuditLog(path: auditLog)
                 for table in configuration.servedTables {
