@@ -78,15 +78,6 @@ class LocalStoreReader {
         return items
     }
 
-    /// The `version` of a stored item, or nil when the item is absent or has none (a pull skips rows
-    /// whose version the store already has).
-    func itemVersion(_ id: ItemID, in table: TableName) throws -> String? {
-        guard try hasRowTable(table) else { return nil }
-        let statement = try db.cachedStatement(
-            sql: "SELECT json_extract(\"data\", '$.version') FROM \(SQLiteLocalStore.rowTable(table)) WHERE \"id\" = ?")
-        return try String.fetchOne(statement, arguments: [id.rawValue])
-    }
-
     /// How many items match `filter` (all items when nil).
     func count(in table: TableName, matching filter: ODataExpression?) throws -> Int {
         guard try hasRowTable(table) else { return 0 }
@@ -243,6 +234,21 @@ final class LocalStoreWriter: LocalStoreReader {
         try statement.execute(arguments: [id.rawValue, item["updatedAt"]?.stringValue, text])
     }
 
+    /// What applies a pulled page's rows: its statements prepared once for the page (the row table made if needed).
+    func pulledRows(in table: TableName) throws -> PulledRows {
+        try ensureRowTable(table)
+        let rows = SQLiteLocalStore.rowTable(table)
+        return PulledRows(
+            db: db,
+            upsert: try db.cachedStatement(
+                sql: """
+                    INSERT INTO \(rows) ("id", "updatedAt", "data") VALUES (?1, ?2, ?3)
+                    ON CONFLICT ("id") DO UPDATE SET "updatedAt" = excluded."updatedAt", "data" = excluded."data"
+                    WHERE ?4 IS NULL OR json_extract("data", '$.version') IS NOT ?4
+                    """),
+            delete: try db.cachedStatement(sql: "DELETE FROM \(rows) WHERE \"id\" = ?"))
+    }
+
     /// Removes an item; nothing happens when it is absent.
     func deleteItem(_ id: ItemID, in table: TableName) throws {
         guard try hasRowTable(table) else { return }
@@ -377,5 +383,26 @@ final class LocalStoreWriter: LocalStoreReader {
         } else {
             try db.execute(sql: "DELETE FROM \"sync_settings\" WHERE \"key\" = ?", arguments: [key])
         }
+    }
+}
+
+/// Applies a pulled page's rows to one table, each in one statement: a row is stored unless the store holds it in that
+/// version already, a tombstone deletes the row if there is one; each says whether it changed the store. (A lookup of
+/// the stored version before each upsert took a fifth of a first pull's time.)
+struct PulledRows {
+    let db: Database
+    let upsert: Statement
+    let delete: Statement
+
+    /// Stores a row as received unless the store has it in `version` already.
+    func store(_ id: ItemID, version: String?, updatedAt: String?, text: String) throws -> Bool {
+        try upsert.execute(arguments: [id.rawValue, updatedAt, text, version])
+        return db.changesCount > 0
+    }
+
+    /// Removes the row of a tombstone, if the store has it.
+    func remove(_ id: ItemID) throws -> Bool {
+        try delete.execute(arguments: [id.rawValue])
+        return db.changesCount > 0
     }
 }

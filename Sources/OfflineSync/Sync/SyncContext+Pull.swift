@@ -357,6 +357,7 @@ extension SyncContext {
         try await store.write { [endpoint] writer in
             try endpoint.account.confirm(in: writer)  // not a page of an account signed out meanwhile
             let pending = try writer.itemIDsWithOperations(in: table)
+            let rows = try writer.pulledRows(in: table)
             var (applied, skipped) = (0, 0)
             for (item, text) in items {
                 guard let id = item.itemID else { continue }
@@ -364,16 +365,13 @@ extension SyncContext {
                     skipped += 1
                     continue
                 }
-                if item.isDeleted {
-                    guard try writer.containsItem(id, in: table) else { continue }
-                    try writer.deleteItem(id, in: table)
-                } else {
-                    if let version = item["version"]?.stringValue, try writer.itemVersion(id, in: table) == version {
-                        continue
-                    }
-                    try writer.upsert(item, text: text, in: table)
-                }
-                applied += 1
+                let changed =
+                    item.isDeleted
+                    ? try rows.remove(id)
+                    : try rows.store(
+                        id, version: item["version"]?.stringValue, updatedAt: item["updatedAt"]?.stringValue,
+                        text: text)
+                if changed { applied += 1 }
             }
             if let queryID { try writer.setCursor(cursor, for: table, queryID: queryID) }
             return (applied, skipped)
