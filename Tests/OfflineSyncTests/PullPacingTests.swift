@@ -58,6 +58,22 @@ import Testing
         #expect(!off.asksAhead(isLast: false, received: 100, total: nil))
     }
 
+    /// A pair of pages that arrives before the store is done with the pair before it does not end the asking ahead:
+    /// it took turns with single pages, every other round trip, and a first pull on loopback waited for half its pages.
+    /// Four pages in a row there before the store was ready end it; one page waited for starts it again.
+    @Test func askingAheadStopsOnlyAfterSeveralPagesInARowWereThereBeforeTheStore() {
+        var pacing = PullPacing(first: 100, max: 100, remembered: nil, topLimit: nil, ahead: true)
+        pacing.arrived(after: Self.ms(6), applyTime: Self.ms(5))
+        for early in 1..<PullPacing.storeBoundLimit {
+            pacing.arrived(after: Self.ms(0), applyTime: Self.ms(10))
+            #expect(pacing.asksAhead(isLast: false, received: 100, total: nil), "\(early) early")
+        }
+        pacing.arrived(after: Self.ms(0), applyTime: Self.ms(10))
+        #expect(!pacing.asksAhead(isLast: false, received: 100, total: nil), "the store sets the pace")
+        pacing.arrived(after: Self.ms(7), applyTime: Self.ms(5))
+        #expect(pacing.asksAhead(isLast: false, received: 100, total: nil))
+    }
+
     @Test func aRefusedTopFallsBackToTheLargestAcceptedSizeAndACutPageStopsGrowth() {
         var pacing = PullPacing(first: 100, max: 10_000, remembered: nil, topLimit: nil, ahead: true)
         _ = pacing.firstPage(after: Self.ms(100), serverPageSize: nil)

@@ -16,8 +16,15 @@ struct PullPacing: Sendable, Equatable {
     private(set) var accepted: Int
     /// How long the pull waited for the current page after applying the one before (the first page: all of it).
     private(set) var waited: Duration = .zero
-    /// Whether the last page took longer to arrive than the store took to apply the one before.
+    /// Whether the network sets the pace: a page took longer to arrive than the store took to apply the one before,
+    /// and since then fewer than ``storeBoundLimit`` pages in a row were there before the store was ready.
     private(set) var networkBound = false
+    /// Pages in a row that were there before the store was ready for them.
+    private var storeBound = 0
+    /// How many such pages end a network-bound stretch. One was too few: two pages asked together arrive before the
+    /// store is done with the pair before them, so the pull stopped asking ahead, waited for the next page alone, and
+    /// began again — every other round trip (a first pull on loopback waited for half its pages).
+    static let storeBoundLimit = 4
     /// Whether the pull may still ask two pages per round trip.
     private(set) var speculating: Bool
 
@@ -67,7 +74,12 @@ struct PullPacing: Sendable, Equatable {
     /// The next page arrived, `waited` after the previous one was applied in `applyTime`.
     mutating func arrived(after waited: Duration, applyTime: Duration) {
         self.waited = waited
-        networkBound = waited > applyTime
+        if waited > applyTime {
+            (networkBound, storeBound) = (true, 0)
+        } else {
+            storeBound += 1
+            if storeBound >= Self.storeBoundLimit { networkBound = false }
+        }
     }
 
     /// Two pages asked together did not join (rows moved meanwhile, or the server ignores `$skip`): one at a time
