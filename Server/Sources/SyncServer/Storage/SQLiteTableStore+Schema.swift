@@ -1,6 +1,7 @@
 import GRDB
 import SyncCore
 import SyncSQL
+import SyncSQLite
 
 extension SQLiteTableStore {
     /// Creates the table if needed, adds declared columns it lacks, and returns its schema.
@@ -114,11 +115,22 @@ extension SQLiteTableStore {
     static func storedColumns(of table: TableName, in db: Database) throws -> [String: SQLColumnType]? {
         guard
             let text = try String.fetchOne(
-                db, sql: "SELECT \"columns\" FROM \"__sync_tables\" WHERE \"name\" = ?", arguments: [table.canonical])
+                db.cachedStatement(sql: "SELECT \"columns\" FROM \"__sync_tables\" WHERE \"name\" = ?"),
+                arguments: [table.canonical])
         else { return nil }
+        if let columns = parsedColumns.withLock({ $0[text] }) { return columns }
         guard case .object(let members) = try JSONValue(parsing: text) else { return [:] }
-        return members.compactMapValues { $0.stringValue.flatMap(SQLColumnType.init(rawValue:)) }
+        let columns = members.compactMapValues { $0.stringValue.flatMap(SQLColumnType.init(rawValue:)) }
+        parsedColumns.withLock { cache in
+            if cache.count >= 256 { cache.removeAll() }
+            cache[text] = columns
+        }
+        return columns
     }
+
+    /// The columns of each recorded text, parsed once: every page read checks the recorded columns (a write of
+    /// another store may have added one), and parsing them took a seventh of the server's time per page.
+    private static let parsedColumns = Locked<[String: [String: SQLColumnType]]>([:])
 
     /// The schema as this transaction sees the table: the cached one with the columns the database records, which
     /// may be more when a write committed a new column before the cache learnt it (another store on the file, or
