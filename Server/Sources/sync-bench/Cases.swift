@@ -165,6 +165,27 @@ struct Cases {
         }
     }
 
+    /// `pull.initial.1m`: `pull.initial` with 1,000,000 rows, once, against the reference's raw inserts of the same
+    /// rows, once (a first sync of a large table; about a minute in all).
+    func pullInitialMillion() async throws -> BenchResult {
+        let rows = 1_000_000
+        let serverPath = path("server-1m")
+        try await BenchServer.seed(path: serverPath, rows: rows)
+        return try await BenchServer.run(path: serverPath) { [self] server in
+            let table = try await client(server.url, store: "pull-1m").syncTable("TodoItem", of: BenchItem.self)
+            var summary: PullSummary?
+            let ours = Double(rows) / (try await Measure.seconds { summary = try await table.pull(queryID: "all") })
+            guard summary?.appliedCount == rows else {
+                throw BenchError("pull.initial.1m applied \(summary?.appliedCount ?? 0) of \(rows) rows")
+            }
+            let prepared = Self.rawRows(rows)
+            let reference = Double(rows) / (try await Measure.seconds { try await rawInsert(prepared) })
+            return BenchResult(
+                name: "pull.initial.1m", ours: ours, reference: reference, unit: "rows/s", higherIsBetter: true,
+                n: rows)
+        }
+    }
+
     /// The rows the reference inserts, prepared before it is timed.
     static func rawRows(_ rows: Int) -> [(id: String, data: String)] {
         (0..<rows).map { index in
