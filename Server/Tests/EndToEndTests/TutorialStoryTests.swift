@@ -205,13 +205,11 @@ import Testing
     /// command on A (its automatic sync pulls every 0.3 s), and its status line says it synced.
     @Test(.timeLimit(.minutes(1)), arguments: ["v2", "v3"])
     func todoWatchShowsAnotherDevicesItemWithoutAKeypress(protocol: String) async throws {
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("todo-watch-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(at: directory) }
-        let port = try freePort()
-        let server = try ServerProcess(
-            port: port, database: "sqlite:" + directory.appendingPathComponent("server.sqlite").path)
-        defer { server.stop() }
+        let (directory, server, port) = try Self.serverInScratch("todo-watch")
+        defer {
+            server.stop()
+            try? FileManager.default.removeItem(at: directory)
+        }
         let url = "http://127.0.0.1:\(port)"
         let b = Device(environment: [
             "TODO_STORE": directory.appendingPathComponent("b/todo.sqlite").path, "TODO_URL": url,
@@ -230,17 +228,26 @@ import Testing
         try await watch.waitFor("synced ")
         await watch.finish()
     }
+
+    /// A scratch folder and a `sync-server` on SQLite in it; the caller stops the one and removes the other.
+    static func serverInScratch(_ prefix: String) throws -> (directory: URL, server: ServerProcess, port: Int) {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("\(prefix)-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        let port = try freePort()
+        let server = try ServerProcess(
+            port: port, database: "sqlite:" + directory.appendingPathComponent("server.sqlite").path)
+        return (directory, server, port)
+    }
+
     /// The move from the Azure Mobile Apps iOS SDK (issue 34) with the real processes: the old app's Core Data store —
     /// an item edited and one deleted offline, two added — is imported with `todo import-ama`, once; `todo sync` sends
     /// the four changes and another device sees them. A file that is not such a store is refused in one line.
     @Test(.timeLimit(.minutes(2))) func theOldAppsStoreComesAlongWithItsUnsentChanges() async throws {
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("todo-ama-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(at: directory) }
-        let port = try freePort()
-        let server = try ServerProcess(
-            port: port, database: "sqlite:" + directory.appendingPathComponent("server.sqlite").path)
-        defer { server.stop() }
+        let (directory, server, port) = try Self.serverInScratch("todo-ama")
+        defer {
+            server.stop()
+            try? FileManager.default.removeItem(at: directory)
+        }
         let url = "http://127.0.0.1:\(port)"
         let device = Device(environment: [
             "TODO_STORE": directory.appendingPathComponent("new/todo.sqlite").path, "TODO_URL": url,

@@ -6,7 +6,8 @@
 /// the store, sets the pace — by the ratio of the two times (at least 2, at most 16). They stop growing at the
 /// largest size allowed, at a page the server cut short (its page size), and at a `$top` the server refuses (its
 /// `maxTop`: the pull goes on with the largest size it took). Once they cannot grow and the network still sets the
-/// pace, the page after the next is asked at the same time, until a pair fails to join.
+/// pace, the page after the next is asked at the same time, until a pair fails to join or the store sets the pace
+/// (``storeBoundLimit`` pages in a row there before it was ready).
 struct PullPacing: Sendable, Equatable {
     /// The size of the next page request.
     private(set) var size: Int
