@@ -323,19 +323,19 @@ enum AzureStoreReader {
                     message: "\(file) is a Core Data store without the Azure Mobile Apps SDK's MS_TableOperations")
             }
             let uuid = try String.fetchOne(db, sql: "SELECT Z_UUID FROM Z_METADATA") ?? ""
-            var named: [String: (TableName, AzureMobileAppsImport.Table)] = [:]
+            var named: [String: TableName] = [:]
             for table in tables {
                 guard let name = TableName(rawValue: table.name) else {
                     throw unsupported("'\(table.name)' is not a table name")
                 }
                 guard named[name.canonical] == nil else { throw unsupported("\(table.name) is named twice") }
-                named[name.canonical] = (name, table)
+                named[name.canonical] = name
             }
             var rows: [(TableName, [JSONValue])] = []
             var deletedLeftOut = 0
             let pending = try pendingItems(operations)
             for table in tables {
-                let (name, _) = named[TableName(rawValue: table.name)!.canonical]!
+                let name = TableName(rawValue: table.name)!  // checked above
                 guard let entity = entities[table.name] else {
                     throw unsupported("there is no entity \(table.name)")
                 }
@@ -445,14 +445,14 @@ enum AzureStoreReader {
         }
 
         /// The queue, in the SDK's order (its `id`, ascending).
-        private func operations(_ entity: Entity, named: [String: (TableName, AzureMobileAppsImport.Table)]) throws
+        private func operations(_ entity: Entity, named: [String: TableName]) throws
             -> [AzureStoreSnapshot.Operation]
         {
             var operations: [AzureStoreSnapshot.Operation] = []
             for row in try entity.rows(db, attributes: ["id", "table", "itemId", "properties"], orderBy: "id") {
                 let sequence: Int64 = row["id"] ?? 0
                 let tableText: String = row["table"] ?? ""
-                guard let table = TableName(rawValue: tableText).flatMap({ named[$0.canonical]?.0 }) else {
+                guard let table = TableName(rawValue: tableText).flatMap({ named[$0.canonical] }) else {
                     throw unsupported(
                         "operation \(sequence) is on table '\(tableText)', which the import does not name: "
                             + "name it to carry its pending changes")
@@ -492,14 +492,14 @@ enum AzureStoreReader {
         }
 
         /// The delta tokens (`keyType` 0) of the named tables.
-        private func positions(_ entity: Entity, named: [String: (TableName, AzureMobileAppsImport.Table)]) throws
+        private func positions(_ entity: Entity, named: [String: TableName]) throws
             -> [(table: TableName, queryID: QueryID, since: WireDate)]
         {
             var positions: [(table: TableName, queryID: QueryID, since: WireDate)] = []
             for row in try entity.rows(db, attributes: ["table", "key", "keyType", "value"]) {
                 guard (row["keyType"] as Int64?) == 0,
                     let table = (row["table"] as String?).flatMap(TableName.init(rawValue:)),
-                    let name = named[table.canonical]?.0
+                    let name = named[table.canonical]
                 else { continue }
                 let key: String = row["key"] ?? ""
                 guard let queryID = QueryID(rawValue: key) else {
