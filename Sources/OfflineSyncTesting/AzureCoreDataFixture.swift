@@ -130,11 +130,6 @@ public struct AzureCoreDataFixture: Sendable {
         return id
     }
 
-    /// Removes an operation from the queue (as a push of it, or a collapse, did).
-    public mutating func removeOperation(_ id: Int64) {
-        operations.removeAll { $0.id == id }
-    }
-
     /// Adds an `MSTableOperationError` of an operation, serialized as the SDK does.
     public mutating func addError(
         operationID: Int64, statusCode: Int, description: String, item: JSONValue?, serverItem: JSONValue?

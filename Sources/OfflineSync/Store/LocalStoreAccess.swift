@@ -218,12 +218,6 @@ final class LocalStoreWriter: LocalStoreReader {
 
     /// Inserts or replaces an item (by its `id`).
     func upsert(_ item: JSONValue, in table: TableName) throws {
-        try upsert(item, text: item.serialized(), in: table)
-    }
-
-    /// By default the text is parsed and stored as ``upsert(_:in:)`` stores an item (a pull hands
-    /// over an item that holds only the fields it reads, and the whole row as `text`).
-    func upsert(_ item: JSONValue, text: String, in table: TableName) throws {
         guard let id = item.itemID else { throw ValueError(kind: "item", reason: "it has no valid id") }
         try ensureRowTable(table)
         let statement = try db.cachedStatement(
@@ -231,7 +225,7 @@ final class LocalStoreWriter: LocalStoreReader {
                 INSERT INTO \(SQLiteLocalStore.rowTable(table)) ("id", "updatedAt", "data") VALUES (?, ?, ?)
                 ON CONFLICT ("id") DO UPDATE SET "updatedAt" = excluded."updatedAt", "data" = excluded."data"
                 """)
-        try statement.execute(arguments: [id.rawValue, item["updatedAt"]?.stringValue, text])
+        try statement.execute(arguments: [id.rawValue, item["updatedAt"]?.stringValue, item.serialized()])
     }
 
     /// What applies a pulled page's rows: its statements prepared once for the page (the row table made if needed).
