@@ -124,6 +124,74 @@ import Testing
         }
     }
 
+    /// Issue 33 (a file gone with no conflict shown): an update whose reply was lost is retried after another
+    /// device set a field this device's row never held, and a newer local edit waits. The retry's 412 is the
+    /// server holding every field sent — converged — but the server's row is the other device's, so taking only
+    /// its version let the newer edit (a v3 PUT replaces the row) wipe the other device's field unseen.
+    @Test(.onEveryWire) func aNewerEditAfterALostUpdateReplyKeepsAFieldAnotherDeviceSetMeanwhile() async throws {
+        try await Self.lostUpdateReplyThenAnotherDeviceSetsANote(newerNote: nil) { mine, other, table in
+            #expect(try await mine.operationErrors().isEmpty)
+            let server = try #require(try await other.table("TodoItem", of: JSONValue.self).item(id: ItemID("t")))
+            #expect(server["text"] == "third")
+            #expect(server["note"] == "from the other device")
+            #expect(try await table.item(id: ItemID("t"))?["note"] == "from the other device")
+        }
+    }
+
+    /// The same, when the newer edit sets that field too: both changed it, and the newer edit meets the conflict
+    /// (it took the other device's version as its own before, and a v2 update then overwrote the value unseen).
+    @Test(.onEveryWire) func aNewerEditAfterALostUpdateReplySettingTheFieldAnotherDeviceSetIsAConflict() async throws {
+        try await Self.lostUpdateReplyThenAnotherDeviceSetsANote(newerNote: "mine") { mine, other, _ in
+            let conflict = try #require(try await mine.operationErrors().first)
+            #expect(conflict.isConflict)
+            #expect(conflict.serverItem?["note"] == "from the other device")
+            #expect(conflict.sentItem?["note"] == "mine")
+            let server = try #require(try await other.table("TodoItem", of: JSONValue.self).item(id: ItemID("t")))
+            #expect(server["note"] == "from the other device")
+        }
+    }
+
+    /// A device's update of "t" loses its reply; another device then sets `note`, which the first device's row
+    /// never held; a newer local edit (text "third", and `newerNote` when set) waits behind the frozen update;
+    /// then the first device pushes and `check` runs.
+    static func lostUpdateReplyThenAnotherDeviceSetsANote(
+        newerNote: JSONValue?, check: @Sendable (SyncClient, SyncClient, SyncTable<JSONValue>) async throws -> Void
+    ) async throws {
+        let workspace = try Workspace()
+        try await LiveServer.run(in: workspace) { url in
+            let transport = ScriptedTransport(forwardingTo: URLSessionTransport())
+            let mine = try await SyncClient.make(url, workspace: workspace, store: "mine.sqlite") {
+                $0.transport = transport
+                $0.retryLimit = 0
+            }
+            let other = try await SyncClient.make(url, workspace: workspace, store: "other.sqlite") {
+                $0.protocol = Wire.current.protocol(ofClient: 1)
+            }
+            let table = try mine.syncTable("TodoItem")
+            try await table.insert(["id": "t", "text": "first"])
+            try await mine.push()
+            var row = try #require(try await table.item(id: ItemID("t")))
+            row["text"] = "second"
+            try await table.update(row)
+            transport.append([.forwardThenFail(.timedOut)])
+            await #expect(throws: PushError.self) { try await mine.push() }
+            // Meanwhile the other device sets a field the first device's row has never held.
+            let theirs = try other.syncTable("TodoItem")
+            try await theirs.pull(queryID: "all")
+            var seen = try #require(try await theirs.item(id: ItemID("t")))
+            seen["note"] = "from the other device"
+            try await theirs.update(seen)
+            try await other.push()
+            // A newer local edit waits behind the frozen update.
+            row = try #require(try await table.item(id: ItemID("t")))
+            row["text"] = "third"
+            if let newerNote { row["note"] = newerNote }
+            try await table.update(row)
+            _ = try? await mine.push()
+            try await check(mine, other, table)
+        }
+    }
+
     /// Point 6: the client always asked `$top=1000`, and every pull failed with 400 after its push.
     @Test func aPullFollowsAServerWithASmallerMaxTopAndRemembersIt() async throws {
         let workspace = try Workspace()

@@ -240,18 +240,23 @@ extension SyncContext {
     }
 
     /// Stores the server's current row after `operation` left the queue (nil or a tombstone: the local
-    /// row goes) — or only its version, when a newer operation for the item waits (the local change
-    /// wins until it is pushed).
+    /// row goes). When a newer operation for the item waits, the local change wins until it is pushed:
+    /// the local row takes the server's version, and the fields the server changed that the newer edit
+    /// did not (see ``mergeServerChanges(_:sent:into:)``).
     static func applyServerRow(_ serverItem: JSONValue?, for operation: PendingOperation, writer: LocalStoreWriter)
         throws
     {
         let table = operation.table
         if var newer = try writer.lastOperation(for: operation.itemID, in: table) {
-            guard let version = serverItem?["version"], serverItem?.isDeleted != true else { return }
+            guard let serverItem, let version = serverItem["version"], !serverItem.isDeleted else { return }
             if newer.kind == .delete {
                 newer.item?["version"] = version
                 try writer.updateOperation(newer)
             } else if var row = try writer.item(operation.itemID, in: table) {
+                if let sent = operation.attempt?.item {
+                    guard let merged = mergeServerChanges(serverItem, sent: sent, into: row) else { return }
+                    row = merged
+                }
                 row["version"] = version
                 try writer.upsert(row, in: table)
             }
@@ -260,6 +265,30 @@ extension SyncContext {
         } else {
             try writer.deleteItem(operation.itemID, in: table)
         }
+    }
+
+    /// The local row of an item whose newer edit waits, with what the server's row changed since `sent`
+    /// (the body of the operation just settled) in the fields the newer edit left as sent. Without them the
+    /// newer edit would undo another device's change unseen: the server's row of a retried operation whose
+    /// reply was lost may hold another device's later write (converged: it holds every field sent), and a v3
+    /// update replaces the whole row. A field both changed that was sent empty (null or absent) — another
+    /// device's value against the newer edit's — is a conflict the newer operation must meet: nil, and the
+    /// local row keeps its older version for its precondition. (A converged row holds every field sent, so a
+    /// sent value the server holds otherwise is its own form of it in a 2xx reply: the newer edit's stands.)
+    static func mergeServerChanges(_ server: JSONValue, sent: JSONValue, into row: JSONValue) -> JSONValue? {
+        guard let theirs = server.userFields.objectValue else { return row }
+        var merged = row
+        for (name, value) in theirs {
+            let base = sent[name] ?? .null
+            guard value != base else { continue }
+            let mine = row[name] ?? .null
+            if mine == base {
+                merged[name] = value
+            } else if mine != value, base == .null {
+                return nil
+            }
+        }
+        return merged
     }
 }
 
