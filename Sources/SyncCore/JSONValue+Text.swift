@@ -138,14 +138,24 @@ extension JSONValue {
     private static let hexDigits = Array("0123456789abcdef".utf8)
 
     static func writeString(_ string: String, to output: inout [UInt8]) {
+        let written = string.utf8.withContiguousStorageIfAvailable { bytes in
+            writeString(bytes: bytes, to: &output)
+        }
+        if written == nil {  // a string bridged from Objective-C: its bytes copied first
+            Array(string.utf8).withUnsafeBufferPointer { bytes in writeString(bytes: bytes, to: &output) }
+        }
+    }
+
+    /// Appends `bytes` (UTF-8) as a JSON string, quoted and escaped.
+    private static func writeString(bytes: UnsafeBufferPointer<UInt8>, to output: inout [UInt8]) {
         output.append(UInt8(ascii: "\""))
         // Most strings need no escaping: copy them whole.
-        if !string.utf8.contains(where: { $0 < 0x20 || $0 == UInt8(ascii: "\"") || $0 == UInt8(ascii: "\\") }) {
-            output.append(contentsOf: string.utf8)
+        if !bytes.contains(where: { $0 < 0x20 || $0 == UInt8(ascii: "\"") || $0 == UInt8(ascii: "\\") }) {
+            output.append(contentsOf: bytes)
             output.append(UInt8(ascii: "\""))
             return
         }
-        for byte in string.utf8 {
+        for byte in bytes {
             switch byte {
             case UInt8(ascii: "\""): output.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "\"")])
             case UInt8(ascii: "\\"): output.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "\\")])

@@ -38,44 +38,51 @@ public struct WireDate: Hashable, Comparable, Sendable, Codable, CustomStringCon
 
     /// The wire form: `yyyy-MM-dd'T'HH:mm:ss.SSS'Z'`.
     public var description: String {
+        var bytes: [UInt8] = []
+        bytes.reserveCapacity(24)
+        write(to: &bytes)
+        return String(decoding: bytes, as: UTF8.self)
+    }
+
+    /// Appends the wire form (``description``, without quotes) to `output`: written digit by digit, as this
+    /// runs for every date of every row a server returns.
+    ///
+    /// - Parameter output: The buffer to append UTF-8 bytes to.
+    public func write(to output: inout [UInt8]) {
         let milliseconds = Int(millisecondsSince1970.modulo(1000))
         let seconds = millisecondsSince1970.floorDivided(by: 1000)
         let days = seconds.floorDivided(by: 86_400)
         let secondOfDay = Int(seconds.modulo(86_400))
         let (year, month, day) = Self.civil(fromDays: days)
-        // Written digit by digit: this runs for every date of every row a server returns.
-        var bytes: [UInt8] = []
-        bytes.reserveCapacity(25)
         func digits(_ value: Int, _ width: Int) {
             var divisor = 1
             for _ in 1..<width { divisor *= 10 }
             var rest = value
             if rest >= divisor * 10 {  // a year past 9999: every digit
-                bytes.append(contentsOf: String(value).utf8)
+                output.append(contentsOf: String(value).utf8)
                 return
             }
             while divisor > 0 {
-                bytes.append(UInt8(ascii: "0") + UInt8(rest / divisor))
+                output.append(UInt8(ascii: "0") + UInt8(rest / divisor))
                 rest %= divisor
                 divisor /= 10
             }
         }
-        if year < 0 { bytes.append(UInt8(ascii: "-")) }
+        if year < 0 { output.append(UInt8(ascii: "-")) }
         digits(Int(abs(year)), 4)
-        bytes.append(UInt8(ascii: "-"))
+        output.append(UInt8(ascii: "-"))
         digits(month, 2)
-        bytes.append(UInt8(ascii: "-"))
+        output.append(UInt8(ascii: "-"))
         digits(day, 2)
-        bytes.append(UInt8(ascii: "T"))
+        output.append(UInt8(ascii: "T"))
         digits(secondOfDay / 3600, 2)
-        bytes.append(UInt8(ascii: ":"))
+        output.append(UInt8(ascii: ":"))
         digits(secondOfDay / 60 % 60, 2)
-        bytes.append(UInt8(ascii: ":"))
+        output.append(UInt8(ascii: ":"))
         digits(secondOfDay % 60, 2)
-        bytes.append(UInt8(ascii: "."))
+        output.append(UInt8(ascii: "."))
         digits(milliseconds, 3)
-        bytes.append(UInt8(ascii: "Z"))
-        return String(decoding: bytes, as: UTF8.self)
+        output.append(UInt8(ascii: "Z"))
     }
 
     /// Parses a wire date: `yyyy-MM-ddTHH:mm:ss`, an optional fraction of 1–7 digits, then `Z` or

@@ -37,14 +37,16 @@ extension SQLiteTableStore {
         json.reserveCapacity(256 * min(limit, 1000))
         var count = 0
         var hasMore = false
-        let rows = try Row.fetchCursor(db.cachedStatement(sql: rowsSQL), arguments: rowsArguments)
+        let statement = try db.cachedStatement(sql: rowsSQL)
+        let writer = SQLiteRowWriter(columnNames: statement.columnNames, schema: schema, select: select, shape: shape)
+        let rows = try Row.fetchCursor(statement, arguments: rowsArguments)
         while let row = try rows.next() {
             if count == limit || json.count > maxBytes {
                 hasMore = true
                 break
             }
             if count > 0 { json.append(UInt8(ascii: ",")) }
-            Self.writeItem(row, schema: schema, select: select, shape: shape, to: &json)
+            writer.write(row, to: &json)
             count += 1
         }
         json.append(UInt8(ascii: "]"))

@@ -15,24 +15,6 @@ extension SQLiteTableStore {
         return .object(members)
     }
 
-    /// Writes a row as a JSON object (keys in the row's column order, which ``StoreSQL/columnList(_:)`` sorts), with
-    /// the members `shape` and `select` keep.
-    static func writeItem(
-        _ row: Row, schema: TableSchema, select: Set<String>?, shape: RowShape, to json: inout [UInt8]
-    ) {
-        json.append(UInt8(ascii: "{"))
-        var first = true
-        for (column, value) in row {
-            guard shape.carries(column, select: select) else { continue }
-            if !first { json.append(UInt8(ascii: ",")) }
-            first = false
-            JSONValue.string(column).write(to: &json)
-            json.append(UInt8(ascii: ":"))
-            member(column, value, schema: schema).write(to: &json)
-        }
-        json.append(UInt8(ascii: "}"))
-    }
-
     /// One column of a row as the wire shows it: system properties by their rules, user columns by type.
     static func member(_ column: String, _ value: DatabaseValue, schema: TableSchema) -> JSONValue {
         switch column {
@@ -62,5 +44,65 @@ extension SQLiteTableStore {
         case (.string(let text), _): return .string(text)
         case (.blob(let data), _): return .string(data.base64EncodedString())
         }
+    }
+}
+
+/// How a page writes its rows as JSON objects, worked out once from the statement's columns (a page writes
+/// thousands of rows with the same columns): which columns, in the statement's order (which
+/// ``StoreSQL/columnList(_:)`` sorts), each with its `"name":` written once and how its values are written.
+struct SQLiteRowWriter {
+    /// How a column's values are written (see ``SQLiteTableStore/member(_:_:schema:)``).
+    enum Form {
+        case text  // id, version
+        case date  // createdAt, updatedAt
+        case flag  // deleted
+        case user(SQLColumnType?)
+    }
+
+    private let columns: [(index: Int, key: [UInt8], form: Form)]
+
+    /// The writer of rows with `columnNames`, with the members `shape` and `select` keep.
+    init(columnNames: [String], schema: TableSchema, select: Set<String>?, shape: RowShape) {
+        columns = columnNames.enumerated().compactMap { index, name in
+            guard shape.carries(name, select: select) else { return nil }
+            var key: [UInt8] = []
+            JSONValue.string(name).write(to: &key)
+            key.append(UInt8(ascii: ":"))
+            let form: Form =
+                switch name {
+                case "id", "version": .text
+                case "createdAt", "updatedAt": .date
+                case "deleted": .flag
+                default: .user(schema.columns[name])
+                }
+            return (index, key, form)
+        }
+    }
+
+    /// Appends `row` as a JSON object.
+    func write(_ row: Row, to json: inout [UInt8]) {
+        json.append(UInt8(ascii: "{"))
+        for (position, column) in columns.enumerated() {
+            if position > 0 { json.append(UInt8(ascii: ",")) }
+            json.append(contentsOf: column.key)
+            let value: DatabaseValue = row[column.index]
+            switch column.form {
+            case .text:
+                (String.fromDatabaseValue(value).map(JSONValue.string) ?? .null).write(to: &json)
+            case .date:
+                if let milliseconds = Int64.fromDatabaseValue(value) {
+                    json.append(UInt8(ascii: "\""))
+                    WireDate(millisecondsSince1970: milliseconds).write(to: &json)
+                    json.append(UInt8(ascii: "\""))
+                } else {
+                    json.append(contentsOf: "null".utf8)
+                }
+            case .flag:
+                json.append(contentsOf: ((Int64.fromDatabaseValue(value) ?? 0) != 0 ? "true" : "false").utf8)
+            case .user(let type):
+                SQLiteTableStore.json(value, type: type).write(to: &json)
+            }
+        }
+        json.append(UInt8(ascii: "}"))
     }
 }
