@@ -45,6 +45,10 @@ public final class SQLiteLocalStore: LocalStore {
         attachmentDirectory = URL(fileURLWithPath: path + ".attachments")
         do {
             pool = try openDatabasePool(path: path)
+            // A local write commits its row, its indexes and its queued operation (about 6 pages, against 2 for a
+            // bare row), so SQLite's checkpoint every 1,000 pages came three times as often per write; each costs
+            // two fsyncs. At 4,000 pages (a WAL of up to 16 MB): local.insert +12 % (BENCHMARKS.md, issue 35).
+            try pool.writeWithoutTransaction { db in try db.execute(sql: "PRAGMA wal_autocheckpoint = 4000") }
             try Self.migrator.migrate(pool)
         } catch {
             throw LocalStoreError(operation: "open \(path)", underlying: error)
