@@ -57,3 +57,49 @@ import Testing
         #expect(throws: DecodingError.self) { try ItemCoder.item(["n": 2.5], as: Count.self) }
     }
 }
+
+/// An update through a typed model that knows fewer fields than the stored row (issue 33's finding: an older app
+/// version, or a column another app added): the fields it does not know stay in the row (a v3 update replaces the
+/// row on the server), the ones it knows and left nil go.
+@Suite struct NarrowModelUpdateTests {
+    struct Narrow: Codable, Sendable {
+        var id: String
+        var text: String
+        var due: String?
+        var version: String?
+    }
+
+    @Test func theStoredRowKeepsTheFieldsTheModelDoesNotKnowAndLosesTheOnesItCleared() async throws {
+        let workspace = try Workspace()
+        let client = SyncClient(
+            url: URL(string: "http://127.0.0.1:9")!, store: try SQLiteLocalStore(path: workspace.path("s.sqlite")))
+        try await client.syncTable("T").insert(["id": "a", "text": "one", "due": "monday", "note": "kept"])
+        let table = try client.syncTable("T", of: Narrow.self)
+        var item = try #require(try await table.item(id: ItemID("a")))
+        item.text = "two"
+        item.due = nil
+        try await table.update(item)
+        let row = try #require(try await client.syncTable("T").item(id: ItemID("a")))
+        #expect(row["text"] == "two")
+        #expect(row["note"] == "kept")
+        #expect(row["due"] == nil)
+    }
+
+    @Test func anUntypedUpdateIsTheWholeRow() async throws {
+        let workspace = try Workspace()
+        let client = SyncClient(
+            url: URL(string: "http://127.0.0.1:9")!, store: try SQLiteLocalStore(path: workspace.path("s.sqlite")))
+        let table = try client.syncTable("T")
+        try await table.insert(["id": "a", "text": "one", "note": "gone"])
+        try await table.update(["id": "a", "text": "two"])
+        #expect(try await table.item(id: ItemID("a"))?["note"] == nil)
+    }
+
+    @Test func theFieldsAModelKnowsAreThoseItReads() throws {
+        let row: JSONValue = ["id": "a", "text": "one", "note": "x", "complete": true]
+        #expect(ItemCoder.knownFields(of: Narrow.self, in: row) == ["id", "text", "due", "version"])
+        #expect(ItemCoder.knownFields(of: JSONValue.self, in: row) == nil)
+        #expect(ItemCoder.knownFields(of: [String: JSONValue].self, in: row) == nil)  // reads every key
+        #expect(ItemCoder.knownFields(of: Narrow.self, in: ["id": "a"]) == nil)  // cannot decode the row
+    }
+}

@@ -252,3 +252,28 @@ import Testing
         }
     }
 }
+
+/// A typed model that knows fewer fields than the server's row (an older app version, or a column another app added).
+@Suite struct NarrowModelTests {
+    /// `SyncTable.update` stored the encoded model as the whole local row, so a field the model does not know left
+    /// the row; v2 sends it as a PATCH (the server kept the field), v3 as a PUT, which replaced the row and dropped
+    /// the field on the server (failed on v3 before the fix). The row now keeps the fields the model does not read.
+    @Test(.onBothProtocols) func anUpdateThroughANarrowerModelKeepsTheFieldsItDoesNotKnow() async throws {
+        let workspace = try Workspace()
+        try await LiveServer.run(in: workspace) { url in
+            let wide = try await SyncClient.make(url, workspace: workspace, store: "wide.sqlite")
+            let narrow = try await SyncClient.make(url, workspace: workspace, store: "narrow.sqlite")
+            try await wide.syncTable("TodoItem").insert(["id": "t", "text": "first", "complete": false, "note": "kept"])
+            try await wide.push()
+            let table = try narrow.syncTable("TodoItem", of: TodoItem.self)
+            try await table.pull(queryID: "all")
+            var item = try #require(try await table.item(id: ItemID("t")))
+            item.text = "second"
+            try await table.update(item)
+            try await narrow.push()
+            let server = try #require(try await wide.table("TodoItem", of: JSONValue.self).item(id: ItemID("t")))
+            #expect(server["text"] == "second")
+            #expect(server["note"] == "kept")
+        }
+    }
+}

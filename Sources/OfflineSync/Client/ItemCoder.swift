@@ -16,4 +16,15 @@ enum ItemCoder {
     static func item<Item: Decodable>(_ value: JSONValue, as type: Item.Type) throws -> Item {
         try JSONValueDecoder.decode(Item.self, from: value)
     }
+
+    /// The fields of `row` that `Item` knows: those it reads when it decodes the row. Nil when it is the row itself
+    /// (`JSONValue`), reads every field or not as an object, or cannot decode the row: then it knows them all.
+    static func knownFields<Item: Decodable>(of type: Item.Type, in row: JSONValue) -> Set<String>? {
+        guard type != JSONValue.self else { return nil }
+        let recorder = JSONValueDecoder.KeyRecorder()
+        guard (try? JSONValueDecoder(value: row, recorder: recorder).decodeValue(type)) != nil,
+            recorder.readsObject, !recorder.readsEveryKey
+        else { return nil }
+        return recorder.keys
+    }
 }

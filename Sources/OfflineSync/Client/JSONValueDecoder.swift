@@ -6,7 +6,20 @@ import SyncCore
 struct JSONValueDecoder: Decoder {
     let value: JSONValue
     var codingPath: [any CodingKey] = []
+    /// Records the members the decoded type reads from this value, when set (see ``KeyRecorder``).
+    var recorder: KeyRecorder?
     var userInfo: [CodingUserInfoKey: Any] { [:] }
+
+    /// The members of an object a type reads when it decodes it: the fields a typed model knows
+    /// (``ItemCoder/knownFields(of:in:)``).
+    final class KeyRecorder {
+        /// The names asked for (read, tested for presence or for null).
+        var keys: Set<String> = []
+        /// Whether the type read the object as an object at all.
+        var readsObject = false
+        /// Whether it asked for every name the object has (`allKeys`): then it knows them all.
+        var readsEveryKey = false
+    }
 
     static func decode<T: Decodable>(_ type: T.Type, from value: JSONValue) throws -> T {
         try JSONValueDecoder(value: value).decodeValue(type)
@@ -58,7 +71,8 @@ struct JSONValueDecoder: Decoder {
             throw DecodingError.typeMismatch(
                 [String: Any].self, .init(codingPath: codingPath, debugDescription: "Not an object"))
         }
-        return KeyedDecodingContainer(KeyedContainer<Key>(members: members, codingPath: codingPath))
+        recorder?.readsObject = true
+        return KeyedDecodingContainer(KeyedContainer<Key>(members: members, codingPath: codingPath, recorder: recorder))
     }
 
     func unkeyedContainer() throws -> any UnkeyedDecodingContainer {
@@ -76,11 +90,19 @@ struct JSONValueDecoder: Decoder {
     struct KeyedContainer<Key: CodingKey>: KeyedDecodingContainerProtocol {
         let members: [String: JSONValue]
         let codingPath: [any CodingKey]
-        var allKeys: [Key] { members.keys.compactMap { Key(stringValue: $0) } }
+        let recorder: KeyRecorder?
+        var allKeys: [Key] {
+            recorder?.readsEveryKey = true
+            return members.keys.compactMap { Key(stringValue: $0) }
+        }
 
-        func contains(_ key: Key) -> Bool { members[key.stringValue] != nil }
+        func contains(_ key: Key) -> Bool {
+            recorder?.keys.insert(key.stringValue)
+            return members[key.stringValue] != nil
+        }
 
         private func value(_ key: Key) throws -> JSONValue {
+            recorder?.keys.insert(key.stringValue)
             guard let value = members[key.stringValue] else {
                 throw DecodingError.keyNotFound(
                     key, .init(codingPath: codingPath, debugDescription: "No value for '\(key.stringValue)'"))
@@ -88,7 +110,10 @@ struct JSONValueDecoder: Decoder {
             return value
         }
 
-        func decodeNil(forKey key: Key) throws -> Bool { (members[key.stringValue] ?? .null) == .null }
+        func decodeNil(forKey key: Key) throws -> Bool {
+            recorder?.keys.insert(key.stringValue)
+            return (members[key.stringValue] ?? .null) == .null
+        }
 
         func decode<T: Decodable>(_ type: T.Type, forKey key: Key) throws -> T {
             try JSONValueDecoder(value: try value(key), codingPath: codingPath + [key]).decodeValue(type)
@@ -104,9 +129,12 @@ struct JSONValueDecoder: Decoder {
             try JSONValueDecoder(value: try value(key), codingPath: codingPath + [key]).unkeyedContainer()
         }
 
-        func superDecoder() throws -> any Decoder { JSONValueDecoder(value: .object(members), codingPath: codingPath) }
+        func superDecoder() throws -> any Decoder {
+            JSONValueDecoder(value: .object(members), codingPath: codingPath, recorder: recorder)
+        }
         func superDecoder(forKey key: Key) throws -> any Decoder {
-            JSONValueDecoder(value: members[key.stringValue] ?? .null, codingPath: codingPath + [key])
+            recorder?.keys.insert(key.stringValue)
+            return JSONValueDecoder(value: members[key.stringValue] ?? .null, codingPath: codingPath + [key])
         }
     }
 

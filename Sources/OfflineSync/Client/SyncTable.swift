@@ -54,14 +54,18 @@ public struct SyncTable<Item: Codable & Sendable>: Sendable {
         return try stored.map { try ItemCoder.item($0, as: Item.self) }
     }
 
-    /// Replaces an item locally and queues its update.
+    /// Replaces an item locally and queues its update. The stored row's fields that `Item` does not read (a
+    /// column another app, or another version of this one, added) are kept, so they reach the server again with
+    /// the update; the fields it reads are as the item has them (an optional left nil leaves the local row).
     ///
     /// - Parameter item: The changed item (keep its `version`: it is the push's precondition).
     /// - Returns: The item as stored.
     /// - Throws: ``LocalWriteError`` when the item does not exist locally or its delete is pending.
     @discardableResult
     public func update(_ item: Item) async throws -> Item {
-        let stored = try await client.context.write(.update, [try ItemCoder.json(item)], in: name)
+        let stored = try await client.context.write(.update, [try ItemCoder.json(item)], in: name) { row in
+            ItemCoder.knownFields(of: Item.self, in: row)
+        }
         return try ItemCoder.item(stored[0], as: Item.self)
     }
 

@@ -35,18 +35,24 @@ actor SyncContext {
 
     // MARK: Local writes
 
-    /// Writes items locally and queues their operations, all in one transaction.
-    nonisolated func write(_ kind: OperationKind, _ items: [JSONValue], in table: TableName) async throws -> [JSONValue]
-    {
+    /// Writes items locally and queues their operations, all in one transaction. `knownFields`, for an update
+    /// through a typed model: the fields the model knows of a stored row (nil: all of them); see ``apply``.
+    nonisolated func write(
+        _ kind: OperationKind, _ items: [JSONValue], in table: TableName,
+        knownFields: (@Sendable (JSONValue) -> Set<String>?)? = nil
+    ) async throws -> [JSONValue] {
         try await store.write { writer in
-            try items.map { item in try Self.apply(kind, item, in: table, writer: writer) }
+            try items.map { item in try Self.apply(kind, item, in: table, writer: writer, knownFields: knownFields) }
         }
     }
 
-    /// One local write: the row, then the queue per PROTOCOL.md §6 (in the caller's transaction).
-    static func apply(_ kind: OperationKind, _ item: JSONValue, in table: TableName, writer: LocalStoreWriter)
-        throws -> JSONValue
-    {
+    /// One local write: the row, then the queue per PROTOCOL.md §6 (in the caller's transaction). An update
+    /// keeps the stored row's fields that `knownFields` says the item's model does not know (a column another
+    /// app version or another app added): the item replaces the row, and a v3 update replaces it on the server.
+    static func apply(
+        _ kind: OperationKind, _ item: JSONValue, in table: TableName, writer: LocalStoreWriter,
+        knownFields: ((JSONValue) -> Set<String>?)? = nil
+    ) throws -> JSONValue {
         guard let id = item.itemID else { throw ValueError(kind: "item", reason: "it has no valid 'id'") }
         // An insert only needs to know whether the row exists; updates and deletes need its content.
         let existing = kind == .insert ? nil : try writer.item(id, in: table)
@@ -69,6 +75,9 @@ actor SyncContext {
             try writer.upsert(stored, in: table)
         case .update:
             stored = item.removing([.deleted])
+            if let existing, let known = knownFields?(existing), let fields = existing.userFields.objectValue {
+                for (name, value) in fields where stored[name] == nil && !known.contains(name) { stored[name] = value }
+            }
             for property in [SystemProperty.createdAt, .updatedAt, .version] where stored[property.rawValue] == nil {
                 stored[property.rawValue] = existing?[property.rawValue]
             }
