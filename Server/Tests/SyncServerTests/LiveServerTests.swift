@@ -110,7 +110,8 @@ import Testing
     /// The race (120 writes per writer) on a table a read hook scopes (issue 31): 4 users in 2 teams, a row's team set by an insert hook
     /// and seen only by its team; while the reader follows team 0's rows, each writer also tries to change a row of
     /// the other team (a 404 every time, and no row ever changed by it). Hooks keep §5's guarantee per scope.
-    @Test(.timeLimit(.minutes(5)), arguments: Backend.all)
+    @Test(.timeLimit(.minutes(8)), arguments: Backend.all)  // a hang guard, as above: alone 9 s; in the whole suite
+    // on two cores 234 s one run and over 300 s the next (PostgreSQL, 2026-11-25)
     func aScopedCursorReaderMissesNothingWhileEightWritersWrite(_ backend: Backend) async throws {
         try await TestDatabase.with(backend) { database in
             try await cursorRace(database, perUser: false, scoped: true, writesPerWriter: 120)
