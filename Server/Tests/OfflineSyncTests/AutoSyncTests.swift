@@ -75,7 +75,8 @@ import Testing
             try await Task.sleep(for: .milliseconds(300))  // B's first pull and its follow request are under way
             let started = ContinuousClock.now
             try await aTodos.insert(TodoItem(id: "a", text: "milk", complete: false))
-            try await seenByB.last { ObservationTests.texts($0) == ["milk"] }
+            // Notified: before B's next scheduled pull, a minute after its first.
+            try await seenByB.last(within: .seconds(notified ? 45 : 60)) { ObservationTests.texts($0) == ["milk"] }
             print("AutoSyncTests: \(notified ? "notified" : "polled") in \(ContinuousClock.now - started)")
             await a.stopSyncing()
             await b.stopSyncing()

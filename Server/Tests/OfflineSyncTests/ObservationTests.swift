@@ -29,10 +29,14 @@ import Testing
         private func finish() { finished = true }
         func cancel() { task?.cancel() }
 
-        /// Waits (up to 20 s) until the last value satisfies `condition`; returns it.
+        /// Waits (up to `limit`) until the last value satisfies `condition`; returns it. The limit guards against a
+        /// hang: alone a value comes in a fraction of a second, in the whole suite on two cores in up to 20 s (tests
+        /// that block a cooperative thread hold up every other test's tasks).
         @discardableResult
-        func last(where condition: @Sendable (Value) -> Bool) async throws -> Value {
-            let deadline = ContinuousClock.now + .seconds(20)
+        func last(within limit: Duration = .seconds(60), where condition: @Sendable (Value) -> Bool) async throws
+            -> Value
+        {
+            let deadline = ContinuousClock.now + limit
             while ContinuousClock.now < deadline {
                 if let last = values.last, condition(last) { return last }
                 try await Task.sleep(for: .milliseconds(10))
