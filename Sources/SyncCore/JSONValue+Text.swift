@@ -318,7 +318,6 @@ struct JSONTextParser {
         if depth > JSONValue.maximumDepth { throw fail("nesting deeper than \(JSONValue.maximumDepth)") }
     }
 
-    /// An object; with `fields`, its value keeps only those members (the others are checked and skipped).
     /// The names an object's parse keeps, with their bytes, so that a plain member name (ASCII, no escape) is matched
     /// without building a string of it: building each name and hashing it was a third of a pulled page's parse.
     struct KeptNames {
@@ -357,6 +356,8 @@ struct JSONTextParser {
         return nil
     }
 
+    /// An object; with `fields`, its value keeps only those members (the others are checked and skipped), matched by
+    /// `kept` where the name is plain.
     private mutating func parseObject(keeping fields: Set<String>? = nil, names kept: KeptNames? = nil)
         throws(JSONParseError) -> JSONValue
     {

@@ -17,16 +17,7 @@ extension SQLiteTableStore {
 
     /// One column of a row as the wire shows it: system properties by their rules, user columns by type.
     static func member(_ column: String, _ value: DatabaseValue, schema: TableSchema) -> JSONValue {
-        switch column {
-        case "id", "version":
-            String.fromDatabaseValue(value).map(JSONValue.string) ?? .null
-        case "createdAt", "updatedAt":
-            Int64.fromDatabaseValue(value).map { .string(WireDate(millisecondsSince1970: $0).description) } ?? .null
-        case "deleted":
-            .bool((Int64.fromDatabaseValue(value) ?? 0) != 0)
-        default:
-            json(value, type: schema.columns[column])
-        }
+        SQLiteRowWriter.Form(column, schema: schema).json(value)
     }
 
     /// A stored value as JSON, by the column's type (or by its storage when the type is unknown).
@@ -51,12 +42,32 @@ extension SQLiteTableStore {
 /// thousands of rows with the same columns): which columns, in the statement's order (which
 /// ``StoreSQL/columnList(_:)`` sorts), each with its `"name":` written once and how its values are written.
 struct SQLiteRowWriter {
-    /// How a column's values are written (see ``SQLiteTableStore/member(_:_:schema:)``).
+    /// How a column's values are shown: system properties by their rules, user columns by type.
     enum Form {
         case text  // id, version
         case date  // createdAt, updatedAt
         case flag  // deleted
         case user(SQLColumnType?)
+
+        init(_ column: String, schema: TableSchema) {
+            switch column {
+            case "id", "version": self = .text
+            case "createdAt", "updatedAt": self = .date
+            case "deleted": self = .flag
+            default: self = .user(schema.columns[column])
+            }
+        }
+
+        /// A stored value of a column of this form, as the wire shows it.
+        func json(_ value: DatabaseValue) -> JSONValue {
+            switch self {
+            case .text: String.fromDatabaseValue(value).map(JSONValue.string) ?? .null
+            case .date:
+                Int64.fromDatabaseValue(value).map { .string(WireDate(millisecondsSince1970: $0).description) } ?? .null
+            case .flag: .bool((Int64.fromDatabaseValue(value) ?? 0) != 0)
+            case .user(let type): SQLiteTableStore.json(value, type: type)
+            }
+        }
     }
 
     private let columns: [(index: Int, key: [UInt8], form: Form)]
@@ -68,14 +79,7 @@ struct SQLiteRowWriter {
             var key: [UInt8] = []
             JSONValue.string(name).write(to: &key)
             key.append(UInt8(ascii: ":"))
-            let form: Form =
-                switch name {
-                case "id", "version": .text
-                case "createdAt", "updatedAt": .date
-                case "deleted": .flag
-                default: .user(schema.columns[name])
-                }
-            return (index, key, form)
+            return (index, key, Form(name, schema: schema))
         }
     }
 
@@ -86,21 +90,13 @@ struct SQLiteRowWriter {
             if position > 0 { json.append(UInt8(ascii: ",")) }
             json.append(contentsOf: column.key)
             let value: DatabaseValue = row[column.index]
-            switch column.form {
-            case .text:
-                (String.fromDatabaseValue(value).map(JSONValue.string) ?? .null).write(to: &json)
-            case .date:
-                if let milliseconds = Int64.fromDatabaseValue(value) {
-                    json.append(UInt8(ascii: "\""))
-                    WireDate(millisecondsSince1970: milliseconds).write(to: &json)
-                    json.append(UInt8(ascii: "\""))
-                } else {
-                    json.append(contentsOf: "null".utf8)
-                }
-            case .flag:
-                json.append(contentsOf: ((Int64.fromDatabaseValue(value) ?? 0) != 0 ? "true" : "false").utf8)
-            case .user(let type):
-                SQLiteTableStore.json(value, type: type).write(to: &json)
+            // Dates straight into the page (the hottest case: two per row); the rest as the form shows them.
+            if case .date = column.form, let milliseconds = Int64.fromDatabaseValue(value) {
+                json.append(UInt8(ascii: "\""))
+                WireDate(millisecondsSince1970: milliseconds).write(to: &json)
+                json.append(UInt8(ascii: "\""))
+            } else {
+                column.form.json(value).write(to: &json)
             }
         }
         json.append(UInt8(ascii: "}"))
