@@ -16,7 +16,9 @@ public enum Collation: String, Sendable, Hashable, Codable, CaseIterable {
     /// For ``caseInsensitive``: the text's case is folded (upper-, then lower-cased, so that "ß" matches "SS") and
     /// its compatibility decomposition (NFKD: "ﬁ" is "fi", "é" is "e" and a combining accent) split into the base
     /// characters, which come first, then U+0001 and, for each base character, U+0001 and the marks that follow
-    /// it. The key changes if Swift's Unicode tables do (a new Unicode version).
+    /// it. The key changes if Swift's Unicode tables do (a new Unicode version). The text is read in its
+    /// stream-safe form (``ClientText/streamSafe(_:)``), so that the key costs time linear in its length whatever
+    /// it holds: case mapping and decomposition reorder each run of combining marks, in time quadratic in the run.
     ///
     /// - Parameter text: The text.
     /// - Returns: Its key, or nil for ``binary``.
@@ -27,6 +29,7 @@ public enum Collation: String, Sendable, Hashable, Codable, CaseIterable {
         case .caseInsensitive:
             var base = String.UnicodeScalarView()
             var marks = String.UnicodeScalarView()
+            let text = ClientText.streamSafe(text)
             for scalar in text.uppercased().lowercased().decomposedStringWithCompatibilityMapping.unicodeScalars {
                 switch scalar.properties.generalCategory {
                 case .nonspacingMark, .spacingMark, .enclosingMark:

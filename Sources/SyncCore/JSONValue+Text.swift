@@ -36,11 +36,47 @@ extension JSONValue {
 
     /// Parses UTF-8 encoded JSON from a buffer.
     ///
-    /// - Parameter bytes: One JSON value in UTF-8, optionally surrounded by white space.
-    /// - Throws: ``JSONParseError`` for anything that is not exactly one valid JSON value.
-    public init(parsingUTF8 bytes: UnsafeBufferPointer<UInt8>) throws {
-        var parser = JSONTextParser(bytes: bytes)
+    /// - Parameters:
+    ///   - bytes: One JSON value in UTF-8, optionally surrounded by white space.
+    ///   - limits: What the text may hold beyond valid JSON; ``ParsingLimits/none`` by default. Text from a client
+    ///     is parsed with ``ParsingLimits/clientText``.
+    /// - Throws: ``JSONParseError`` for anything that is not exactly one valid JSON value, or that the limits refuse.
+    public init(parsingUTF8 bytes: UnsafeBufferPointer<UInt8>, limits: ParsingLimits = .none) throws {
+        var parser = JSONTextParser(bytes: bytes, limits: limits)
         self = try parser.parseDocument()
+    }
+
+    /// What a JSON text may hold beyond being valid JSON, checked on its bytes and scalars while it is parsed, before
+    /// any member name becomes a dictionary key: hashing a `String` normalizes it, which costs time quadratic in a
+    /// run of combining marks (see ``ClientText``).
+    public struct ParsingLimits: Sendable, Hashable {
+        /// The most UTF-8 bytes in a member name; nil for no limit.
+        public var maximumMemberNameBytes: Int?
+        /// Whether member names must be ASCII.
+        public var asciiMemberNames: Bool
+        /// Whether strings must be stream-safe (``ClientText/isStreamSafe(_:)-(String)``).
+        public var streamSafeStrings: Bool
+
+        /// Creates limits.
+        ///
+        /// - Parameters:
+        ///   - maximumMemberNameBytes: The most UTF-8 bytes in a member name; nil for no limit.
+        ///   - asciiMemberNames: Whether member names must be ASCII.
+        ///   - streamSafeStrings: Whether strings must be stream-safe.
+        public init(maximumMemberNameBytes: Int?, asciiMemberNames: Bool, streamSafeStrings: Bool) {
+            self.maximumMemberNameBytes = maximumMemberNameBytes
+            self.asciiMemberNames = asciiMemberNames
+            self.streamSafeStrings = streamSafeStrings
+        }
+
+        /// Any valid JSON.
+        public static let none = ParsingLimits(
+            maximumMemberNameBytes: nil, asciiMemberNames: false, streamSafeStrings: false)
+
+        /// JSON from a client, whose parse must cost time linear in its length: member names of at most 255 ASCII
+        /// bytes (a field is 1–63; a nested object's names on a dynamic table may be longer) and stream-safe strings.
+        public static let clientText = ParsingLimits(
+            maximumMemberNameBytes: 255, asciiMemberNames: true, streamSafeStrings: true)
     }
 
     /// Parses a JSON array, returning each element with its exact text (for storing rows as received).
@@ -176,11 +212,13 @@ extension JSONValue {
 /// A recursive-descent parser over UTF-8 bytes.
 struct JSONTextParser {
     let bytes: UnsafeBufferPointer<UInt8>
+    let limits: JSONValue.ParsingLimits
     var index = 0
     var depth = 0
 
-    init(bytes: UnsafeBufferPointer<UInt8>) {
+    init(bytes: UnsafeBufferPointer<UInt8>, limits: JSONValue.ParsingLimits = .none) {
         self.bytes = bytes
+        self.limits = limits
     }
 
     mutating func parseArrayElements(keeping fields: Set<String>?) throws(JSONParseError) -> [(
@@ -212,7 +250,7 @@ struct JSONTextParser {
                 guard index < bytes.count, bytes[index] == UInt8(ascii: "\"") else {
                     throw fail("expected a member name")
                 }
-                let key = try parseString()
+                let key = try parseMemberName()
                 skipWhitespace()
                 guard index < bytes.count, bytes[index] == UInt8(ascii: ":") else { throw fail("expected ':'") }
                 index += 1
@@ -378,7 +416,7 @@ struct JSONTextParser {
             if let kept, let spelt = plainName() {
                 key = kept.name(spelt: spelt, in: bytes)
             } else {
-                let name = try parseString()
+                let name = try parseMemberName()
                 key = fields.map { $0.contains(name) } == false ? nil : name
             }
             skipWhitespace()
@@ -453,7 +491,37 @@ struct JSONTextParser {
         }
     }
 
+    /// A member name, checked against the limits before it is hashed.
+    private mutating func parseMemberName() throws(JSONParseError) -> String {
+        let start = index
+        let name = try parseStringText()
+        if let maximum = limits.maximumMemberNameBytes, name.utf8.count > maximum {
+            throw JSONParseError(reason: "a member name longer than \(maximum) bytes", offset: start)
+        }
+        if limits.asciiMemberNames, !name.utf8.allSatisfy({ $0 < 0x80 }) {
+            throw JSONParseError(reason: "a member name that is not ASCII", offset: start)
+        }
+        if limits.streamSafeStrings, !ClientText.isStreamSafe(name) {
+            throw JSONParseError(
+                reason: "a member name with more than \(ClientText.maximumNonStarterRun) combining marks in a row",
+                offset: start)
+        }
+        return name
+    }
+
+    /// A string, refused when the limits ask for stream-safe text and it is not.
     private mutating func parseString() throws(JSONParseError) -> String {
+        let start = index
+        let string = try parseStringText()
+        if limits.streamSafeStrings, !ClientText.isStreamSafe(string) {
+            throw JSONParseError(
+                reason: "a string with more than \(ClientText.maximumNonStarterRun) combining marks in a row",
+                offset: start)
+        }
+        return string
+    }
+
+    private mutating func parseStringText() throws(JSONParseError) -> String {
         index += 1  // opening quote
         let start = index
         // Fast path: no escapes.

@@ -14,7 +14,7 @@ extension SQLTranslator {
         case .not(let operand):
             return condition(SQLFragment("(NOT ") + (try predicate(operand)) + SQLFragment(")"))
         case .negate(let operand):
-            let typed = try value(operand)
+            let typed = Self.typedNull(try value(operand))
             guard typed.type.isNumeric || typed.type == .null || typed.type == .dynamic else {
                 throw ODataError("'-' needs a number, not a \(typed.type.name)")
             }
@@ -218,9 +218,17 @@ extension SQLTranslator {
 
     // MARK: Arithmetic
 
+    /// A bare `null` as an operand of arithmetic, typed: PostgreSQL cannot choose an operator for an untyped NULL
+    /// (`- NULL`, `NULL + NULL`: "operator is not unique", a 500). Any other operand as it is.
+    private static func typedNull(_ operand: TypedSQL) -> TypedSQL {
+        guard operand.type == .null else { return operand }
+        return TypedSQL(sql: SQLFragment("CAST(NULL AS BIGINT)"), type: .integer, isNullable: true)
+    }
+
     private func arithmetic(_ op: ODataBinaryOperator, _ left: TypedSQL, _ right: TypedSQL) throws(ODataError)
         -> TypedSQL
     {
+        let (left, right) = (Self.typedNull(left), Self.typedNull(right))
         for operand in [left, right] where !operand.type.isNumeric && operand.type != .null && operand.type != .dynamic
         {
             throw ODataError("'\(op.rawValue)' needs numbers, not a \(operand.type.name)")

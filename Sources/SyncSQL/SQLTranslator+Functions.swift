@@ -178,30 +178,33 @@ extension SQLTranslator {
 
     /// Escapes `%`, `_` and the escape character `\` for a LIKE pattern with `ESCAPE '\'`.
     ///
+    /// Decided per Unicode scalar, as the database reads the pattern: per `Character`, a `%` followed by a combining
+    /// mark (or a `\` after a prepended mark) is one grapheme, not the wildcard, and would go through unescaped.
     /// - Parameter text: Literal text to match.
     /// - Returns: The text with each special character preceded by `\`.
     public static func escapeLike(_ text: String) -> String {
-        var result = ""
-        for character in text {
-            if character == "%" || character == "_" || character == "\\" { result.append("\\") }
-            result.append(character)
+        var result = String.UnicodeScalarView()
+        for scalar in text.unicodeScalars {
+            if scalar == "%" || scalar == "_" || scalar == "\\" { result.append("\\") }
+            result.append(scalar)
         }
-        return result
+        return String(result)
     }
 
-    /// Escapes `*`, `?` and `[` for a SQLite GLOB pattern by enclosing each in brackets.
+    /// Escapes `*`, `?` and `[` for a SQLite GLOB pattern by enclosing each in brackets, per Unicode scalar (as
+    /// ``escapeLike(_:)``).
     ///
     /// - Parameter text: Literal text to match.
     /// - Returns: The text with each special character bracketed.
     public static func escapeGlob(_ text: String) -> String {
-        var result = ""
-        for character in text {
-            if character == "*" || character == "?" || character == "[" {
-                result += "[\(character)]"
+        var result = String.UnicodeScalarView()
+        for scalar in text.unicodeScalars {
+            if scalar == "*" || scalar == "?" || scalar == "[" {
+                result.append(contentsOf: ["[", scalar, "]"])
             } else {
-                result.append(character)
+                result.append(scalar)
             }
         }
-        return result
+        return String(result)
     }
 }

@@ -7,7 +7,8 @@ import SyncCore
 /// Reads a request's JSON body, the one way every route that takes one does: the media type must be
 /// `application/json` (parameters allowed) — a web page can make a browser send a `text/plain` body anywhere, not an
 /// `application/json` one; past `maxBytes` it is a 413 (a declared length before any byte is read); a body cut short
-/// or not JSON is a 400.
+/// or not JSON is a 400, and so is JSON whose parse would cost more than linear time (``JSONValue/ParsingLimits/clientText``:
+/// a member name that is not ASCII or is longer than 255 bytes, a string that is not stream-safe).
 enum JSONBody {
     /// The body as JSON.
     ///
@@ -36,7 +37,7 @@ enum JSONBody {
         }
         do {
             return try buffer.withUnsafeReadableBytes { raw in
-                try JSONValue(parsingUTF8: raw.bindMemory(to: UInt8.self))
+                try JSONValue(parsingUTF8: raw.bindMemory(to: UInt8.self), limits: .clientText)
             }
         } catch {
             throw APIError.badRequest("The body is not valid JSON: \(error)")

@@ -115,7 +115,11 @@ final class TokenVerifier: Sendable {
     func verify(_ token: String) async throws(TokenRefusal) -> Caller {
         let parts = token.split(separator: ".", omittingEmptySubsequences: false)
         guard parts.count == 3, let headerBytes = Self.base64URLDecoded(parts[0]),
-            case .object(let header)? = try? JSONValue(parsing: String(decoding: headerBytes, as: UTF8.self))
+            // Read as client text (ASCII names, stream-safe strings) before JWTKit reads it: its parse comes before
+            // the signature's check, and hashing a name of combining marks costs time quadratic in its length.
+            case .object(let header)? = try? headerBytes.withUnsafeBytes({ raw in
+                try JSONValue(parsingUTF8: raw.bindMemory(to: UInt8.self), limits: .clientText)
+            })
         else { throw .malformed("three base64url parts, the first a JSON object") }
         guard let algorithm = header["alg"]?.stringValue else { throw .malformed("its header has no alg") }
         let keyID = header["kid"]?.stringValue
