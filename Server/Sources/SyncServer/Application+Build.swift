@@ -210,7 +210,14 @@ func buildRouter(
         store: store, maxBodySize: configuration.maxBodySize, queryLimits: configuration.queryLimits,
         makeID: configuration.makeID, authenticates: configuration.auth != nil, changes: changes, stats: stats,
         hooks: Dictionary(configuration.hooks.map { ($0.key.lowercased(), $0.value) }) { _, last in last },
-        attachments: attachments.map { .init(store: $0, maxSize: configuration.attachments.maxSize) }
+        attachments: attachments.map { .init(store: $0, maxSize: configuration.attachments.maxSize) },
+        groupedTables: Dictionary(
+            configuration.tables.compactMap { table in
+                table.membershipScope.map {
+                    ($0.members.canonical, [GroupClaim.GroupedTable(table: table.name, column: $0.column)])
+                }
+            },
+            uniquingKeysWith: +)
     )
     if consoleIsOn {
         let database: String

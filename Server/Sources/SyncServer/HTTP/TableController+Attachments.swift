@@ -216,9 +216,9 @@ extension TableController {
         async throws
     {
         do {
-            _ = try await authorize(.insert, schema, context)
+            _ = try await authorize(TableOperation.insert, schema, context)
         } catch let insert as APIError {
-            do { _ = try await authorize(.update, schema, context) } catch { throw refusal ?? insert }
+            do { _ = try await authorize(TableOperation.update, schema, context) } catch { throw refusal ?? insert }
         }
     }
 

@@ -47,8 +47,9 @@ extension TableController {
     /// row of a scoped table goes only to a group where the caller is an owner or editor: the scope returned names the
     /// group (``RowScope/writtenGroup``), and the store checks it in the write itself (403 otherwise; a change that
     /// names the row's own group is no move, and the row the store changes decides: 404 out of scope, 403 for a
-    /// viewer). A member goes only to a group the caller owns, or to a group with no members yet as its first member:
-    /// the caller, as owner (checked here, 403). A change that leaves the group column out keeps the row where it is.
+    /// viewer). A member goes only to a group the caller owns, or to a free group as its first member: the caller, as
+    /// owner (``GroupClaim``: no member row, a tombstone included, and no row of the group in the tables it scopes,
+    /// checked by the store in the insert's transaction; 403 otherwise). A change that leaves the group column out keeps the row where it is.
     func checkGroup(_ fields: [String: JSONValue], id: ItemID, _ scope: RowScope, schema: TableSchema, inserting: Bool)
         async throws -> RowScope
     {
@@ -94,9 +95,15 @@ extension TableController {
         let roles = try await roles(of: membership.user, in: group, membership)
         if roles.contains(.owner) { return scope }
         if inserting, roles.isEmpty, fields[membership.members.userColumn]?.stringValue == membership.user,
-            fields[membership.members.roleColumn]?.stringValue == MemberRole.owner.rawValue,
-            try await !hasMembers(group, membership)
+            fields[membership.members.roleColumn]?.stringValue == MemberRole.owner.rawValue
         {
+            // Whether the group is free is the store's to decide, in the insert's transaction (issue 44: checked
+            // here, before the insert, several callers became the first owner of one group at once).
+            var scope = scope
+            scope.claimedGroup = GroupClaim(
+                group: group,
+                tables: [.init(table: schema.name, column: membership.members.groupColumn)]
+                    + (groupedTables[schema.name.canonical] ?? []))
             return scope
         }
         throw APIError(
@@ -111,17 +118,6 @@ extension TableController {
             try await store.memberships(of: user, in: membership.membersTable, group: group, exitsOf: nil)
         }
         return Set(rows.compactMap { $0.role.flatMap(MemberRole.init(rawValue:)) })
-    }
-
-    /// Whether `group` has any member.
-    private func hasMembers(_ group: String, _ membership: MembershipCondition) async throws -> Bool {
-        let filter = ODataExpression.binary(.eq, .member(membership.members.groupColumn), .literal(.string(group)))
-        let page = try await perform {
-            try await store.query(
-                membership.membersTable, ODataQuery(filter: filter), scope: .everything, limit: 1,
-                maxBytes: queryLimits.maxPageBytes)
-        }
-        return page.itemCount > 0
     }
 
     /// The caller's scope token for a page of a claim- or membership-scoped table: a digest of the claim's value, or

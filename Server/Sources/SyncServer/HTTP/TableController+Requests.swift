@@ -37,15 +37,7 @@ extension TableController {
         -> RowScope
     {
         let configuration = schema.configuration
-        let isItem = context.parameters.get("id") != nil
-        let methods: [(HTTPRequest.Method, TableOperation)] =
-            isItem
-            ? [(.get, .read), (.patch, .update), (.delete, .delete), (.post, .update)]
-            : [(.get, .read), (.post, .insert)]
-        try Authorization.check(
-            configuration.access(operation, authenticates: authenticates), caller: context.caller,
-            what: "\(Self.verbs[operation]!) \(schema.name)",
-            allowed: methods.filter { configuration.access($0.1, authenticates: authenticates) != .disabled }.map(\.0))
+        try checkAccess(operation, schema, context)
         let view = try await view(schema.name, context)
         var scope = RowScope(
             owner: configuration.perUser ? context.caller?.subject : nil, filter: view.filter,
@@ -64,6 +56,31 @@ extension TableController {
         }
         scope.membership = try await membership(operation, schema, context)
         return scope
+    }
+
+    /// The scope of a write that has `effect` (``authorize(_:_:_:)`` with the effect's access rule).
+    func authorize(_ effect: WriteEffect, _ schema: TableSchema, _ context: SyncRequestContext) async throws -> RowScope
+    {
+        try await authorize(effect.operation, schema, context)
+    }
+
+    /// Checks the table's access rule for `operation` (401, 403, or 405 listing the methods the table allows).
+    func checkAccess(_ operation: TableOperation, _ schema: TableSchema, _ context: SyncRequestContext) throws {
+        let configuration = schema.configuration
+        let isItem = context.parameters.get("id") != nil
+        let methods: [(HTTPRequest.Method, TableOperation)] =
+            isItem
+            ? [(.get, .read), (.patch, .update), (.delete, .delete), (.post, .update)]
+            : [(.get, .read), (.post, .insert)]
+        try Authorization.check(
+            configuration.access(operation, authenticates: authenticates), caller: context.caller,
+            what: "\(Self.verbs[operation]!) \(schema.name)",
+            allowed: methods.filter { configuration.access($0.1, authenticates: authenticates) != .disabled }.map(\.0))
+    }
+
+    /// Checks the access rule of a further effect of a write (a replace that deletes: the delete rule).
+    func checkAccess(_ effect: WriteEffect, _ schema: TableSchema, _ context: SyncRequestContext) throws {
+        try checkAccess(effect.operation, schema, context)
     }
 
     /// What a caller's write stores: the fields without those for hidden columns (the caller may not write them; the

@@ -41,7 +41,7 @@ extension TableController {
     /// precondition.
     func v2Update(_ request: Request, _ context: SyncRequestContext) async throws -> Response {
         let (schema, id) = try await target(context)
-        var scope = try await authorize(.update, schema, context)
+        var scope = try await authorize(WriteEffect.change, schema, context)
         var fields = try await changeFields(request, id: id)
         fields[SystemProperty.deleted.rawValue] = nil  // v2 changes the flag by DELETE and undelete only
         fields[SystemProperty.id.rawValue] = nil
@@ -57,7 +57,7 @@ extension TableController {
         fields = try scopedFields(fields, scope, inserting: false)
         scope = try await checkGroup(fields, id: id, scope, schema: schema, inserting: false)
         try await checkAttachments(fields, schema, context)
-        fields = try await runHook(.update, schema, id: id, fields: fields, context)
+        fields = try await runHook(WriteEffect.change.hook, schema, id: id, fields: fields, context)
         let item = try await perform(table: schema.name, conflictStatus: fromHeader ? .preconditionFailed : .conflict) {
             try await writing(id, schema, scope) {
                 try await store.update(
@@ -72,9 +72,9 @@ extension TableController {
     /// `DELETE /tables/T/{id}`: the item, now a tombstone (or gone without soft delete).
     func v2Delete(_ request: Request, _ context: SyncRequestContext) async throws -> Response {
         let (schema, id) = try await target(context)
-        let scope = try await authorize(.delete, schema, context)
+        let scope = try await authorize(WriteEffect.delete, schema, context)
         let precondition = try ifMatch(request)
-        _ = try await runHook(.delete, schema, id: id, context)
+        _ = try await runHook(WriteEffect.delete.hook, schema, id: id, context)
         let item = try await perform(table: schema.name) {
             try await writing(id, schema, scope) {
                 try await store.delete(id, from: schema.name, scope: scope, precondition: precondition)
@@ -87,9 +87,9 @@ extension TableController {
     /// `POST /tables/T/{id}`: the tombstone brought back.
     func v2Undelete(_ request: Request, _ context: SyncRequestContext) async throws -> Response {
         let (schema, id) = try await target(context)
-        let scope = try await authorize(.update, schema, context)
+        let scope = try await authorize(WriteEffect.undelete, schema, context)
         let precondition = try ifMatch(request)
-        _ = try await runHook(.undelete, schema, id: id, context)
+        _ = try await runHook(WriteEffect.undelete.hook, schema, id: id, context)
         let item = try await perform(table: schema.name) {
             try await writing(id, schema, scope) {
                 try await store.undelete(id, in: schema.name, scope: scope, precondition: precondition)

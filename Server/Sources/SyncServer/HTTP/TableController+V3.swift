@@ -11,31 +11,50 @@ import SyncOData
 extension TableController {
     /// `PUT /tables/T/{id}` under v3 (§3 replace, undelete): the stored item becomes the body — fields it leaves
     /// out become null, `deleted` is stored as given (absent: false), so a PUT with `__includedeleted=true` brings a
-    /// tombstone back and one with `deleted: true` soft-deletes. 400 when the body's `id` differs from the URL's,
+    /// tombstone back and one with `deleted: true` soft-deletes. Its rules and hooks are those of every
+    /// ``WriteEffect`` it has: a change, and a delete (the delete rule too) or an undelete. 400 when the body's `id` differs from the URL's,
     /// 404 when missing (no upsert), 410 for a tombstone without `__includedeleted=true`, 412 with the item when
     /// `If-Match` names another version or another condition fails (``v3CheckLive(_:schema:id:scope:includeDeleted:)``);
     /// a body `version` is not a precondition. Under v2, PUT is not a route (405).
     func v3Replace(_ request: Request, _ context: SyncRequestContext) async throws -> Response {
         let (schema, id) = try await target(context)
-        var scope = try await authorize(.update, schema, context)
+        var scope = try await authorize(WriteEffect.change, schema, context)
         var fields = try await changeFields(request, id: id)
         let includeDeleted = try includesDeleted(request)
+        let deletes = fields[SystemProperty.deleted.rawValue]?.boolValue ?? false
+        // A replace that deletes the row is a delete too: the delete rule holds, as for DELETE (issue 44: it was
+        // authorized as an update alone, and deleted rows of a table whose deletes are disabled).
+        if deletes { try checkAccess(WriteEffect.delete, schema, context) }
+        if let members = schema.configuration.members {
+            // A members row names its member and role; a replace that leaves them out would store a member of no
+            // role (the group column, left out, stays as it is).
+            for column in [members.userColumn, members.roleColumn] where (fields[column] ?? .null) == .null {
+                throw APIError.badRequest("Invalid item: a replace of a member names its '\(column)'")
+            }
+        }
         _ = try await perform { try schema.plan(fields) }  // an invalid body is a 400 whatever the conditions say
-        let precondition = try await writing(id, schema, scope) {
+        let (precondition, stored) = try await writing(id, schema, scope) {
             try await v3CheckLive(request, schema: schema, id: id, scope: scope, includeDeleted: includeDeleted)
         }
         // A replace: every user field the body leaves out becomes null, but for those the caller cannot see or
         // write (the owner, claim or group column, hidden columns); the system properties are the server's.
         fields = try scopedFields(fields, scope, inserting: false)
         scope = try await checkGroup(fields, id: id, scope, schema: schema, inserting: false)
-        for column in schema.columns.keys
-        where fields[column] == nil && column != schema.configuration.scopeColumn && !scope.hides(column) {
+        let kept = [schema.configuration.scopeColumn, schema.configuration.groupColumn].compactMap { $0 }
+        for column in schema.columns.keys where fields[column] == nil && !kept.contains(column) && !scope.hides(column)
+        {
             fields[column] = .null
         }
         for property in SystemProperty.allCases where property != .deleted { fields[property.rawValue] = nil }
-        fields[SystemProperty.deleted.rawValue] = .bool(fields[SystemProperty.deleted.rawValue]?.boolValue ?? false)
+        fields[SystemProperty.deleted.rawValue] = .bool(deletes)
         try await checkAttachments(fields, schema, context)
-        fields = try await runHook(.update, schema, id: id, fields: fields, context)
+        // The hooks of every effect the replace has: the change's, then the delete's or the undelete's.
+        fields = try await runHook(WriteEffect.change.hook, schema, id: id, fields: fields, context)
+        if deletes {
+            _ = try await runHook(WriteEffect.delete.hook, schema, id: id, context)
+        } else if stored.isDeleted {
+            _ = try await runHook(WriteEffect.undelete.hook, schema, id: id, context)
+        }
         let item = try await perform(table: schema.name, shown: Self.v3Item) {
             // A tombstone only when asked: one deleted since the check is then a 404, not brought back.
             try await writing(id, schema, scope) {
@@ -52,11 +71,11 @@ extension TableController {
     /// tombstone, 412 with the item when `If-Match` names another version or another condition fails.
     func v3Delete(_ request: Request, _ context: SyncRequestContext) async throws -> Response {
         let (schema, id) = try await target(context)
-        let scope = try await authorize(.delete, schema, context)
-        let precondition = try await writing(id, schema, scope) {
+        let scope = try await authorize(WriteEffect.delete, schema, context)
+        let (precondition, _) = try await writing(id, schema, scope) {
             try await v3CheckLive(request, schema: schema, id: id, scope: scope, includeDeleted: false)
         }
-        _ = try await runHook(.delete, schema, id: id, context)
+        _ = try await runHook(WriteEffect.delete.hook, schema, id: id, context)
         _ = try await perform(table: schema.name, shown: Self.v3Item) {
             try await writing(id, schema, scope) {
                 try await store.delete(id, from: schema.name, scope: scope, precondition: precondition)
@@ -71,19 +90,19 @@ extension TableController {
     /// empty or unreadable value names none), `If-None-Match` or `If-Modified-Since` finds it not modified, or
     /// `If-Unmodified-Since` finds it modified (§2).
     ///
-    /// - Returns: The precondition of the write: with `If-Match`, the version just checked, so that a write
-    ///   between the check and this one is a 412 too; nil without.
+    /// - Returns: The precondition of the write — with `If-Match`, the version just checked, so that a write
+    ///   between the check and this one is a 412 too; nil without — and the item as checked.
     func v3CheckLive(
         _ request: Request, schema: TableSchema, id: ItemID, scope: RowScope, includeDeleted: Bool
-    ) async throws -> Precondition? {
+    ) async throws -> (Precondition?, JSONValue) {
         let stored = try await v3StoredItem(schema: schema, id: id, scope: scope, includeDeleted: includeDeleted)
         let conditions = Self.conditions(request, item: stored)
         if conditions.matchFails || conditions.notModified || conditions.unmodifiedFails {
             countConflict(schema.name)
             throw APIError(conflict: .preconditionFailed, storedItem: Self.v3Item(stored))
         }
-        guard request.headers[.ifMatch] != nil, let version = stored.version else { return nil }
-        return .version(version)
+        guard request.headers[.ifMatch] != nil, let version = stored.version else { return (nil, stored) }
+        return (.version(version), stored)
     }
 
     /// The stored item: 404 when missing, 410 when a tombstone and `includeDeleted` is false (v3 tells the two

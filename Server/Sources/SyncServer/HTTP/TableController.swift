@@ -22,6 +22,9 @@ struct TableController: Sendable {
     var hooks: [String: TableHooks] = [:]
     /// Where the files of attachment columns are kept.
     var attachments: Attachments?
+    /// The membership-scoped tables of each members table (by its canonical name), with their group columns: a
+    /// group is free to claim only when none of their rows belongs to it (``GroupClaim``).
+    var groupedTables: [String: [GroupClaim.GroupedTable]] = [:]
 
     /// The routes; where the dialects differ, the request's ``TableWire`` reads and answers.
     func addRoutes(to group: RouterGroup<SyncRequestContext>) {
@@ -73,7 +76,7 @@ struct TableController: Sendable {
 
     func insert(_ request: Request, _ context: SyncRequestContext) async throws -> Response {
         let schema = try await schema(context)
-        var scope = try await authorize(.insert, schema, context)
+        var scope = try await authorize(WriteEffect.insert, schema, context)
         var fields = try await body(request)
         try checkSystemProperties(fields)
         let id: ItemID
@@ -90,7 +93,7 @@ struct TableController: Sendable {
         fields = try scopedFields(fields, scope, inserting: true)
         scope = try await checkGroup(fields, id: id, scope, schema: schema, inserting: true)
         try await checkAttachments(fields, schema, context)
-        fields = try await runHook(.insert, schema, id: id, fields: fields, context)
+        fields = try await runHook(WriteEffect.insert.hook, schema, id: id, fields: fields, context)
         let item = try await perform(table: schema.name, shown: context.wire.shown) {
             try await store.insert(fields, id: id, into: schema.name, scope: scope)
         }

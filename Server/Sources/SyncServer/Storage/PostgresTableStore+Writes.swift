@@ -27,7 +27,8 @@ extension PostgresTableStore {
             let cached = try schemas.require(table)
             let owner = try StoreSQL.writeOwner(scope, schema: cached)
             let fields = StoreSQL.withoutOwner(fields, schema: cached)
-            if let plan = try? cached.plan(fields), !plan.changesSchema {
+            // A claim of a group takes the locked path: the table locked, the group checked, then the row written.
+            if scope.claimedGroup == nil, let plan = try? cached.plan(fields), !plan.changesSchema {
                 let first = Self.stampParameterCount(cached) + 1
                 let columns =
                     StoreSQL.systemColumns + plan.values.map(\.column)
@@ -59,10 +60,13 @@ extension PostgresTableStore {
                 }
                 throw TableStoreError.alreadyExists(existing)
             }
+            let schemas = self.schemas
             let (item, schema) = try await lockedWrite(cached, owner: owner) { connection, stamp, stored, logger in
                 guard try await Self.isWrittenGroupAllowed(scope, on: connection, logger: logger) else {
                     throw StoreSQL.forbiddenGroup(scope)
                 }
+                try await Self.checkClaim(
+                    scope, id: id, table: stored.name, schemas: schemas, on: connection, logger: logger)
                 let (plan, schema) = try await Self.applySchemaChanges(
                     for: fields, schema: stored, on: connection, logger: logger)
                 let (columns, values) = StoreSQL.insertion(id: id, stamp: stamp, plan: plan, owner: owner)
@@ -334,6 +338,29 @@ extension PostgresTableStore {
             PostgresQuery(unsafeSQL: "SELECT \(sql)", binds: try bindings(arguments)), logger: logger)
         for try await allowed in rows.decode(Bool?.self) { return allowed == true }
         return false
+    }
+
+    /// Refuses an insert that claims a group which is not free (``RowScope/claimedGroup``), on a connection whose
+    /// transaction holds the members table locked (``lockedWrite(_:owner:_:)``): a claim that waited for another
+    /// reads, in a statement after the lock, the member row that one committed.
+    /// The row's own id taken passes: the insert then finds it (a retried claim is answered 409 with its row, as on
+    /// SQLite, where the id is looked up first).
+    static func checkClaim(
+        _ scope: RowScope, id: ItemID, table: TableName, schemas: SchemaCache, on connection: PostgresConnection,
+        logger: Logger
+    ) async throws {
+        guard let claim = scope.claimedGroup else { return }
+        let taken =
+            SQLFragment("EXISTS (SELECT 1 FROM \(StoreSQL.quoted(table.canonical)) WHERE \"id\" = ")
+            + SQLFragment(parameter: .text(id.rawValue)) + SQLFragment(")")
+        let (sql, arguments) =
+            (taken + SQLFragment(" OR ")
+            + claim.freeCondition { schemas.schema(of: $0).map { Set($0.columns.keys) } })
+            .render(for: .postgres)
+        let rows = try await connection.query(
+            PostgresQuery(unsafeSQL: "SELECT \(sql)", binds: try bindings(arguments)), logger: logger)
+        for try await free in rows.decode(Bool.self) where free { return }
+        throw claim.refusal
     }
 
     /// Why a conditional write matched no row: ``TableStoreError/notFound`` or

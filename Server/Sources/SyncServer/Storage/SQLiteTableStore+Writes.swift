@@ -12,7 +12,7 @@ extension SQLiteTableStore {
             let known = try schemas.require(table)
             let owner = try StoreSQL.writeOwner(scope, schema: known)
             let fields = StoreSQL.withoutOwner(fields, schema: known)
-            let now = self.now
+            let (now, schemas) = (self.now, self.schemas)
             let (item, schema) = try await write { db in
                 var schema = try Self.committedSchema(known, in: db)
                 let plan = try schema.plan(fields)
@@ -22,6 +22,7 @@ extension SQLiteTableStore {
                     throw TableStoreError.alreadyExists(item)
                 }
                 try Self.checkWrittenGroup(scope, in: db)
+                try Self.checkClaim(scope, schemas: schemas, in: db)
                 if plan.changesSchema { schema = try Self.applySchemaChanges(plan, to: schema, in: db) }
                 let stamp = try Self.nextStamp(for: schema, now: now, in: db)
                 let (columns, values) = StoreSQL.insertion(id: id, stamp: stamp, plan: plan, owner: owner)
@@ -141,6 +142,16 @@ extension SQLiteTableStore {
         let (sql, arguments) = check.render(for: .sqlite)
         guard try Bool.fetchOne(db, sql: "SELECT \(sql)", arguments: StatementArguments(sqlValues: arguments)) == true
         else { throw StoreSQL.forbiddenGroup(scope) }
+    }
+
+    /// Refuses an insert that claims a group which is not free (``RowScope/claimedGroup``), in its transaction: SQLite
+    /// writes one transaction at a time, so of several claims of one group the first alone finds it free.
+    static func checkClaim(_ scope: RowScope, schemas: SchemaCache, in db: Database) throws {
+        guard let claim = scope.claimedGroup else { return }
+        let (sql, arguments) = claim.freeCondition { schemas.schema(of: $0).map { Set($0.columns.keys) } }
+            .render(for: .sqlite)
+        guard try Bool.fetchOne(db, sql: "SELECT \(sql)", arguments: StatementArguments(sqlValues: arguments)) == true
+        else { throw claim.refusal }
     }
 
     /// Whether the stored `item` is in `scope`: the owner's, in a per-user table, and passing the scope's filter

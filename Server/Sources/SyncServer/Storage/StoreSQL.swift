@@ -279,3 +279,23 @@ final class SchemaCache: Sendable {
         }
     }
 }
+
+extension GroupClaim {
+    /// `NOT EXISTS (…) AND …`: no row of `tables` names the group; tables the store lacks, or that lack the column
+    /// (a dynamic table no row has written it to), are left out: none of their rows can name it.
+    func freeCondition(columns: (TableName) -> Set<String>?) -> SQLFragment {
+        var conditions: [SQLFragment] = []
+        for grouped in tables {
+            guard let known = columns(grouped.table) else { continue }
+            let isID = grouped.column.lowercased() == SystemProperty.id.rawValue
+            guard isID || known.contains(grouped.column) else { continue }
+            conditions.append(
+                SQLFragment(
+                    "NOT EXISTS (SELECT 1 FROM \(StoreSQL.quoted(grouped.table.canonical)) WHERE "
+                        + "\(StoreSQL.quoted(isID ? SystemProperty.id.rawValue : grouped.column)) = ")
+                    + SQLFragment(parameter: .text(group)) + SQLFragment(")"))
+        }
+        guard !conditions.isEmpty else { return SQLFragment("(1 = 1)") }
+        return SQLFragment("(") + SQLFragment.joined(conditions, separator: " AND ") + SQLFragment(")")
+    }
+}

@@ -198,6 +198,30 @@ struct MembershipCondition: Sendable, Hashable {
     var ownRows = false
 }
 
+/// A group that a new member row claims for its creator. The group is free when no row of the members table names
+/// it (a tombstone included: a group whose members all left is not free) and no row of a table it scopes belongs to
+/// it (a row kept after its members left is not a stranger's to inherit). Checked in the insert's transaction —
+/// on PostgreSQL with the members table locked, so that of several callers claiming one group at once one wins.
+struct GroupClaim: Sendable, Hashable {
+    /// A table whose rows belong to groups, and its column that names the group (`id` for a table scoped by id).
+    struct GroupedTable: Sendable, Hashable {
+        var table: TableName
+        var column: String
+    }
+
+    /// The group.
+    var group: String
+    /// The members table and the tables its groups scope.
+    var tables: [GroupedTable]
+
+    /// The refusal of a claim of a group that is not free.
+    var refusal: TableStoreError {
+        .forbidden(
+            "Group '\(group)' is taken: only an owner of a group adds its members (the first member of a new group is "
+                + "its creator, as owner)")
+    }
+}
+
 /// The rows a store call may see and write, and the columns it may not show: the caller's share of a table.
 public struct RowScope: Sendable, Hashable {
     /// The owner of a per-user table's rows the call is limited to; nil for every owner's (read only). Ignored for
@@ -217,6 +241,10 @@ public struct RowScope: Sendable, Hashable {
     /// it against ``membership`` in the write itself (``TableStoreError/forbidden(_:)`` when the caller may not write
     /// there); nil when the write leaves the column as it is.
     var writtenGroup: String?
+    /// The group an insert into a members table claims, as its first member: the store makes the row only when, in
+    /// the write's own transaction, the group is free (``GroupClaim``), and refuses it otherwise
+    /// (``TableStoreError/forbidden(_:)``).
+    var claimedGroup: GroupClaim?
 
     /// A scope.
     ///
