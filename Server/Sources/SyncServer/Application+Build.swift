@@ -173,6 +173,9 @@ func buildRouter(
     attachments: (any AttachmentStore)? = nil
 ) async throws -> Router<SyncRequestContext> {
     let router = Router(context: SyncRequestContext.self)
+    if configuration.auth == nil, ConsoleMode.isLoopback(configuration.host) {
+        router.add(middleware: LoopbackHostMiddleware())
+    }
     let stats = ServerStats()
     router.add(middleware: MetricsMiddleware())
     router.add(middleware: StatsMiddleware(stats: stats))
@@ -210,7 +213,12 @@ func buildRouter(
         store: store, maxBodySize: configuration.maxBodySize, queryLimits: configuration.queryLimits,
         makeID: configuration.makeID, authenticates: configuration.auth != nil, changes: changes, stats: stats,
         hooks: Dictionary(configuration.hooks.map { ($0.key.lowercased(), $0.value) }) { _, last in last },
-        attachments: attachments.map { .init(store: $0, maxSize: configuration.attachments.maxSize) },
+        attachments: attachments.map {
+            .init(
+                store: $0, maxSize: configuration.attachments.maxSize,
+                maxUnfinishedUploads: configuration.attachments.maxUnfinishedUploads,
+                maxUnfinishedBytes: configuration.attachments.maxUnfinishedBytes)
+        },
         groupedTables: Dictionary(
             configuration.tables.compactMap { table in
                 table.membershipScope.map {

@@ -149,6 +149,12 @@ struct Serve: AsyncParsableCommand {
     @Option(help: "The folder of attached files on SQLite (default: beside the database file, DATABASE.attachments).")
     var attachmentsDir: String?
 
+    @Option(help: "The most unfinished attachment uploads one user keeps at once; more are answered 429.")
+    var maxUnfinishedUploads = AttachmentSettings().maxUnfinishedUploads
+
+    @Option(help: "The most bytes one user's unfinished attachment uploads may come to; past it, 507.")
+    var maxUnfinishedUploadBytes = AttachmentSettings().maxUnfinishedBytes
+
     @Option(help: "The most open connections; more are answered 503. (default: 10000, or the open-file limit - 512)")
     var maxConnections: Int?
 
@@ -225,6 +231,8 @@ struct Serve: AsyncParsableCommand {
         configuration.maxBodySize = maxBodySize
         configuration.attachments.maxSize = maxAttachmentSize
         configuration.attachments.directory = attachmentsDir
+        configuration.attachments.maxUnfinishedUploads = maxUnfinishedUploads
+        configuration.attachments.maxUnfinishedBytes = maxUnfinishedUploadBytes
         configuration.offersBatch = !noBatch
         configuration.compressionMinimumSize = noCompression ? nil : max(0, compressFrom)
         guard let consoleMode = ConsoleMode(rawValue: console) else {
@@ -253,7 +261,8 @@ struct Serve: AsyncParsableCommand {
                 (configuration.connectionLimits.maxConnections, "--max-connections"),
                 (maxRequestLine, "--max-request-line"), (maxHeaderSize, "--max-header-size"),
                 (maxBodySize, "--max-body-size"), (maxAttachmentSize, "--max-attachment-size"),
-                (maxOrderbyKeys, "--max-orderby-keys"),
+                (maxOrderbyKeys, "--max-orderby-keys"), (maxUnfinishedUploads, "--max-unfinished-uploads"),
+                (maxUnfinishedUploadBytes, "--max-unfinished-upload-bytes"),
                 (maxFilterWork, "--max-filter-work"), (maxPageBytes, "--max-page-bytes"),
             ] where value < 1 {
                 throw ConfigurationError("\(name) must be at least 1")

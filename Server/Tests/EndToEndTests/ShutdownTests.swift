@@ -48,7 +48,7 @@ extension ProcessTests {
             try await body(server, port, "/tables/TodoItem?$filter=startswith(id,'big-')&$top=9")
         }
 
-        static let head = "Host: x\r\nZUMO-API-VERSION: 2.0.0\r\nContent-Type: application/json\r\n"
+        static let head = "Host: localhost\r\nZUMO-API-VERSION: 2.0.0\r\nContent-Type: application/json\r\n"
 
         @Test(.timeLimit(.minutes(2))) func sigtermFinishesWhatItCanClosesTheRestAndExitsZero() async throws {
             try await withServer(shutdownTimeout: 2) { server, port, page in

@@ -56,7 +56,7 @@ import Testing
                 return try Response(
                     await RawHTTP.exchange(
                         port: port,
-                        "GET \(path) HTTP/1.1\r\nHost: x\r\nZUMO-API-VERSION: 2.0.0\r\n\(accept)Connection: close\r\n\r\n"
+                        "GET \(path) HTTP/1.1\r\nHost: localhost\r\nZUMO-API-VERSION: 2.0.0\r\n\(accept)Connection: close\r\n\r\n"
                     ))
             }
         }

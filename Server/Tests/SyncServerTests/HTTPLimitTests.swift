@@ -32,14 +32,14 @@ import Testing
                 let port = try #require(client.port)
                 try await body(port) {
                     try await RawHTTP.exchange(
-                        port: port, "GET /metrics HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"
+                        port: port, "GET /metrics HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n"
                     ).text
                 }
             }
         }
     }
 
-    static let headers = "Host: x\r\nZUMO-API-VERSION: 2.0.0\r\nContent-Type: application/json\r\n"
+    static let headers = "Host: localhost\r\nZUMO-API-VERSION: 2.0.0\r\nContent-Type: application/json\r\n"
 
     @Test func aLongURLIs414AndLongHeadersAre431WithAJSONBody() async throws {
         try await withServer { port, metrics in
@@ -95,7 +95,8 @@ import Testing
         try await withServer(short) { port, metrics in
             let post = "POST /tables/TodoItem HTTP/1.1\r\n\(Self.headers)"
             // Half a head; a body that never comes; a chunk size of 2^64 - 1 with 2 bytes behind it.
-            let halfHead = try await RawHTTP.exchange(port: port, "GET /tables/TodoItem HTTP/1.1\r\nHost: x\r\n")
+            let halfHead = try await RawHTTP.exchange(
+                port: port, "GET /tables/TodoItem HTTP/1.1\r\nHost: localhost\r\n")
             #expect(halfHead.status == 408)
             #expect(halfHead.json?["error"]?.stringValue?.hasPrefix("The request's head did not arrive within") == true)
             let shortBody = try await RawHTTP.exchange(port: port, post + "Content-Length: 1000\r\n\r\n{}")
@@ -121,7 +122,7 @@ import Testing
         try await withServer({
             $0.maxConnections = 4; $0.idleTimeout = .seconds(30)
         }) { port, metrics in
-            let request = "GET /health HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"
+            let request = "GET /health HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n"
             // The server counts a connection once it has accepted it, and forgets it once it has seen
             // it close; a loaded machine delays both, so each answer is asked for until it comes (5 s).
             func health(until status: Int) async throws -> RawHTTP.Reply {
@@ -138,7 +139,7 @@ import Testing
             var held: [RawHTTP] = []
             for _ in 0..<4 {
                 let connection = try RawHTTP(port: port)
-                let status = await connection.firstStatus("GET /health HTTP/1.1\r\nHost: x\r\n\r\n")
+                let status = await connection.firstStatus("GET /health HTTP/1.1\r\nHost: localhost\r\n\r\n")
                 #expect(status == 200 || status == 503, "a held connection was answered \(String(describing: status))")
                 held.append(connection)
             }
@@ -172,7 +173,7 @@ extension HTTPLimitTests {
             func post(_ id: String, close: Bool = false) -> (head: String, body: String) {
                 let body = #"{"id":"\#(id)"}"#
                 return (
-                    "POST /tables/TodoItem HTTP/1.1\r\nHost: x\r\nZUMO-API-VERSION: 2.0.0\r\n"
+                    "POST /tables/TodoItem HTTP/1.1\r\nHost: localhost\r\nZUMO-API-VERSION: 2.0.0\r\n"
                         + "Content-Type: application/json\r\nContent-Length: \(body.utf8.count)\r\n"
                         + (close ? "Connection: close\r\n" : "") + "\r\n",
                     body

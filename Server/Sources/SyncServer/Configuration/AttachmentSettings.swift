@@ -18,6 +18,12 @@ public struct AttachmentSettings: Sendable, Hashable {
     public var gracePeriod = Duration.seconds(86_400)
     /// How often each instance collects. Default 1 hour.
     public var collectionInterval = Duration.seconds(3_600)
+    /// The most unfinished uploads one uploader (a token's subject; every anonymous caller together) keeps at once;
+    /// a new one past it is refused, 429, until one is finished or collected. Default 16.
+    public var maxUnfinishedUploads = 16
+    /// The most bytes one uploader's unfinished uploads may come to (each counted at its declared size, or at what it
+    /// holds); an upload that would pass it is refused, 507. Default 1 GiB.
+    public var maxUnfinishedBytes = 1 << 30
 
     /// The defaults.
     public init() {}

@@ -57,6 +57,7 @@ struct GuardedHTTP1Channel: HTTPChannelHandler {
             try channel.pipeline.syncOperations.configureHTTPServerPipeline(
                 withPipeliningAssistance: false, withErrorHandling: false, withOutboundHeaderValidation: false,
                 withEncoderConfiguration: .init(), withDecoderLimitConfiguration: decoderLimits)
+            try channel.pipeline.syncOperations.addHandler(ContinueHandler())
             if let minimumSize = compressionMinimumSize {
                 try channel.pipeline.syncOperations.addHandlers(ResponseCompression.handlers(from: minimumSize))
             }
@@ -268,6 +269,25 @@ final class ConnectionGuard {
                 context.close(promise: nil)
             }
         }
+    }
+}
+
+/// Answers a request head that carries `Expect: 100-continue` with `100 Continue` at once (RFC 9110 §10.1.1: a
+/// server sends 100 or a final status before it waits for the body), so that a client such as `curl -T` sends its
+/// body without waiting a second first. Only for HTTP/1.1 and later; an HTTP/1.0 client's expectation is ignored.
+final class ContinueHandler: ChannelInboundHandler, RemovableChannelHandler {
+    typealias InboundIn = HTTPServerRequestPart
+    typealias InboundOut = HTTPServerRequestPart
+    typealias OutboundOut = HTTPServerResponsePart
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        if case .head(let head) = unwrapInboundIn(data), head.version.major == 1, head.version.minor >= 1,
+            head.headers["Expect"].contains(where: { $0.lowercased() == "100-continue" })
+        {
+            context.writeAndFlush(
+                wrapOutboundOut(.head(HTTPResponseHead(version: head.version, status: .continue))), promise: nil)
+        }
+        context.fireChannelRead(data)
     }
 }
 

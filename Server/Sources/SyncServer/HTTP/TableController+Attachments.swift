@@ -16,6 +16,10 @@ extension TableController {
     struct Attachments: Sendable {
         let store: any AttachmentStore
         let maxSize: Int
+        /// Each uploader's budget of unfinished uploads (``AttachmentSettings/maxUnfinishedUploads``,
+        /// ``AttachmentSettings/maxUnfinishedBytes``).
+        var maxUnfinishedUploads = Int.max
+        var maxUnfinishedBytes = Int.max
     }
 
     static let uploadOffsetHeader = HTTPField.Name("Upload-Offset")!
@@ -158,6 +162,9 @@ extension TableController {
         }
         var offset = 0
         var total = length
+        // The bytes this request's body carries: its part's, by Content-Range or Content-Length (a chunked body may
+        // not carry more than its Content-Range says).
+        var partLength = length
         let restart: Bool
         if let header = request.headers[.contentRange] {
             guard let part = Self.contentRange(header) else {
@@ -168,6 +175,7 @@ extension TableController {
             }
             offset = part.range.lowerBound
             total = part.total
+            partLength = part.range.count
             restart = false
         } else {
             restart = true
@@ -182,8 +190,10 @@ extension TableController {
         if let total, total > attachments.maxSize {
             throw APIError(.contentTooLarge, "An attachment has at most \(attachments.maxSize) bytes")
         }
-        let limit = offset + (length ?? (total.map { $0 - offset } ?? attachments.maxSize))
-        let body = LimitedBody(base: request.body, limit: limit - offset, maxSize: attachments.maxSize)
+        try await checkBudget(hash, extent: total ?? (offset + (partLength ?? 0)), attachments, context)
+        let body = LimitedBody(
+            base: request.body, limit: partLength ?? total.map { $0 - offset } ?? attachments.maxSize,
+            maxSize: attachments.maxSize)
         let outcome: UploadOutcome
         do {
             outcome = try await attachments.store.receive(
@@ -196,12 +206,41 @@ extension TableController {
         switch outcome {
         case .partial(let received):
             return Response(status: .noContent, headers: [Self.uploadOffsetHeader: String(received)])
-        case .complete(let size, let stored):
-            return completed(hash, size: size, stored: stored, request)
+        case .complete(let size, _):
+            // 201 whether or not the server held the bytes already: another user's file is not the caller's to learn
+            // of (docs/attachments.md; only HEAD of one's own files says what the server holds).
+            return completed(hash, size: size, stored: true, request)
         }
     }
 
-    /// The answer to the upload that completes a file: 201 when it was stored now, 200 when it was held.
+    /// Refuses an upload that would take its uploader past their budget of unfinished uploads: 429 for one more
+    /// upload than ``Attachments/maxUnfinishedUploads``, 507 past ``Attachments/maxUnfinishedBytes`` (`extent`: the
+    /// bytes this upload will hold). The answer says what is kept.
+    private func checkBudget(
+        _ hash: AttachmentHash, extent: Int, _ attachments: Attachments, _ context: SyncRequestContext
+    ) async throws {
+        let pending = try await attachments.store.unfinished(by: uploader(context))
+        let others = pending.filter { $0.key != hash }
+        let kept = "you have \(others.count) other unfinished uploads holding \(others.values.reduce(0, +)) bytes"
+        if pending[hash] == nil, others.count >= attachments.maxUnfinishedUploads {
+            var refusal = APIError(
+                .tooManyRequests,
+                "Too many unfinished uploads: \(kept) (at most \(attachments.maxUnfinishedUploads)); finish one first",
+                reason: "upload_budget")
+            refusal.headers[.retryAfter] = "60"
+            throw refusal
+        }
+        if others.values.reduce(0, +) + extent > attachments.maxUnfinishedBytes {
+            throw APIError(
+                HTTPResponse.Status(code: 507, reasonPhrase: "Insufficient Storage"),
+                "This upload would pass your budget of \(attachments.maxUnfinishedBytes) bytes of unfinished uploads: "
+                    + "\(kept); finish one first",
+                reason: "upload_budget")
+        }
+    }
+
+    /// The answer to the upload that completes a file: 201 when this upload completed it, 200 when the caller may
+    /// read the file already.
     private func completed(_ hash: AttachmentHash, size: Int, stored: Bool, _ request: Request) -> Response {
         var response = JSONResponse.make(
             stored ? .created : .ok, ["sha256": .string(hash.hex), "size": .int(Int64(size))])

@@ -61,6 +61,8 @@ protocol AttachmentStore: Sendable {
 
     /// How many bytes of `hash` `uploader`'s unfinished upload holds (0 when there is none).
     func received(_ hash: AttachmentHash, by uploader: String) async throws -> Int
+    /// `uploader`'s unfinished uploads: the bytes each holds, by file.
+    func unfinished(by uploader: String) async throws -> [AttachmentHash: Int]
 
     /// Adds the bytes of `body`, from `offset`, to `uploader`'s upload of `hash`, which is `total` bytes in all (nil:
     /// the body is the whole file, however long). The bytes that arrive are kept as they come, so that a part cut

@@ -63,6 +63,18 @@ final class FileAttachmentStore: AttachmentStore {
         fileSize(upload(uploadKey(hash, uploader))) ?? 0
     }
 
+    func unfinished(by uploader: String) async throws -> [AttachmentHash: Int] {
+        let prefix = Self.uploaderKey(uploader) + "-"
+        var uploads: [AttachmentHash: Int] = [:]
+        let names =
+            (try? FileManager.default.contentsOfDirectory(atPath: directory.appendingPathComponent("uploads").path))
+        for name in names ?? [] where name.hasPrefix(prefix) {
+            guard let hash = AttachmentHash(String(name.dropFirst(prefix.count))) else { continue }
+            uploads[hash] = fileSize(upload(name)) ?? 0
+        }
+        return uploads
+    }
+
     func receive<Body: AsyncSequence & Sendable>(
         _ hash: AttachmentHash, by uploader: String, offset: Int, total: Int?, restart: Bool, body: Body
     ) async throws -> UploadOutcome where Body.Element == ByteBuffer {

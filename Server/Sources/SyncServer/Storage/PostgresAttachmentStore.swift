@@ -92,6 +92,26 @@ final class PostgresAttachmentStore: AttachmentStore {
         try await end(of: Self.uploadOwner(hash, uploader))
     }
 
+    func unfinished(by uploader: String) async throws -> [AttachmentHash: Int] {
+        let logger = logger
+        // The owners of one uploader's uploads share the prefix `u:<key>:`, of hex digits and ':' (no LIKE wildcard).
+        let pattern = "u:" + Self.uploaderKey(uploader) + ":%"
+        return try await store.withConnection { connection in
+            let rows = try await connection.query(
+                #"""
+                SELECT "u"."owner", coalesce(max("p"."offset" + length("p"."data")), 0)::bigint
+                FROM "__sync_attachment_uploads" AS "u" LEFT JOIN "__sync_attachment_pieces" AS "p" ON "p"."owner" = "u"."owner"
+                WHERE "u"."owner" LIKE \#(pattern) GROUP BY "u"."owner"
+                """#, logger: logger)
+            var uploads: [AttachmentHash: Int] = [:]
+            for try await (owner, end) in rows.decode((String, Int64).self) {
+                guard let hash = AttachmentHash(String(owner.suffix(64))) else { continue }
+                uploads[hash] = Int(end)
+            }
+            return uploads
+        }
+    }
+
     /// Where the pieces of `owner` end.
     private func end(of owner: String) async throws -> Int {
         let logger = logger
