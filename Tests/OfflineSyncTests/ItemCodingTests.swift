@@ -103,3 +103,30 @@ import Testing
         #expect(ItemCoder.knownFields(of: Narrow.self, in: ["id": "a"]) == nil)  // cannot decode the row
     }
 }
+
+/// A row that does not fit the app's type names itself and its field (issue 44, item 10).
+@Suite struct ItemDecodingErrorTests {
+    struct Todo: Codable {
+        var id: String
+        var text: String
+        var complete: Bool
+    }
+
+    @Test func aRowThatDoesNotFitNamesTheRowAndTheField() throws {
+        let table = try TableName("TodoItem")
+        let cases: [(JSONValue, String, String)] = [
+            (["id": "a1", "text": "milk", "complete": .null], "complete", "null where Bool is expected"),
+            (["id": "a2", "text": "milk"], "complete", "absent"),
+            (["id": "a3", "text": 5, "complete": true], "text", "not a String"),
+        ]
+        for (row, field, reason) in cases {
+            let error = try #require(throws: ItemDecodingError.self) {
+                try ItemCoder.item(row, as: Todo.self, in: table)
+            }
+            #expect(error.table == table && error.itemID == row["id"]?.stringValue && error.field == field)
+            #expect(error.reason.contains(reason), "\(error)")
+            #expect(error.localizedDescription.hasPrefix("Row '\(row["id"]?.stringValue ?? "")' of TodoItem"))
+            #expect(error.localizedDescription.contains("field '\(field)'"), "\(error)")
+        }
+    }
+}

@@ -107,10 +107,13 @@ struct Share: AsyncParsableCommand {
         try await perform(options) { app in
             let list = try await app.list(matching: self.list)
             let existing = try await app.members.items().filter { $0.listId == list.id && $0.userId == user }
-            if var member = existing.first {
+            // Every row of theirs (two owners' devices may each have shared the list while offline): the server gives
+            // a member of two rows the wider role, so one left as editor would keep them an editor.
+            for var member in existing where member.role != role {
                 member.role = role
                 try await app.members.update(member)
-            } else {
+            }
+            if existing.isEmpty {
                 try await app.members.insert(
                     ListMember(id: UUID().uuidString.lowercased(), listId: list.id, userId: user, role: role))
             }

@@ -14,10 +14,38 @@ struct TodoItem: Codable, Sendable {
     var updatedAt: Date?
 }
 
+extension TodoItem {
+    /// Reads a row another client wrote without some fields (a v3 replace that left out `complete`, a web page that
+    /// sent `text: null`): a missing text is empty, a missing `complete` is false. One such row must not keep every
+    /// member from reading the list (issue 44, item 10).
+    init(from decoder: any Decoder) throws {
+        let container = try decoder.container(keyedBy: CodingKeys.self)
+        id = try container.decode(String.self, forKey: .id)
+        text = try container.decodeIfPresent(String.self, forKey: .text) ?? ""
+        complete = try container.decodeIfPresent(Bool.self, forKey: .complete) ?? false
+        listId = try container.decodeIfPresent(String.self, forKey: .listId)
+        file = try container.decodeIfPresent(String.self, forKey: .file)
+        version = try container.decodeIfPresent(String.self, forKey: .version)
+        updatedAt = try container.decodeIfPresent(Date.self, forKey: .updatedAt)
+    }
+}
+
 /// A shared list (on a server whose `TodoList` rows are groups of a members table, docs/sharing.md).
 struct TodoList: Codable, Sendable {
     var id: String
     var name: String
+
+    init(id: String, name: String) {
+        self.id = id
+        self.name = name
+    }
+
+    /// Reads a list another client wrote without a name as unnamed, as ``TodoItem`` reads its rows.
+    init(from decoder: any Decoder) throws {
+        let container = try decoder.container(keyedBy: CodingKeys.self)
+        id = try container.decode(String.self, forKey: .id)
+        name = try container.decodeIfPresent(String.self, forKey: .name) ?? ""
+    }
 }
 
 /// Who belongs to a list, with which role: owner, editor or viewer.

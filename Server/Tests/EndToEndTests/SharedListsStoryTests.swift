@@ -70,6 +70,66 @@ import Testing
         #expect(try await bob.run("list", "--all").output == "No items.\n")
     }
 
+    /// Issue 44, items 9 and 10: Alice shares Groceries with Bob from two devices while offline (Bob gets two member
+    /// rows); `todo share … --role viewer` makes him a viewer on both, so he can no longer add. A row another client
+    /// replaced without `complete` (a v3 PUT leaves it null) does not keep `todo list` from showing the list.
+    @Test(.timeLimit(.minutes(2)))
+    func aRoleChangeReachesEveryMemberRowAndARowWithANullFieldIsShown() async throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("todo-lists-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let (server, port, secret) = try SharedListsExample.start(
+            database: "sqlite:" + directory.appendingPathComponent("server.sqlite").path)
+        defer { server.stop() }
+        func device(_ name: String, user: String) async throws -> TutorialStoryTests.Device {
+            TutorialStoryTests.Device(environment: [
+                "TODO_STORE": directory.appendingPathComponent("\(name).sqlite").path,
+                "TODO_URL": "http://127.0.0.1:\(port)", "TODO_TOKEN": try await developmentToken(user, secret: secret),
+            ])
+        }
+        let (phone, laptop, bob) = (
+            try await device("phone", user: "alice"), try await device("laptop", user: "alice"),
+            try await device("bob", user: "bob")
+        )
+        #expect(try await phone.run("lists", "new", "Groceries").status == 0)
+        #expect(try await phone.run("add", "--list", "Groceries", "bread").status == 0)
+        #expect(try await phone.run("sync").status == 0)
+        #expect(try await laptop.run("sync").status == 0)
+        // Both of Alice's devices share the list with Bob before either syncs: two member rows.
+        #expect(try await phone.run("share", "Groceries", "bob").status == 0)
+        #expect(try await laptop.run("share", "Groceries", "bob").status == 0)
+        #expect(try await phone.run("sync").status == 0)
+        #expect(try await laptop.run("sync").status == 0)
+        #expect(try await phone.run("sync").status == 0)
+        let rows = try JSONValue(parsing: try await phone.run("lists", "--json").output).arrayValue ?? []
+        #expect(rows.count == 1)
+
+        #expect(try await phone.run("share", "Groceries", "bob", "--role", "viewer").status == 0)
+        #expect(try await phone.run("sync").status == 0)
+        #expect(try await bob.run("sync").status == 0)
+        #expect(try await bob.run("add", "--list", "Groceries", "milk").status == 0)
+        let refused = try await bob.run("sync")
+        #expect(refused.status == 1 && refused.error.contains("1 refused change waiting"), "\(refused.output)")
+
+        // Another client replaces the item without `complete` (v3: a field left out is null).
+        let bread = try #require(
+            try await phone.run("list", "--json").output.split(separator: "\"id\":\"").dropFirst().first?
+                .prefix(while: { $0 != "\"" }))
+        var request = URLRequest(url: URL(string: "http://127.0.0.1:\(port)/tables/TodoItem/\(bread)")!)
+        request.httpMethod = "PUT"
+        request.setValue("3.0.0", forHTTPHeaderField: "ZUMO-API-VERSION")
+        request.setValue("application/json", forHTTPHeaderField: "Content-Type")
+        request.setValue(
+            "Bearer \(try await developmentToken("alice", secret: secret))", forHTTPHeaderField: "Authorization")
+        let listID = try #require(rows.first?["id"]?.stringValue)
+        request.httpBody = Data(#"{"id": "\#(bread)", "text": "rye bread", "listId": "\#(listID)"}"#.utf8)
+        let (_, response) = try await URLSession.shared.data(for: request)
+        #expect((response as? HTTPURLResponse)?.statusCode == 200)
+        #expect(try await phone.run("sync").status == 0)
+        let shown = try await phone.run("list", "--all")
+        #expect(shown.status == 0 && shown.output.contains("rye bread"), "\(shown.output)\(shown.error)")
+    }
+
     /// `todo watch` on Bob's device (the SDK's automatic sync) follows his scope: Alice unshares while it runs, and the
     /// list's item leaves the screen without a keypress — the items' own pulls see the token change.
     @Test(.timeLimit(.minutes(1)))

@@ -13,8 +13,14 @@ enum ItemCoder {
         return try JSONValue(parsing: try encoder.encode(item))
     }
 
-    static func item<Item: Decodable>(_ value: JSONValue, as type: Item.Type) throws -> Item {
-        try JSONValueDecoder.decode(Item.self, from: value)
+    /// `value` as an `Item`; ``ItemDecodingError`` (naming `table`, the row and the field) when it does not fit.
+    static func item<Item: Decodable>(_ value: JSONValue, as type: Item.Type, in table: TableName? = nil) throws -> Item
+    {
+        do {
+            return try JSONValueDecoder.decode(Item.self, from: value)
+        } catch let error as DecodingError {
+            throw ItemDecodingError.decoding(value, table: table, error: error)
+        }
     }
 
     /// The fields of `row` that `Item` knows: those it reads when it decodes the row. Nil when it is the row itself

@@ -51,7 +51,7 @@ public struct SyncTable<Item: Codable & Sendable>: Sendable {
         let stored = try await client.context.write(.insert, values, in: name)
         // The stored items differ from the given ones only by generated ids (and stripped server fields).
         guard generatedIDs else { return items }
-        return try stored.map { try ItemCoder.item($0, as: Item.self) }
+        return try stored.map { try ItemCoder.item($0, as: Item.self, in: name) }
     }
 
     /// Replaces an item locally and queues its update. The stored row's fields that `Item` does not read (a
@@ -91,11 +91,11 @@ public struct SyncTable<Item: Codable & Sendable>: Sendable {
     ///
     /// - Parameter id: The item's id.
     /// - Returns: The item, or nil.
-    /// - Throws: ``LocalStoreError``, or a decoding error when the row does not fit `Item`.
+    /// - Throws: ``LocalStoreError``; ``ItemDecodingError`` when the row does not fit `Item`.
     public func item(id: ItemID) async throws -> Item? {
         let name = self.name
         guard let value = try await client.store.read({ try $0.item(id, in: name) }) else { return nil }
-        return try ItemCoder.item(value, as: Item.self)
+        return try ItemCoder.item(value, as: Item.self, in: name)
     }
 
     /// Items from the local store, with a filter, order, skip and top.
@@ -107,12 +107,13 @@ public struct SyncTable<Item: Codable & Sendable>: Sendable {
     /// - Parameter query: The query; all items by default.
     /// - Returns: The matching items.
     /// - Throws: `ValueError` for a key path that names no field, `ODataError` for a query the store cannot
-    ///   run, ``LocalStoreError``.
+    ///   run, ``LocalStoreError``; ``ItemDecodingError`` (naming the row and the field) for a row that does not fit
+    ///   `Item`, such as a field another client left null that `Item` does not declare optional.
     public func items(matching query: TableQuery<Item> = TableQuery()) async throws -> [Item] {
         let name = self.name
         let query = try query.checked()
         return try await client.store.read { try $0.items(in: name, matching: query) }
-            .map { try ItemCoder.item($0, as: Item.self) }
+            .map { try ItemCoder.item($0, as: Item.self, in: name) }
     }
 
     /// How many local items meet a query's filter (its order, skip and top play no part).
@@ -148,7 +149,7 @@ public struct SyncTable<Item: Codable & Sendable>: Sendable {
             let query = try query.checked()
             return store.observe([name]) { reader in try reader.items(in: name, matching: query) }
         } transform: { rows in
-            try rows.map { try ItemCoder.item($0, as: Item.self) }
+            try rows.map { try ItemCoder.item($0, as: Item.self, in: name) }
         }
     }
 

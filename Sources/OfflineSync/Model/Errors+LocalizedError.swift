@@ -58,3 +58,8 @@ extension SyncStatusError: LocalizedError {
     /// The same one line as ``description``.
     public var errorDescription: String? { description }
 }
+
+extension ItemDecodingError: LocalizedError {
+    /// The same one line as ``description``.
+    public var errorDescription: String? { description }
+}
