@@ -33,7 +33,46 @@ public enum ClientText {
     /// - Parameter text: The text.
     /// - Returns: True when the text is stream-safe.
     public static func isStreamSafe(_ text: String) -> Bool {
-        text.utf8.allSatisfy { $0 < 0x80 } || isStreamSafe(text.unicodeScalars)
+        var text = text
+        return text.withUTF8 { isStreamSafe(utf8: $0) }
+    }
+
+    /// Whether the valid UTF-8 `bytes` are stream-safe, read byte by byte: a scalar below U+0300 (a lead byte below
+    /// 0xCC) is a starter, and so is every one of U+0300–U+036F but U+034F — the combining marks most text (and
+    /// most abuse) holds — without a look-up of its properties.
+    static func isStreamSafe(utf8 bytes: UnsafeBufferPointer<UInt8>) -> Bool {
+        var run = 0
+        var index = 0
+        while index < bytes.count {
+            let lead = bytes[index]
+            guard lead >= 0xCC else {
+                if lead < 0x80 || lead >= 0xC0 { run = 0 }  // a scalar below U+0300 (continuation bytes are skipped)
+                index += 1
+                continue
+            }
+            var scalar: UInt32
+            var length: Int
+            switch lead {
+            case 0xCC..<0xE0: (scalar, length) = (UInt32(lead & 0x1F), 2)
+            case 0xE0..<0xF0: (scalar, length) = (UInt32(lead & 0x0F), 3)
+            default: (scalar, length) = (UInt32(lead & 0x07), 4)
+            }
+            for offset in 1..<length where index + offset < bytes.count {
+                scalar = scalar << 6 | UInt32(bytes[index + offset] & 0x3F)
+            }
+            index += length
+            let isNonStarter =
+                (0x0300...0x036F).contains(scalar)
+                ? scalar != 0x034F
+                : Unicode.Scalar(scalar).map { $0.properties.canonicalCombiningClass != .notReordered } ?? false
+            if isNonStarter {
+                run += 1
+                if run > maximumNonStarterRun { return false }
+            } else {
+                run = 0
+            }
+        }
+        return true
     }
 
     /// `text` in the stream-safe text format: U+034F COMBINING GRAPHEME JOINER (a starter that changes no

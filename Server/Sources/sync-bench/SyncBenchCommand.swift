@@ -18,7 +18,7 @@ struct SyncBenchCommand: AsyncParsableCommand {
 
     @Option(
         help:
-            "Run only this case (local.insert, local.query, pull.initial, pull.initial.1m (not in --quick runs), pull.incremental, pull.noop, push.sequential, server.page, server.page.gzip, server.page.large, server.page.large.gzip, server.write.hook, server.write.aftercommit, memory.pull, live.latency, live.subscribers, share.join, share.removal, attachments.upload, attachments.download, attachments.resume, attachments.memory; with --database: server.page.pg, pull.initial.pg, server.write.pg, server.write.peruser.pg, server.write.aftercommit.pg, server.page.shared.pg, server.write.shared.pg; with --link: push.batch, push.sequential, pull.initial, pull.initial.plain, sync.firstrun, sync.catchup, attachments.upload, attachments.download)."
+            "Run only this case (local.insert, input.cost (input.cost.json, .odata, .collation, .like), local.query, pull.initial, pull.initial.1m (not in --quick runs), pull.incremental, pull.noop, push.sequential, server.page, server.page.gzip, server.page.large, server.page.large.gzip, server.write.hook, server.write.aftercommit, memory.pull, live.latency, live.subscribers, share.join, share.removal, attachments.upload, attachments.download, attachments.resume, attachments.memory; with --database: server.page.pg, pull.initial.pg, server.write.pg, server.write.peruser.pg, server.write.aftercommit.pg, server.page.shared.pg, server.write.shared.pg; with --link: push.batch, push.sequential, pull.initial, pull.initial.plain, sync.firstrun, sync.catchup, attachments.upload, attachments.download)."
     )
     var only: String?
 
@@ -112,6 +112,7 @@ struct SyncBenchCommand: AsyncParsableCommand {
             }
         } else {
             if wanted("local.insert") { results.append(try await cases.localInsert()) }
+            if wanted("input.cost") { results += try cases.inputCost() }
             if wanted("pull.initial", "pull.noop", "pull.incremental", "local.query") {
                 results += try await cases.pulls(rows: rows).filter { wanted($0.name) }
             }
