@@ -51,20 +51,30 @@ extension ODataQuery {
     public init(parsing queryString: String, dialect: ODataDialect = .v2) throws(ODataError) {
         self.init()
         var seen: Set<String> = []
-        let text = queryString.hasPrefix("?") ? String(queryString.dropFirst()) : queryString
-        for pair in text.split(separator: "&", omittingEmptySubsequences: true) {
-            let parts = pair.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
-            guard let name = Self.percentDecode(String(parts[0])) else {
+        var text = Substring(queryString).utf8
+        if text.first == UInt8(ascii: "?") { text = text.dropFirst() }
+        // Split and decided on UTF-8 bytes, and each decoded part checked to be stream-safe (``ClientText``) before
+        // it is hashed or compared: a `Character` of a long run of combining marks costs time quadratic in its length.
+        for pair in text.split(separator: UInt8(ascii: "&"), omittingEmptySubsequences: true) {
+            let equals = pair.firstIndex(of: UInt8(ascii: "="))
+            let rawName = String(decoding: pair[..<(equals ?? pair.endIndex)], as: UTF8.self)
+            guard let name = Self.percentDecode(rawName) else {
                 throw ODataError("invalid percent-encoding in a parameter name")
             }
-            let rawValue = parts.count > 1 ? String(parts[1]) : ""
-            let isOption = name.hasPrefix("$") || name.lowercased() == "__includedeleted"
+            let rawValue = equals.map { String(decoding: pair[pair.index(after: $0)...], as: UTF8.self) } ?? ""
+            let isOption =
+                name.utf8.first == UInt8(ascii: "$") || name.utf8.count == 16 && name.lowercased() == "__includedeleted"
             guard isOption else { continue }
+            guard name.utf8.allSatisfy({ $0 < 0x80 }) else { throw ODataError("unknown query option", option: name) }
             let key = name.lowercased() == "__includedeleted" || dialect == .v3 ? name.lowercased() : name
             if dialect == .v3, !Self.v3Options.contains(key) { continue }
             guard seen.insert(key).inserted else { throw ODataError("option given more than once", option: name) }
             guard let value = Self.percentDecode(rawValue) else {
                 throw ODataError("invalid percent-encoding", option: name)
+            }
+            guard ClientText.isStreamSafe(value) else {
+                throw ODataError(
+                    "more than \(ClientText.maximumNonStarterRun) combining marks in a row", option: name)
             }
             try apply(key, value: value, name: name, dialect: dialect)
         }

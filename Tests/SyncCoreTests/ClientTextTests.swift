@@ -1,5 +1,6 @@
 import Foundation
 import SyncCore
+import SyncOData
 import SyncSQL
 import Testing
 
@@ -41,5 +42,22 @@ import Testing
     @Test func patternsAreEscapedPerScalar() {
         #expect(SQLTranslator.escapeLike("%\u{0301}_\\\u{0600}\\") == "\\%\u{0301}\\_\\\\\u{0600}\\\\")
         #expect(SQLTranslator.escapeGlob("*\u{0301}?[é") == "[*]\u{0301}[?][[]é")
+    }
+}
+
+/// Query strings are split on bytes and their decoded values must be stream-safe (issue 44).
+@Suite struct QueryStringClientTextTests {
+    @Test func aQueryValueWithALongRunOfMarksIsRefusedAndOneOfThirtyIsRead() throws {
+        let long = "a" + String(repeating: "\u{0301}\u{0316}", count: 16)
+        #expect(throws: ODataError.self) { try ODataQuery(parsing: "$filter=text eq '\(long)'") }
+        #expect(throws: ODataError.self) {
+            try ODataQuery(parsing: "$filter=" + ODataQuery.percentEncode("text eq '\(long)'"))
+        }
+        let thirty = "a" + String(repeating: "\u{0301}\u{0316}", count: 15)
+        let query = try ODataQuery(parsing: "$top=3&$filter=" + ODataQuery.percentEncode("text eq '\(thirty)'"))
+        #expect(query.top == 3 && query.filter == .binary(.eq, .member("text"), .literal(.string(thirty))))
+        // A parameter that is not an option is skipped, whatever it holds; an option name that is not ASCII is unknown.
+        #expect(try ODataQuery(parsing: "x=\(long)&$top=1").top == 1)
+        #expect(throws: ODataError.self) { try ODataQuery(parsing: "$tóp=1") }
     }
 }

@@ -176,6 +176,7 @@ func buildRouter(
     if configuration.auth == nil, ConsoleMode.isLoopback(configuration.host) {
         router.add(middleware: LoopbackHostMiddleware())
     }
+    router.add(middleware: ClientTextMiddleware())
     let stats = ServerStats()
     router.add(middleware: MetricsMiddleware())
     router.add(middleware: StatsMiddleware(stats: stats))

@@ -56,6 +56,25 @@ import Testing
         }
     }
 
+    @Test func aURLWithALongRunOfCombiningMarksIsRefusedBeforeAnyRouteReadsIt() async throws {
+        try await Fixture.withServer(.sqlite, tables: [Fixture.table("notes")]) { client in
+            _ = try await client.send(.post, "/tables/notes", json: ["id": "n", "text": "x"])
+            let long = Self.marks(ClientText.maximumNonStarterRun + 1)
+            for uri in [
+                "/tables/notes?" + Self.filter("text eq '\(long)'"),
+                "/tables/notes?$select=" + ODataQuery.percentEncode(long),
+                "/tables/notes/" + ODataQuery.percentEncode(long), "/tables/notes?x=" + ODataQuery.percentEncode(long),
+            ] {
+                let reply = try await client.send(.get, uri)
+                #expect(reply.status == .badRequest, "\(uri.prefix(40)): \(reply.text)")
+                #expect(reply.error?.contains("combining marks in a row") == true, "\(reply.text)")
+            }
+            let thirty = Self.marks(ClientText.maximumNonStarterRun)
+            let fine = try await client.send(.get, "/tables/notes?" + Self.filter("text eq '\(thirty)'"))
+            #expect(fine.status == .ok, "\(fine.text)")
+        }
+    }
+
     @Test(arguments: Backend.all) func patternFunctionsEscapeEachScalar(_ backend: Backend) async throws {
         try await Fixture.withServer(backend, tables: [Fixture.table("notes")]) { client in
             for (id, body) in [("mark", "x\u{0301}y"), ("star", "x*\u{0301}y"), ("percent", "x%\u{0301}y")] {
