@@ -12,8 +12,8 @@ extension TableController {
     /// `PUT /tables/T/{id}` under v3 (§3 replace, undelete): the stored item becomes the body — fields it leaves
     /// out become null, `deleted` is stored as given (absent: false), so a PUT with `__includedeleted=true` brings a
     /// tombstone back and one with `deleted: true` soft-deletes. Its rules and hooks are those of every
-    /// ``WriteEffect`` it has: a change, and a delete (the delete rule too) or an undelete. 400 when the body's `id` differs from the URL's,
-    /// 404 when missing (no upsert), 410 for a tombstone without `__includedeleted=true`, 412 with the item when
+    /// ``WriteEffect`` it has: a change, and a delete (the delete rule too) or an undelete. 400 when the body's `id`
+    /// differs from the URL's, 404 when missing (no upsert), 410 for a tombstone without `__includedeleted=true`, 412 with the item when
     /// `If-Match` names another version or another condition fails (``v3CheckLive(_:schema:id:scope:includeDeleted:)``);
     /// a body `version` is not a precondition. Under v2, PUT is not a route (405).
     func v3Replace(_ request: Request, _ context: SyncRequestContext) async throws -> Response {
