@@ -75,6 +75,19 @@ import Testing
         }
     }
 
+    @Test func aTokenThatIsNotASCIIIsRefusedBeforeItIsSplit() async throws {
+        try await Fixture.withServer(.sqlite, tables: [Fixture.table("notes")], configure: { $0.auth = AuthTests.auth })
+        {
+            client in
+            for field in [HTTPField.Name.authorization, HTTPField.Name("X-ZUMO-AUTH")!] {
+                let value = (field == .authorization ? "Bearer " : "") + Self.marks(8_000)
+                let reply = try await client.send(.get, "/tables/notes", headers: [field: value])
+                #expect(
+                    reply.status == .unauthorized && reply.error?.contains("a token is ASCII") == true, "\(reply.text)")
+            }
+        }
+    }
+
     @Test(arguments: Backend.all) func patternFunctionsEscapeEachScalar(_ backend: Backend) async throws {
         try await Fixture.withServer(backend, tables: [Fixture.table("notes")]) { client in
             for (id, body) in [("mark", "x\u{0301}y"), ("star", "x*\u{0301}y"), ("percent", "x%\u{0301}y")] {

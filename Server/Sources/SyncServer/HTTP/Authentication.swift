@@ -29,6 +29,12 @@ struct AuthenticationMiddleware: RouterMiddleware {
     ///
     /// - Throws: ``TokenRefusal`` for an `Authorization` header of another scheme, or two different tokens.
     static func token(_ headers: HTTPFields) throws(TokenRefusal) -> String? {
+        // A token is base64url text: decided on its bytes before any `String` splits or compares it (a value of
+        // combining marks costs time quadratic in its length there).
+        for value in [headers[.authorization], headers[zumoAuth]]
+        where value?.utf8.contains(where: { $0 >= 0x80 }) == true {
+            throw .malformed("a token is ASCII: three base64url parts")
+        }
         var bearer: String?
         if let authorization = headers[.authorization] {
             let parts = authorization.split(separator: " ", maxSplits: 1, omittingEmptySubsequences: true)
