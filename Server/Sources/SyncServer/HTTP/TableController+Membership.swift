@@ -49,7 +49,8 @@ extension TableController {
     /// names the row's own group is no move, and the row the store changes decides: 404 out of scope, 403 for a
     /// viewer). A member goes only to a group the caller owns, or to a free group as its first member: the caller, as
     /// owner (``GroupClaim``: no member row, a tombstone included, and no row of the group in the tables it scopes,
-    /// checked by the store in the insert's transaction; 403 otherwise). A change that leaves the group column out keeps the row where it is.
+    /// checked by the store in the insert's transaction; 403 otherwise). A change that leaves the group column out
+    /// keeps the row where it is.
     func checkGroup(_ fields: [String: JSONValue], id: ItemID, _ scope: RowScope, schema: TableSchema, inserting: Bool)
         async throws -> RowScope
     {
