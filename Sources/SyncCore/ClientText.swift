@@ -10,23 +10,6 @@ public enum ClientText {
     /// The longest run of non-starters stream-safe text holds (UAX #15: 30).
     public static let maximumNonStarterRun = 30
 
-    /// Whether `scalars` hold no run of more than ``maximumNonStarterRun`` non-starters.
-    ///
-    /// - Parameter scalars: The text's Unicode scalars.
-    /// - Returns: True when the text is stream-safe.
-    public static func isStreamSafe(_ scalars: some Sequence<Unicode.Scalar>) -> Bool {
-        var run = 0
-        for scalar in scalars {
-            if scalar.isASCII || scalar.properties.canonicalCombiningClass == .notReordered {
-                run = 0
-            } else {
-                run += 1
-                if run > maximumNonStarterRun { return false }
-            }
-        }
-        return true
-    }
-
     /// Whether `text` is stream-safe (no run of more than ``maximumNonStarterRun`` non-starters); ASCII text is,
     /// at the cost of one scan of its bytes.
     ///
@@ -38,8 +21,7 @@ public enum ClientText {
     }
 
     /// Whether the valid UTF-8 `bytes` are stream-safe, read byte by byte: a scalar below U+0300 (a lead byte below
-    /// 0xCC) is a starter, and so is every one of U+0300–U+036F but U+034F — the combining marks most text (and
-    /// most abuse) holds — without a look-up of its properties.
+    /// 0xCC, or ASCII) is a starter without being decoded; others are decoded and classified by ``isNonStarter(_:)``.
     static func isStreamSafe(utf8 bytes: UnsafeBufferPointer<UInt8>) -> Bool {
         var run = 0
         var index = 0
@@ -61,11 +43,7 @@ public enum ClientText {
                 scalar = scalar << 6 | UInt32(bytes[index + offset] & 0x3F)
             }
             index += length
-            let isNonStarter =
-                (0x0300...0x036F).contains(scalar)
-                ? scalar != 0x034F
-                : Unicode.Scalar(scalar).map { $0.properties.canonicalCombiningClass != .notReordered } ?? false
-            if isNonStarter {
+            if isNonStarter(scalar) {
                 run += 1
                 if run > maximumNonStarterRun { return false }
             } else {
@@ -86,7 +64,7 @@ public enum ClientText {
         var result = String.UnicodeScalarView()
         var run = 0
         for scalar in text.unicodeScalars {
-            if scalar.isASCII || scalar.properties.canonicalCombiningClass == .notReordered {
+            if !isNonStarter(scalar.value) {
                 run = 0
             } else {
                 if run == maximumNonStarterRun {
@@ -98,6 +76,15 @@ public enum ClientText {
             result.append(scalar)
         }
         return String(result)
+    }
+
+    /// Whether the scalar `value` is a non-starter (a canonical combining class other than 0). Below U+0300 none is,
+    /// and of U+0300–U+036F (the combining marks most text, and most abuse, holds) all are but U+034F, without a
+    /// look-up of the scalar's properties.
+    private static func isNonStarter(_ value: UInt32) -> Bool {
+        if value < 0x0300 { return false }
+        if value <= 0x036F { return value != 0x034F }
+        return Unicode.Scalar(value).map { $0.properties.canonicalCombiningClass != .notReordered } ?? false
     }
 
     private static let graphemeJoiner: Unicode.Scalar = "\u{034F}"

@@ -54,7 +54,7 @@ extension JSONValue {
         public var maximumMemberNameBytes: Int?
         /// Whether member names must be ASCII.
         public var asciiMemberNames: Bool
-        /// Whether strings must be stream-safe (``ClientText/isStreamSafe(_:)-(String)``).
+        /// Whether strings must be stream-safe (``ClientText/isStreamSafe(_:)``).
         public var streamSafeStrings: Bool
 
         /// Creates limits.
@@ -501,11 +501,7 @@ struct JSONTextParser {
         if limits.asciiMemberNames, !name.utf8.allSatisfy({ $0 < 0x80 }) {
             throw JSONParseError(reason: "a member name that is not ASCII", offset: start)
         }
-        if limits.streamSafeStrings, !ClientText.isStreamSafe(name) {
-            throw JSONParseError(
-                reason: "a member name with more than \(ClientText.maximumNonStarterRun) combining marks in a row",
-                offset: start)
-        }
+        try checkStreamSafety(name, "a member name", at: start)
         return name
     }
 
@@ -513,12 +509,15 @@ struct JSONTextParser {
     private mutating func parseString() throws(JSONParseError) -> String {
         let start = index
         let string = try parseStringText()
-        if limits.streamSafeStrings, !ClientText.isStreamSafe(string) {
-            throw JSONParseError(
-                reason: "a string with more than \(ClientText.maximumNonStarterRun) combining marks in a row",
-                offset: start)
-        }
+        try checkStreamSafety(string, "a string", at: start)
         return string
+    }
+
+    /// Refuses `text` (`what`, at byte `start`) when the limits ask for stream-safe text and it is not.
+    private func checkStreamSafety(_ text: String, _ what: String, at start: Int) throws(JSONParseError) {
+        guard limits.streamSafeStrings, !ClientText.isStreamSafe(text) else { return }
+        throw JSONParseError(
+            reason: "\(what) with more than \(ClientText.maximumNonStarterRun) combining marks in a row", offset: start)
     }
 
     private mutating func parseStringText() throws(JSONParseError) -> String {

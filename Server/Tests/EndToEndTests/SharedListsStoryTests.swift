@@ -20,11 +20,8 @@ import Testing
             database: "sqlite:" + directory.appendingPathComponent("server.sqlite").path)
         defer { server.stop() }
         func device(_ user: String) async throws -> TutorialStoryTests.Device {
-            TutorialStoryTests.Device(environment: [
-                "TODO_STORE": directory.appendingPathComponent("\(user).sqlite").path,
-                "TODO_URL": "http://127.0.0.1:\(port)", "TODO_PROTOCOL": `protocol`,
-                "TODO_TOKEN": try await developmentToken(user, secret: secret),
-            ])
+            try await SharedListsExample.device(
+                user, user: user, in: directory, port: port, secret: secret, dialect: `protocol`)
         }
         let (alice, bob) = (try await device("alice"), try await device("bob"))
 
@@ -82,10 +79,7 @@ import Testing
             database: "sqlite:" + directory.appendingPathComponent("server.sqlite").path)
         defer { server.stop() }
         func device(_ name: String, user: String) async throws -> TutorialStoryTests.Device {
-            TutorialStoryTests.Device(environment: [
-                "TODO_STORE": directory.appendingPathComponent("\(name).sqlite").path,
-                "TODO_URL": "http://127.0.0.1:\(port)", "TODO_TOKEN": try await developmentToken(user, secret: secret),
-            ])
+            try await SharedListsExample.device(name, user: user, in: directory, port: port, secret: secret)
         }
         let (phone, laptop, bob) = (
             try await device("phone", user: "alice"), try await device("laptop", user: "alice"),
@@ -171,6 +165,19 @@ enum SharedListsExample {
     static let configuration = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
         .deletingLastPathComponent().deletingLastPathComponent().appendingPathComponent(
             "docs/examples/shared-lists.json")
+
+    /// The environment of a `todo` device of `user` with its store `name` in `directory`, on the example's server at
+    /// `port`, speaking `dialect` (the default when nil).
+    static func device(
+        _ name: String, user: String, in directory: URL, port: Int, secret: String, dialect: String? = nil
+    ) async throws -> TutorialStoryTests.Device {
+        var environment = [
+            "TODO_STORE": directory.appendingPathComponent("\(name).sqlite").path,
+            "TODO_URL": "http://127.0.0.1:\(port)", "TODO_TOKEN": try await developmentToken(user, secret: secret),
+        ]
+        environment["TODO_PROTOCOL"] = dialect
+        return TutorialStoryTests.Device(environment: environment)
+    }
 
     /// Starts `sync-server` on the example over `database`: the process, its port, and the secret its tokens take.
     static func start(database: String) throws -> (ServerProcess, Int, String) {
