@@ -48,6 +48,7 @@ let package = Package(
         .package(url: "https://github.com/vapor/postgres-nio.git", from: "1.33.2"),
         .package(url: "https://github.com/vapor/jwt-kit.git", from: "5.8.0"),
         .package(url: "https://github.com/apple/swift-crypto.git", from: "4.5.2"),
+        .package(url: "https://github.com/swiftlang/swift-subprocess.git", from: "1.0.2"),
     ],
     targets: [
         .target(
@@ -157,6 +158,19 @@ let package = Package(
             swiftSettings: swiftSettings
         ),
         .target(name: "ChildProcesses", swiftSettings: swiftSettings),
+        // What tests and tools share to run processes, raw connections and faults without blocking a cooperative
+        // thread (`.ci/no-blocking` keeps it so).
+        .target(
+            name: "TestSupport",
+            dependencies: [
+                .product(name: "SyncCore", package: client),
+                .product(name: "Subprocess", package: "swift-subprocess"),
+                .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+            ],
+            swiftSettings: swiftSettings
+        ),
         .executableTarget(
             name: "sync-soak",
             dependencies: [
@@ -184,6 +198,7 @@ let package = Package(
         .testTarget(
             name: "OfflineSyncTests",
             dependencies: [
+                "TestSupport",
                 .product(name: "OfflineSync", package: client),
                 .product(name: "SyncCore", package: client),
                 .product(name: "SyncSQL", package: client),
@@ -203,7 +218,7 @@ let package = Package(
         .testTarget(
             name: "EndToEndTests",
             dependencies: [
-                "ChildProcesses",
+                "TestSupport",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
@@ -221,6 +236,7 @@ let package = Package(
         .testTarget(
             name: "SyncServerTests",
             dependencies: [
+                "TestSupport",
                 "SyncServer",
                 .product(name: "OfflineSyncTesting", package: client),
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),

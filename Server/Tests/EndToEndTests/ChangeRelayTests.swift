@@ -1,6 +1,7 @@
 import Foundation
 import SyncCore
 import SyncServer
+import TestSupport
 import Testing
 
 #if canImport(FoundationNetworking)
@@ -16,33 +17,39 @@ extension ProcessTests {
         func aWriteOnOneInstanceWakesAFollowerOfTheOther() async throws {
             try await PostgresServer.withDatabase { databaseURL in
                 let ports = [try freePort(), try freePort()]
-                let instances = try ports.map { try ServerProcess(port: $0, database: databaseURL) }
-                defer { instances.forEach { $0.stop() } }
-                let http = HTTP()
-                let (a, b) = (ports[0], ports[1])
+                try await withServerProcess(port: ports[0], database: databaseURL) { _ in
+                    try await withServerProcess(port: ports[1], database: databaseURL) { _ in
+                        let http = HTTP()
+                        let (a, b) = (ports[0], ports[1])
 
-                var latencies: [Duration] = []
-                for round in 0..<3 {
-                    if round == 2 {
-                        // Cut both instances' listening connections: they listen again within a second.
-                        try await DatabaseURL(parsing: databaseURL).execute(
-                            "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = current_database() AND query ILIKE 'LISTEN%'"
-                        )
-                        try await Task.sleep(for: .seconds(1.5))
+                        var latencies: [Duration] = []
+                        for round in 0..<3 {
+                            if round == 2 {
+                                // Cut both instances' listening connections: they listen again within a second.
+                                try await DatabaseURL(parsing: databaseURL).execute(
+                                    "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = current_database() AND query ILIKE 'LISTEN%'"
+                                )
+                                try await Task.sleep(for: .seconds(1.5))
+                            }
+                            let token = try await Self.quietToken(port: a, http: http)
+                            let started = ContinuousClock.now
+                            async let woken = http.get(port: a, "/changes?tables=TodoItem&since=\(token)&wait=20")
+                            try await Task.sleep(for: .milliseconds(100))
+                            #expect(
+                                try await http.send(
+                                    "POST", port: b, "/tables/TodoItem", json: ["text": .string("round \(round)")])
+                                    == 201)
+                            let (status, body) = try await woken
+                            latencies.append(started.duration(to: .now) - .milliseconds(100))
+                            #expect(status == 200)
+                            #expect(
+                                body?["changed"] == ["TodoItem"],
+                                "round \(round): a write on B did not wake A's follower")
+                        }
+                        print(
+                            "change-relay: B's write → A's follower answered after \(latencies) (the last after a cut)")
                     }
-                    let token = try await Self.quietToken(port: a, http: http)
-                    let started = ContinuousClock.now
-                    async let woken = http.get(port: a, "/changes?tables=TodoItem&since=\(token)&wait=20")
-                    try await Task.sleep(for: .milliseconds(100))
-                    #expect(
-                        try await http.send(
-                            "POST", port: b, "/tables/TodoItem", json: ["text": .string("round \(round)")]) == 201)
-                    let (status, body) = try await woken
-                    latencies.append(started.duration(to: .now) - .milliseconds(100))
-                    #expect(status == 200)
-                    #expect(body?["changed"] == ["TodoItem"], "round \(round): a write on B did not wake A's follower")
                 }
-                print("change-relay: B's write → A's follower answered after \(latencies) (the last after a cut)")
             }
         }
 

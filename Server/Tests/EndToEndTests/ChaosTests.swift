@@ -1,5 +1,5 @@
-import ChildProcesses
 import Foundation
+import TestSupport
 import Testing
 
 #if canImport(Glibc)
@@ -28,7 +28,7 @@ extension ProcessTests {
                     "--seed", "1", "--seed", "6", "--devices", "4", "--steps", "60", "--time-limit", "150",
                     "--protocol", `protocol`,
                 ],
-                environment: [:], timeout: 330)
+                environment: [:], timeout: .seconds(330))
             print(result.output)
             #expect(result.status == 0, "\(result.output)\(result.error)")
             #expect(result.output.contains("sync-chaos: 2 of 2 seed(s) passed"))
@@ -58,7 +58,7 @@ extension ProcessTests {
                     "--seed", "2", "--devices", "4", "--steps", "60", "--time-limit", "90", "--protocol", `protocol`,
                     "--latency-ms", "25",
                 ],
-                environment: ["TODO_PULL_PAGE_SIZE": "3", "TODO_MAX_PULL_PAGE_SIZE": "6"], timeout: 210)
+                environment: ["TODO_PULL_PAGE_SIZE": "3", "TODO_MAX_PULL_PAGE_SIZE": "6"], timeout: .seconds(210))
             print(result.output)
             #expect(result.status == 0, "\(result.output)\(result.error)")
             #expect(result.output.contains("sync-chaos: 1 of 1 seed(s) passed"))
@@ -86,7 +86,7 @@ extension ProcessTests {
                     "--attachments", "--seed", "1", "--seed", "27", "--seed", "52", "--devices", "3", "--steps", "30",
                     "--time-limit", "110", "--protocol", `protocol`,
                 ],
-                environment: [:], timeout: 450)
+                environment: [:], timeout: .seconds(450))
             print(result.output)
             #expect(result.status == 0, "\(result.output)\(result.error)")
             #expect(result.output.contains("sync-chaos: 3 of 3 seed(s) passed"))
@@ -105,7 +105,7 @@ extension ProcessTests {
                     "--per-user", "--seed", "1", "--seed", "3", "--devices", "3", "--steps", "30", "--time-limit", "90",
                     "--protocol", `protocol`,
                 ],
-                environment: [:], timeout: 210)
+                environment: [:], timeout: .seconds(210))
             print(result.output)
             #expect(result.status == 0, "\(result.output)\(result.error)")
             #expect(result.output.contains("sync-chaos: 2 of 2 seed(s) passed"))
@@ -124,7 +124,7 @@ extension ProcessTests {
                     "--shared", "--seed", "1", "--seed", "2", "--devices", "3", "--steps", "30", "--time-limit", "90",
                     "--protocol", `protocol`,
                 ],
-                environment: [:], timeout: 210)
+                environment: [:], timeout: .seconds(210))
             print(result.output)
             #expect(result.status == 0, "\(result.output)\(result.error)")
             #expect(result.output.contains("sync-chaos: 2 of 2 seed(s) passed"))
@@ -135,28 +135,27 @@ extension ProcessTests {
         #if os(Linux)
             /// SIGTERM to a run stops its server and devices too, not only itself (they outlived it before).
             @Test(.timeLimit(.minutes(1)))
-            func aTerminatedRunLeavesNoProcessBehind() throws {
+            func aTerminatedRunLeavesNoProcessBehind() async throws {
                 let directory = FileManager.default.temporaryDirectory.appendingPathComponent(
                     "chaos-\(UUID().uuidString)")
                 defer { try? FileManager.default.removeItem(at: directory) }
-                let run = ChildProcess()
-                run.executableURL = URL(fileURLWithPath: Products.path("sync-chaos"))
-                run.arguments = [
-                    "--devices", "2", "--steps", "10000", "--time-limit", "50", "--directory", directory.path,
-                ]
-                run.standardOutput = FileHandle.nullDevice
-                run.standardError = FileHandle.nullDevice
-                try run.run()
-                defer { if run.isRunning { kill(run.processIdentifier, SIGKILL) } }
-                let children = { Self.processes(mentioning: directory.path).filter { $0 != run.processIdentifier } }
-                let started = Date()
-                while children().isEmpty, Date().timeIntervalSince(started) < 20 { usleep(50_000) }
+                let run = await RunningProcess(
+                    Products.path("sync-chaos"),
+                    ["--devices", "2", "--steps", "10000", "--time-limit", "50", "--directory", directory.path])
+                let pid = run.processIdentifier
+                #expect(pid != 0, "sync-chaos did not start")
+                let children = { Self.processes(mentioning: directory.path).filter { $0 != pid } }
+                let started = ContinuousClock.now
+                while children().isEmpty, started.duration(to: .now) < .seconds(20) {
+                    try await Task.sleep(for: .milliseconds(50))
+                }
                 #expect(!children().isEmpty, "the run started no server")
-                kill(run.processIdentifier, SIGTERM)
-                run.waitUntilExit()
-                #expect(run.terminationStatus == 128 + SIGTERM)
-                let stopped = Date()
-                while !children().isEmpty, Date().timeIntervalSince(stopped) < 5 { usleep(50_000) }
+                run.signal(SIGTERM)
+                #expect(await run.exitStatus(within: .seconds(20)) == 128 + SIGTERM)
+                let stopped = ContinuousClock.now
+                while !children().isEmpty, stopped.duration(to: .now) < .seconds(5) {
+                    try await Task.sleep(for: .milliseconds(50))
+                }
                 #expect(children().isEmpty)
             }
 

@@ -3,6 +3,7 @@ import Foundation
 import NIOCore
 import NIOHTTP1
 import SyncCore
+import TestSupport
 import Testing
 
 #if canImport(Glibc)
@@ -36,48 +37,58 @@ extension ProcessTests {
 
         static func exercise(database: String, options: [String] = []) async throws {
             let port = try freePort()
-            let server = try ServerProcess(port: port, database: database, options: options, product: "e2e-server")
-            let http = E2EHTTP(port: port)
+            try await withServerProcess(port: port, database: database, options: options, product: "e2e-server") {
+                server in
+                let http = E2EHTTP(port: port)
 
-            let movies = try await http.send(.GET, "/tables/movies?$inlinecount=allpages&$top=1")
-            #expect(movies.body?["count"] == 248)
-            let titles = try await http.send(
-                .GET, "/tables/movies?$filter=title%20ge%20'am'%20and%20title%20lt%20'an'&$orderby=title&$select=title")
-            #expect(
-                titles.body?.arrayValue?.compactMap { $0["title"]?.stringValue }
-                    == ["Amadeus", "Amélie", "American Beauty", "American History X", "Amores Perros"])
+                let movies = try await http.send(.GET, "/tables/movies?$inlinecount=allpages&$top=1")
+                #expect(movies.body?["count"] == 248)
+                let titles = try await http.send(
+                    .GET,
+                    "/tables/movies?$filter=title%20ge%20'am'%20and%20title%20lt%20'an'&$orderby=title&$select=title")
+                #expect(
+                    titles.body?.arrayValue?.compactMap { $0["title"]?.stringValue }
+                        == ["Amadeus", "Amélie", "American Beauty", "American History X", "Amores Perros"])
 
-            let params = try await http.send(.GET, "/tables/ParamsTestTable?a=1&b=x%20y")
-            let parameters = try JSONValue(parsing: params.body?.arrayValue?.first?["parameters"]?.stringValue ?? "")
-            #expect(parameters == ["a": "1", "b": "x y"])
-            let patched = try await http.send(.PATCH, "/tables/ParamsTestTable/42?q=1", body: [:])
-            #expect(patched.body?["id"] == 42)
+                let params = try await http.send(.GET, "/tables/ParamsTestTable?a=1&b=x%20y")
+                let parameters = try JSONValue(
+                    parsing: params.body?.arrayValue?.first?["parameters"]?.stringValue ?? "")
+                #expect(parameters == ["a": "1", "b": "x y"])
+                let patched = try await http.send(.PATCH, "/tables/ParamsTestTable/42?q=1", body: [:])
+                #expect(patched.body?["id"] == 42)
 
-            #expect(try await http.send(.GET, "/api/runtimeInfo").body?["features"]?["stringIdTables"] == true)
-            let amelie = try await http.send(.GET, "/api/movieFinder/title/Am%C3%A9lie")
-            #expect(amelie.body?["movies"]?.arrayValue?.first?["releaseDate"] == "2001-04-24T00:00:00.000Z")
-            let sameYear = try await http.send(.POST, "/api/movieFinder/moviesOnSameYear", body: ["year": 1994])
-            #expect(sameYear.body?["movies"]?.arrayValue?.count == 5)
-            let echo = try await http.send(
-                .POST, "/api/applicationPermission?status=202&x=1", body: ["a": 1], headers: ["x-test-zumo-first": "a"])
-            #expect(echo.status == 202 && echo.headers["x-test-zumo-first"].first == "a")
-            #expect(
-                echo.body == ["method": "POST", "query": ["x": "1"], "body": ["a": 1], "user": ["level": "anonymous"]])
-            #expect(try await http.send(.GET, "/api/userPermission").status == 401)
+                #expect(try await http.send(.GET, "/api/runtimeInfo").body?["features"]?["stringIdTables"] == true)
+                let amelie = try await http.send(.GET, "/api/movieFinder/title/Am%C3%A9lie")
+                #expect(amelie.body?["movies"]?.arrayValue?.first?["releaseDate"] == "2001-04-24T00:00:00.000Z")
+                let sameYear = try await http.send(.POST, "/api/movieFinder/moviesOnSameYear", body: ["year": 1994])
+                #expect(sameYear.body?["movies"]?.arrayValue?.count == 5)
+                let echo = try await http.send(
+                    .POST, "/api/applicationPermission?status=202&x=1", body: ["a": 1],
+                    headers: ["x-test-zumo-first": "a"])
+                #expect(echo.status == 202 && echo.headers["x-test-zumo-first"].first == "a")
+                #expect(
+                    echo.body == [
+                        "method": "POST", "query": ["x": "1"], "body": ["a": 1], "user": ["level": "anonymous"],
+                    ])
+                #expect(try await http.send(.GET, "/api/userPermission").status == 401)
 
-            let token = try #require(
-                try await http.send(.GET, "/api/jwtTokenGenerator").body?["token"]?["rawData"]?.stringValue)
-            let signedIn = ["X-ZUMO-AUTH": token]
-            #expect(try await http.send(.GET, "/api/userPermission", headers: signedIn).status == 200)
-            #expect(try await http.send(.POST, "/tables/authenticated", body: ["text": "x"]).status == 401)
-            let mine = try await http.send(.POST, "/tables/authenticated", body: ["text": "mine"], headers: signedIn)
-            #expect(mine.status == 201 && mine.body?["userId"] == "Facebook:someuserid@hotmail.com")
-            #expect(try await http.send(.GET, "/tables/authenticated", headers: signedIn).body?.arrayValue?.count == 1)
-            if options.contains("--config") {
-                #expect(try await http.send(.POST, "/tables/extra", body: ["x": 1], headers: signedIn).status == 201)
+                let token = try #require(
+                    try await http.send(.GET, "/api/jwtTokenGenerator").body?["token"]?["rawData"]?.stringValue)
+                let signedIn = ["X-ZUMO-AUTH": token]
+                #expect(try await http.send(.GET, "/api/userPermission", headers: signedIn).status == 200)
+                #expect(try await http.send(.POST, "/tables/authenticated", body: ["text": "x"]).status == 401)
+                let mine = try await http.send(
+                    .POST, "/tables/authenticated", body: ["text": "mine"], headers: signedIn)
+                #expect(mine.status == 201 && mine.body?["userId"] == "Facebook:someuserid@hotmail.com")
+                #expect(
+                    try await http.send(.GET, "/tables/authenticated", headers: signedIn).body?.arrayValue?.count == 1)
+                if options.contains("--config") {
+                    #expect(
+                        try await http.send(.POST, "/tables/extra", body: ["x": 1], headers: signedIn).status == 201)
+                }
+
+                #expect(await server.terminate(within: .seconds(15)) != nil, "e2e-server stops on SIGTERM")
             }
-
-            #expect(server.terminate(within: .seconds(15)) != nil, "e2e-server stops on SIGTERM")
         }
     }
 }

@@ -4,6 +4,7 @@ import NIOCore
 import NIOHTTP1
 import SyncCore
 import SyncSQLite
+import TestSupport
 import Testing
 
 #if canImport(Glibc)
@@ -42,8 +43,7 @@ extension ProcessTests {
             let port = try freePort()
             // A write the killed instance had leased is delivered again once its lease ends: 5 s, not 60.
             let options = ["--audit-log", log, "--after-commit-lease", "5"]
-            var server = try ServerProcess(port: port, database: database, options: options)
-            defer { server.stop() }
+            let killed = try await ServerProcess(port: port, database: database, options: options)
             let http = HTTPClient.shared
 
             let acknowledged = Locked<Set<String>>([])  // "id version"
@@ -66,36 +66,37 @@ extension ProcessTests {
             while acknowledged.withLock({ $0.count }) < 300, ContinuousClock.now < deadline {
                 try await Task.sleep(for: .milliseconds(5))
             }
-            server.signal(SIGKILL)
-            #expect(server.exitStatus(within: .seconds(10)) != nil)
+            await killed.kill()
             let answeredBeforeKill = acknowledged.withLock { $0.count }
             let loggedBeforeKill = try Self.logged(log).count
-            server = try ServerProcess(port: port, database: database, options: options)
-            try await writing.value
+            try await withServerProcess(port: port, database: database, options: options) { _ in
+                try await writing.value
 
-            // Every row's last version, as the database holds it.
-            var stored: Set<String> = []
-            while true {
-                let page = try await E2EHTTP(port: port).send(
-                    .GET, "/tables/TodoItem?__includedeleted=true&$top=100&$skip=\(stored.count)&$orderby=id")
-                let rows = page.body?.arrayValue ?? []
-                stored.formUnion(
-                    rows.compactMap { row in row["version"]?.stringValue.map { "\(row["id"]!.stringValue!) \($0)" } })
-                if rows.isEmpty { break }
+                // Every row's last version, as the database holds it.
+                var stored: Set<String> = []
+                while true {
+                    let page = try await E2EHTTP(port: port).send(
+                        .GET, "/tables/TodoItem?__includedeleted=true&$top=100&$skip=\(stored.count)&$orderby=id")
+                    let rows = page.body?.arrayValue ?? []
+                    stored.formUnion(
+                        rows.compactMap { row in row["version"]?.stringValue.map { "\(row["id"]!.stringValue!) \($0)" }
+                        })
+                    if rows.isEmpty { break }
+                }
+                let expected = acknowledged.withLock { $0 }.union(stored)
+                var logged: [String] = []
+                let logDeadline = ContinuousClock.now + .seconds(30)
+                repeat {
+                    try await Task.sleep(for: .milliseconds(100))
+                    logged = try Self.logged(log)
+                } while !expected.isSubset(of: Set(logged)) && ContinuousClock.now < logDeadline
+                let missing = expected.subtracting(logged)
+                print(
+                    "outbox crash (\(database.hasPrefix("sqlite") ? "SQLite" : "PostgreSQL")): \(answeredBeforeKill) writes answered before SIGKILL, \(acknowledged.withLock { $0.count }) in all; \(stored.count) rows; \(logged.count) log lines (\(loggedBeforeKill) before SIGKILL), \(Set(logged).count) distinct, \(logged.count - Set(logged).count) repeats; \(missing.count) missing"
+                )
+                #expect(stored.count == (0..<writes).filter { !isUpdate($0) }.count)
+                #expect(missing.isEmpty, "committed writes never delivered: \(missing.sorted().prefix(5))")
             }
-            let expected = acknowledged.withLock { $0 }.union(stored)
-            var logged: [String] = []
-            let logDeadline = ContinuousClock.now + .seconds(30)
-            repeat {
-                try await Task.sleep(for: .milliseconds(100))
-                logged = try Self.logged(log)
-            } while !expected.isSubset(of: Set(logged)) && ContinuousClock.now < logDeadline
-            let missing = expected.subtracting(logged)
-            print(
-                "outbox crash (\(database.hasPrefix("sqlite") ? "SQLite" : "PostgreSQL")): \(answeredBeforeKill) writes answered before SIGKILL, \(acknowledged.withLock { $0.count }) in all; \(stored.count) rows; \(logged.count) log lines (\(loggedBeforeKill) before SIGKILL), \(Set(logged).count) distinct, \(logged.count - Set(logged).count) repeats; \(missing.count) missing"
-            )
-            #expect(stored.count == (0..<writes).filter { !isUpdate($0) }.count)
-            #expect(missing.isEmpty, "committed writes never delivered: \(missing.sorted().prefix(5))")
         }
 
         /// Whether write `index` is an update: every fourth of a writer's.

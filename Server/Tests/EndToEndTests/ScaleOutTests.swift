@@ -3,6 +3,7 @@ import OfflineSync
 import SyncCore
 import SyncSQLite
 import SyncServer
+import TestSupport
 import Testing
 
 #if canImport(FoundationNetworking)
@@ -26,62 +27,65 @@ extension ProcessTests {
         func twoInstancesOverOnePostgreSQLLoseAndRepeatNoRow() async throws {
             try await PostgresServer.withDatabase { databaseURL in
                 let ports = [try freePort(), try freePort()]
-                let instances = try ports.map { try ServerProcess(port: $0, database: databaseURL) }
-                defer { instances.forEach { $0.stop() } }
+                try await withServerProcess(port: ports[0], database: databaseURL) { _ in
+                    try await withServerProcess(port: ports[1], database: databaseURL) { _ in
 
-                let clients = try await (0..<2).asyncMap { index in try await PullingClient(ports: ports, first: index)
-                }
-                let writing = Locked(true)
-                async let pulls: [Int] = withThrowingTaskGroup(of: Int.self) { group in
-                    for client in clients {
-                        group.addTask {
-                            var pulls = 0
-                            while writing.withLock({ $0 }) {
-                                try await client.pull()
-                                pulls += 1
-                            }
-                            return pulls
+                        let clients = try await (0..<2).asyncMap { index in
+                            try await PullingClient(ports: ports, first: index)
                         }
-                    }
-                    return try await group.reduce(into: []) { $0.append($1) }
-                }
-                let started = ContinuousClock.now
-                let writes = try await Self.write(ports: ports)
-                let elapsed = started.duration(to: .now)
-                writing.withLock { $0 = false }
-                let pullsWhileWriting = try await pulls
+                        let writing = Locked(true)
+                        async let pulls: [Int] = withThrowingTaskGroup(of: Int.self) { group in
+                            for client in clients {
+                                group.addTask {
+                                    var pulls = 0
+                                    while writing.withLock({ $0 }) {
+                                        try await client.pull()
+                                        pulls += 1
+                                    }
+                                    return pulls
+                                }
+                            }
+                            return try await group.reduce(into: []) { $0.append($1) }
+                        }
+                        let started = ContinuousClock.now
+                        let writes = try await Self.write(ports: ports)
+                        let elapsed = started.duration(to: .now)
+                        writing.withLock { $0 = false }
+                        let pullsWhileWriting = try await pulls
 
-                // After the writers stop, one more incremental pull each catches the clients up.
-                for client in clients { try await client.pull() }
-                let truth = try await Self.serverRows(port: ports[0])
-                #expect(truth.count == Self.rows)
-                #expect(Set(truth.values.map(\.updatedAt)).count == truth.count, "two rows share an updatedAt")
-                for client in clients {
-                    let held = try await client.localRows()
-                    #expect(held.count == truth.count)
-                    let stale = truth.filter { held[$0.key] != $0.value.version }.count
-                    #expect(stale == 0, "rows a client misses or holds in an older version")
-                    #expect(await client.recorder.repeats == 0, "a pull returned a row version twice")
-                    #expect(await client.recorder.received >= held.count, "the recorder missed pages")
+                        // After the writers stop, one more incremental pull each catches the clients up.
+                        for client in clients { try await client.pull() }
+                        let truth = try await Self.serverRows(port: ports[0])
+                        #expect(truth.count == Self.rows)
+                        #expect(Set(truth.values.map(\.updatedAt)).count == truth.count, "two rows share an updatedAt")
+                        for client in clients {
+                            let held = try await client.localRows()
+                            #expect(held.count == truth.count)
+                            let stale = truth.filter { held[$0.key] != $0.value.version }.count
+                            #expect(stale == 0, "rows a client misses or holds in an older version")
+                            #expect(await client.recorder.repeats == 0, "a pull returned a row version twice")
+                            #expect(await client.recorder.received >= held.count, "the recorder missed pages")
+                        }
+                        // The console of either instance shows the same table (issue 19): the counts, and the newest rows.
+                        var newest: [[JSONValue]] = []
+                        for port in ports {
+                            let (status, overview) = try await HTTP().get(port: port, "/console/api/overview")
+                            #expect(status == 200)
+                            #expect(overview?["tables"]?.arrayValue?.first?["live"] == .int(Int64(Self.rows)))
+                            let (_, page) = try await HTTP().get(port: port, "/console/api/tables/TodoItem?$top=20")
+                            newest.append(page?["items"]?.arrayValue ?? [])
+                        }
+                        #expect(newest[0].count == 20 && newest[0] == newest[1])
+                        let received = await clients.asyncMap { await $0.recorder.received }
+                        print(
+                            """
+                            scale-out: \(writes.inserts) inserts + \(writes.updates) updates by \(Self.writers) writers over 2 \
+                            instances in \(elapsed.formatted(.units(allowed: [.seconds], fractionalPart: .show(length: 1)))) (\(writes.sameMillisecond) writes started in a millisecond another \
+                            write also started in); pulls while writing: \(pullsWhileWriting), rows received: \(received), \
+                            rows checked: \(truth.count) × 2 clients, repeats: 0
+                            """)
+                    }
                 }
-                // The console of either instance shows the same table (issue 19): the counts, and the newest rows.
-                var newest: [[JSONValue]] = []
-                for port in ports {
-                    let (status, overview) = try await HTTP().get(port: port, "/console/api/overview")
-                    #expect(status == 200)
-                    #expect(overview?["tables"]?.arrayValue?.first?["live"] == .int(Int64(Self.rows)))
-                    let (_, page) = try await HTTP().get(port: port, "/console/api/tables/TodoItem?$top=20")
-                    newest.append(page?["items"]?.arrayValue ?? [])
-                }
-                #expect(newest[0].count == 20 && newest[0] == newest[1])
-                let received = await clients.asyncMap { await $0.recorder.received }
-                print(
-                    """
-                    scale-out: \(writes.inserts) inserts + \(writes.updates) updates by \(Self.writers) writers over 2 \
-                    instances in \(elapsed.formatted(.units(allowed: [.seconds], fractionalPart: .show(length: 1)))) (\(writes.sameMillisecond) writes started in a millisecond another \
-                    write also started in); pulls while writing: \(pullsWhileWriting), rows received: \(received), \
-                    rows checked: \(truth.count) × 2 clients, repeats: 0
-                    """)
             }
         }
 

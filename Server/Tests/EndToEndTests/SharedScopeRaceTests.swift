@@ -2,6 +2,7 @@ import Foundation
 import OfflineSync
 import SyncCore
 import SyncSQLite
+import TestSupport
 import Testing
 
 #if canImport(FoundationNetworking)
@@ -35,107 +36,108 @@ import Testing
     }
 
     static func race(database: String, directory: URL) async throws {
-        let (server, port, secret) = try SharedListsExample.start(database: database)
-        defer { server.stop() }
-        let http = ScopedHTTP(port: port)
-        let owner = try await developmentToken("owner", secret: secret)
-        let bobToken = try await developmentToken("bob", secret: secret)
-        for list in 0..<4 {
-            let member: JSONValue = [
-                "id": .string("m-owner-\(list)"), "listId": .string("g\(list)"), "userId": "owner", "role": "owner",
-            ]
-            #expect(try await http.send("POST", "/tables/ListMember", member, token: owner) == 201)
-        }
-        #expect(
-            try await http.send(
-                "POST", "/tables/ListMember", ["id": "m-bob-0", "listId": "g0", "userId": "bob", "role": "viewer"],
-                token: owner) == 201)
-
-        var configuration = SyncClient.Configuration()
-        configuration.tokenProvider = { _ in bobToken }
-        configuration.pullPageSize = 20
-        configuration.maxPullPageSize = 40
-        let bob = SyncClient(
-            url: URL(string: "http://127.0.0.1:\(port)")!,
-            store: try SQLiteLocalStore(path: directory.appendingPathComponent("bob.sqlite").path),
-            configuration: configuration)
-        let items = try bob.syncTable("TodoItem")
-
-        let writing = Locked(true)
-        async let pulling: (pulls: Int, removed: Int) = {
-            var (pulls, removed) = (0, 0)
-            while writing.withLock({ $0 }) {
-                removed += try await items.pull(queryID: "items").removedCount
-                pulls += 1
+        try await SharedListsExample.withServer(database: database) { port, secret in
+            let http = ScopedHTTP(port: port)
+            let owner = try await developmentToken("owner", secret: secret)
+            let bobToken = try await developmentToken("bob", secret: secret)
+            for list in 0..<4 {
+                let member: JSONValue = [
+                    "id": .string("m-owner-\(list)"), "listId": .string("g\(list)"), "userId": "owner", "role": "owner",
+                ]
+                #expect(try await http.send("POST", "/tables/ListMember", member, token: owner) == 201)
             }
-            return (pulls, removed)
-        }()
-        try await withThrowingTaskGroup(of: Void.self) { group in
-            for writer in 0..<Self.writers {
-                group.addTask {
-                    var random = SplitMix(seed: UInt64(writer + 1))
-                    var mine: [String] = []
-                    for step in 0..<Self.writesPerWriter {
-                        let list = "g\(random.next() % 4)"
-                        let roll = random.next() % 10
-                        if roll < 7 || mine.isEmpty {
-                            let id = "w\(writer)-\(step)"
-                            let row: JSONValue = ["id": .string(id), "listId": .string(list), "text": .string(id)]
-                            let status = try await http.send("POST", "/tables/TodoItem", row, token: owner)
-                            #expect(status == 201)
-                            mine.append(id)
-                        } else {
-                            let id = mine[Int(random.next() % UInt64(mine.count))]
-                            let change: JSONValue =
-                                roll < 9 ? ["text": .string("\(id) at \(step)")] : ["listId": .string(list)]
-                            let status = try await http.send("PATCH", "/tables/TodoItem/\(id)", change, token: owner)
-                            #expect(status == 200)
+            #expect(
+                try await http.send(
+                    "POST", "/tables/ListMember", ["id": "m-bob-0", "listId": "g0", "userId": "bob", "role": "viewer"],
+                    token: owner) == 201)
+
+            var configuration = SyncClient.Configuration()
+            configuration.tokenProvider = { _ in bobToken }
+            configuration.pullPageSize = 20
+            configuration.maxPullPageSize = 40
+            let bob = SyncClient(
+                url: URL(string: "http://127.0.0.1:\(port)")!,
+                store: try SQLiteLocalStore(path: directory.appendingPathComponent("bob.sqlite").path),
+                configuration: configuration)
+            let items = try bob.syncTable("TodoItem")
+
+            let writing = Locked(true)
+            async let pulling: (pulls: Int, removed: Int) = {
+                var (pulls, removed) = (0, 0)
+                while writing.withLock({ $0 }) {
+                    removed += try await items.pull(queryID: "items").removedCount
+                    pulls += 1
+                }
+                return (pulls, removed)
+            }()
+            try await withThrowingTaskGroup(of: Void.self) { group in
+                for writer in 0..<Self.writers {
+                    group.addTask {
+                        var random = SplitMix(seed: UInt64(writer + 1))
+                        var mine: [String] = []
+                        for step in 0..<Self.writesPerWriter {
+                            let list = "g\(random.next() % 4)"
+                            let roll = random.next() % 10
+                            if roll < 7 || mine.isEmpty {
+                                let id = "w\(writer)-\(step)"
+                                let row: JSONValue = ["id": .string(id), "listId": .string(list), "text": .string(id)]
+                                let status = try await http.send("POST", "/tables/TodoItem", row, token: owner)
+                                #expect(status == 201)
+                                mine.append(id)
+                            } else {
+                                let id = mine[Int(random.next() % UInt64(mine.count))]
+                                let change: JSONValue =
+                                    roll < 9 ? ["text": .string("\(id) at \(step)")] : ["listId": .string(list)]
+                                let status = try await http.send(
+                                    "PATCH", "/tables/TodoItem/\(id)", change, token: owner)
+                                #expect(status == 200)
+                            }
                         }
                     }
                 }
-            }
-            group.addTask {
-                var random = SplitMix(seed: 99)
-                var member: [Int: String] = [:]
-                for change in 0..<Self.membershipChanges {
-                    let list = 1 + Int(random.next() % 3)
-                    if let id = member[list] {
-                        let status = try await http.send("DELETE", "/tables/ListMember/\(id)", nil, token: owner)
-                        #expect(status == 200)
-                        member[list] = nil
-                    } else {
-                        let id = "m-bob-\(list)-\(change)"
-                        let row: JSONValue = [
-                            "id": .string(id), "listId": .string("g\(list)"), "userId": "bob", "role": "viewer",
-                        ]
-                        let status = try await http.send("POST", "/tables/ListMember", row, token: owner)
-                        #expect(status == 201)
-                        member[list] = id
+                group.addTask {
+                    var random = SplitMix(seed: 99)
+                    var member: [Int: String] = [:]
+                    for change in 0..<Self.membershipChanges {
+                        let list = 1 + Int(random.next() % 3)
+                        if let id = member[list] {
+                            let status = try await http.send("DELETE", "/tables/ListMember/\(id)", nil, token: owner)
+                            #expect(status == 200)
+                            member[list] = nil
+                        } else {
+                            let id = "m-bob-\(list)-\(change)"
+                            let row: JSONValue = [
+                                "id": .string(id), "listId": .string("g\(list)"), "userId": "bob", "role": "viewer",
+                            ]
+                            let status = try await http.send("POST", "/tables/ListMember", row, token: owner)
+                            #expect(status == 201)
+                            member[list] = id
+                        }
                     }
                 }
+                try await group.waitForAll()
             }
-            try await group.waitForAll()
-        }
-        writing.withLock { $0 = false }
-        let (pulls, removed) = try await pulling
+            writing.withLock { $0 = false }
+            let (pulls, removed) = try await pulling
 
-        try await items.pull(queryID: "items")
-        let truth = try await http.rows("/tables/TodoItem", token: bobToken)
-        let held = try await items.items()
-        let local = Dictionary(
-            uniqueKeysWithValues: held.map { ($0["id"]?.stringValue ?? "", $0["version"]?.stringValue ?? "") })
-        let missing = Set(truth.keys).subtracting(local.keys)
-        let extra = Set(local.keys).subtracting(truth.keys)
-        let stale = truth.filter { local[$0.key] != nil && local[$0.key] != $0.value }.map(\.key)
-        print(
-            "Scope race (\(database.hasPrefix("sqlite") ? "SQLite" : "PostgreSQL")): \(Self.writers * Self.writesPerWriter) writes, "
-                + "\(Self.membershipChanges) membership changes, \(pulls) pulls while writing (\(removed) rows removed); "
-                + "bob's scope \(truth.count) rows: \(missing.count) missing, \(extra.count) out of scope, \(stale.count) stale"
-        )
-        #expect(missing.isEmpty, "\(missing.sorted().prefix(10))")
-        #expect(extra.isEmpty, "\(extra.sorted().prefix(10))")
-        #expect(stale.isEmpty, "\(stale.sorted().prefix(10))")
-        #expect(try await bob.pendingOperations().isEmpty)
+            try await items.pull(queryID: "items")
+            let truth = try await http.rows("/tables/TodoItem", token: bobToken)
+            let held = try await items.items()
+            let local = Dictionary(
+                uniqueKeysWithValues: held.map { ($0["id"]?.stringValue ?? "", $0["version"]?.stringValue ?? "") })
+            let missing = Set(truth.keys).subtracting(local.keys)
+            let extra = Set(local.keys).subtracting(truth.keys)
+            let stale = truth.filter { local[$0.key] != nil && local[$0.key] != $0.value }.map(\.key)
+            print(
+                "Scope race (\(database.hasPrefix("sqlite") ? "SQLite" : "PostgreSQL")): \(Self.writers * Self.writesPerWriter) writes, "
+                    + "\(Self.membershipChanges) membership changes, \(pulls) pulls while writing (\(removed) rows removed); "
+                    + "bob's scope \(truth.count) rows: \(missing.count) missing, \(extra.count) out of scope, \(stale.count) stale"
+            )
+            #expect(missing.isEmpty, "\(missing.sorted().prefix(10))")
+            #expect(extra.isEmpty, "\(extra.sorted().prefix(10))")
+            #expect(stale.isEmpty, "\(stale.sorted().prefix(10))")
+            #expect(try await bob.pendingOperations().isEmpty)
+        }
     }
 }
 

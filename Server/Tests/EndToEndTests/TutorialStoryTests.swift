@@ -1,9 +1,9 @@
-import ChildProcesses
 import Foundation
 import OfflineSync
 import OfflineSyncTesting
 import SyncCore
 import SyncSQLite
+import TestSupport
 import Testing
 
 #if canImport(FoundationNetworking)
@@ -85,50 +85,52 @@ import Testing
 
         // The server comes up: it has none of them until A syncs.
         reservation.release()
-        let server = try ServerProcess(
-            port: port, database: "sqlite:" + directory.appendingPathComponent("server.sqlite").path)
-        defer { server.stop() }
-        #expect(try await serverItems().isEmpty)
-        #expect(try await a.run("sync").status == 0)
-        #expect(try await serverItems() == (try await a.items()))
+        try await withServerProcess(
+            port: port, database: "sqlite:" + directory.appendingPathComponent("server.sqlite").path
+        ) { _ in
+            #expect(try await serverItems().isEmpty)
+            #expect(try await a.run("sync").status == 0)
+            #expect(try await serverItems() == (try await a.items()))
 
-        // Device B syncs and sees them.
-        #expect(try await b.run("sync").status == 0)
-        #expect(try await b.items() == (try await a.items()))
+            // Device B syncs and sees them.
+            #expect(try await b.run("sync").status == 0)
+            #expect(try await b.items() == (try await a.items()))
 
-        // Both edit the same item offline; A syncs first, so B meets a conflict.
-        let milk = try #require(try await a.items().first { $0.value.hasPrefix("Buy milk") }?.key)
-        #expect(try await a.run("edit", String(milk.prefix(8)), "Buy oat milk").status == 0)
-        #expect(try await b.run("edit", String(milk.prefix(8)), "Buy almond milk").status == 0)
-        #expect(try await a.run("sync").status == 0)
-        let conflicted = try await b.run("sync")
-        #expect(conflicted.status == 1)
-        #expect(conflicted.error == "todo: 1 conflict waiting: see `todo conflicts`\n")
-        // A waiting conflict is reported by every later sync, which still pulls.
-        let again = try await b.run("sync")
-        #expect(again.status == 1)
-        #expect(again.output.contains("sent 0 change(s), received 0 item(s)"))
-        #expect(again.error == "todo: 1 conflict waiting: see `todo conflicts`\n")
-        #expect(try await b.run("status").output.contains("Conflicts:  1 (see `todo conflicts`)"))
-        let conflicts = try JSONValue(parsing: try await b.run("conflicts", "--json").output).arrayValue ?? []
-        #expect(conflicts.count == 1)
-        #expect(conflicts.first?["mine"]?["text"] == "Buy almond milk")
-        #expect(conflicts.first?["server"]?["text"] == "Buy oat milk")
-        let sideBySide = try await b.run("conflicts").output
-        #expect(sideBySide.contains("mine:   [ ] Buy almond milk") && sideBySide.contains("server: [ ] Buy oat milk"))
-        #expect(sideBySide.contains("someone changed the item since you last synced"))
-        #expect(sideBySide.contains("todo resolve \(milk.prefix(8)) --take-server"))
+            // Both edit the same item offline; A syncs first, so B meets a conflict.
+            let milk = try #require(try await a.items().first { $0.value.hasPrefix("Buy milk") }?.key)
+            #expect(try await a.run("edit", String(milk.prefix(8)), "Buy oat milk").status == 0)
+            #expect(try await b.run("edit", String(milk.prefix(8)), "Buy almond milk").status == 0)
+            #expect(try await a.run("sync").status == 0)
+            let conflicted = try await b.run("sync")
+            #expect(conflicted.status == 1)
+            #expect(conflicted.error == "todo: 1 conflict waiting: see `todo conflicts`\n")
+            // A waiting conflict is reported by every later sync, which still pulls.
+            let again = try await b.run("sync")
+            #expect(again.status == 1)
+            #expect(again.output.contains("sent 0 change(s), received 0 item(s)"))
+            #expect(again.error == "todo: 1 conflict waiting: see `todo conflicts`\n")
+            #expect(try await b.run("status").output.contains("Conflicts:  1 (see `todo conflicts`)"))
+            let conflicts = try JSONValue(parsing: try await b.run("conflicts", "--json").output).arrayValue ?? []
+            #expect(conflicts.count == 1)
+            #expect(conflicts.first?["mine"]?["text"] == "Buy almond milk")
+            #expect(conflicts.first?["server"]?["text"] == "Buy oat milk")
+            let sideBySide = try await b.run("conflicts").output
+            #expect(
+                sideBySide.contains("mine:   [ ] Buy almond milk") && sideBySide.contains("server: [ ] Buy oat milk"))
+            #expect(sideBySide.contains("someone changed the item since you last synced"))
+            #expect(sideBySide.contains("todo resolve \(milk.prefix(8)) --take-server"))
 
-        // B takes the server's version; everyone agrees.
-        #expect(try await b.run("resolve", String(milk.prefix(8)), "--take-server").status == 0)
-        #expect(try await b.run("sync").status == 0)
-        #expect(try await a.run("sync").status == 0)
-        #expect(try await a.run("sync").output.contains("received 0 item(s)"))  // nothing changed since
-        let truth = try await serverItems()
-        #expect(truth[milk] == "Buy oat milk|false")
-        #expect(try await a.items() == truth)
-        #expect(try await b.items() == truth)
-        #expect(try JSONValue(parsing: try await b.run("status", "--json").output)["pending"] == 0)
+            // B takes the server's version; everyone agrees.
+            #expect(try await b.run("resolve", String(milk.prefix(8)), "--take-server").status == 0)
+            #expect(try await b.run("sync").status == 0)
+            #expect(try await a.run("sync").status == 0)
+            #expect(try await a.run("sync").output.contains("received 0 item(s)"))  // nothing changed since
+            let truth = try await serverItems()
+            #expect(truth[milk] == "Buy oat milk|false")
+            #expect(try await a.items() == truth)
+            #expect(try await b.items() == truth)
+            #expect(try JSONValue(parsing: try await b.run("status", "--json").output)["pending"] == 0)
+        }
     }
 
     /// Issue 15's story: a server with `auth` and a per-user `TodoItem`; tokens from `sync-server token`. Alice on
@@ -148,180 +150,180 @@ import Testing
             try await developmentToken(subject, secret: secret, ttl: ttl)
         }
         let port = try freePort()
-        let server = try ServerProcess(
+        try await withServerProcess(
             port: port, database: "sqlite:" + directory.appendingPathComponent("server.sqlite").path,
-            options: ["--config", config.path])
-        defer { server.stop() }
-        let url = "http://127.0.0.1:\(port)"
-        func device(_ name: String, _ credentials: [String: String]) -> Device {
-            Device(
-                environment: [
-                    "TODO_STORE": directory.appendingPathComponent("\(name)/todo.sqlite").path, "TODO_URL": url,
-                    "TODO_PROTOCOL": `protocol`,
-                ]
-                .merging(credentials) { $1 })
+            options: ["--config", config.path]
+        ) { _ in
+            let url = "http://127.0.0.1:\(port)"
+            func device(_ name: String, _ credentials: [String: String]) -> Device {
+                Device(
+                    environment: [
+                        "TODO_STORE": directory.appendingPathComponent("\(name)/todo.sqlite").path, "TODO_URL": url,
+                        "TODO_PROTOCOL": `protocol`,
+                    ]
+                    .merging(credentials) { $1 })
+            }
+            let tokenFile = directory.appendingPathComponent("alice.token")
+            try await token("alice").write(to: tokenFile, atomically: true, encoding: .utf8)
+            let phone = device("alice-phone", ["TODO_TOKEN_FILE": tokenFile.path])
+            let laptop = device("alice-laptop", ["TODO_TOKEN": try await token("alice")])
+            let bob = device("bob", ["TODO_TOKEN": try await token("bob")])
+            let stranger = device("stranger", [:])
+
+            for text in ["Buy milk", "Call mom"] { #expect(try await phone.run("add", text).status == 0) }
+            #expect(try await bob.run("add", "Fix the bike").status == 0)
+            #expect(try await phone.run("sync").status == 0)
+            #expect(try await bob.run("sync").status == 0)
+            #expect(try await laptop.run("sync").status == 0)
+            #expect(try await laptop.items() == (try await phone.items()))
+            #expect(Set(try await laptop.items().values) == ["Buy milk|false", "Call mom|false"])
+            #expect(try await bob.run("sync").status == 0)
+            #expect(Array(try await bob.items().values) == ["Fix the bike|false"])
+            let refused = try await stranger.run("sync")
+            #expect(refused.status == 3)
+            #expect(refused.error.contains("Sign in again"))
+
+            // The phone's token expires (a one-second token, no clock skew); a change made meanwhile is kept.
+            try await token("alice", ttl: 1).write(to: tokenFile, atomically: true, encoding: .utf8)
+            try await Task.sleep(for: .seconds(2))
+            #expect(try await phone.run("add", "Water the plants").status == 0)
+            let expired = try await phone.run("sync")
+            #expect(expired.status == 3)
+            #expect(
+                expired.error.contains(
+                    "Sign in again: the server refused your token (expired or not valid) — put a new token in \(tokenFile.path); your 1 change is kept"
+                ))
+            #expect(try JSONValue(parsing: try await phone.run("status", "--json").output)["pending"] == 1)
+
+            try await token("alice").write(to: tokenFile, atomically: true, encoding: .utf8)
+            #expect(try await phone.run("sync").status == 0)
+            #expect(try await laptop.run("sync").status == 0)
+            #expect(try await laptop.items().count == 3)
+            #expect(try await bob.run("sync").status == 0)
+            #expect(try await bob.items().count == 1)
         }
-        let tokenFile = directory.appendingPathComponent("alice.token")
-        try await token("alice").write(to: tokenFile, atomically: true, encoding: .utf8)
-        let phone = device("alice-phone", ["TODO_TOKEN_FILE": tokenFile.path])
-        let laptop = device("alice-laptop", ["TODO_TOKEN": try await token("alice")])
-        let bob = device("bob", ["TODO_TOKEN": try await token("bob")])
-        let stranger = device("stranger", [:])
-
-        for text in ["Buy milk", "Call mom"] { #expect(try await phone.run("add", text).status == 0) }
-        #expect(try await bob.run("add", "Fix the bike").status == 0)
-        #expect(try await phone.run("sync").status == 0)
-        #expect(try await bob.run("sync").status == 0)
-        #expect(try await laptop.run("sync").status == 0)
-        #expect(try await laptop.items() == (try await phone.items()))
-        #expect(Set(try await laptop.items().values) == ["Buy milk|false", "Call mom|false"])
-        #expect(try await bob.run("sync").status == 0)
-        #expect(Array(try await bob.items().values) == ["Fix the bike|false"])
-        let refused = try await stranger.run("sync")
-        #expect(refused.status == 3)
-        #expect(refused.error.contains("Sign in again"))
-
-        // The phone's token expires (a one-second token, no clock skew); a change made meanwhile is kept.
-        try await token("alice", ttl: 1).write(to: tokenFile, atomically: true, encoding: .utf8)
-        try await Task.sleep(for: .seconds(2))
-        #expect(try await phone.run("add", "Water the plants").status == 0)
-        let expired = try await phone.run("sync")
-        #expect(expired.status == 3)
-        #expect(
-            expired.error.contains(
-                "Sign in again: the server refused your token (expired or not valid) — put a new token in \(tokenFile.path); your 1 change is kept"
-            ))
-        #expect(try JSONValue(parsing: try await phone.run("status", "--json").output)["pending"] == 1)
-
-        try await token("alice").write(to: tokenFile, atomically: true, encoding: .utf8)
-        #expect(try await phone.run("sync").status == 0)
-        #expect(try await laptop.run("sync").status == 0)
-        #expect(try await laptop.items().count == 3)
-        #expect(try await bob.run("sync").status == 0)
-        #expect(try await bob.items().count == 1)
     }
 
     /// Issue 16, point 5: `todo watch` on device A shows an item device B adds, with no key pressed and no sync
     /// command on A (its automatic sync pulls every 0.3 s), and its status line says it synced.
     @Test(.timeLimit(.minutes(1)), arguments: ["v2", "v3"])
     func todoWatchShowsAnotherDevicesItemWithoutAKeypress(protocol: String) async throws {
-        let (directory, server, port) = try Self.serverInScratch("todo-watch")
-        defer {
-            server.stop()
-            try? FileManager.default.removeItem(at: directory)
-        }
-        let url = "http://127.0.0.1:\(port)"
-        let b = Device(environment: [
-            "TODO_STORE": directory.appendingPathComponent("b/todo.sqlite").path, "TODO_URL": url,
-            "TODO_PROTOCOL": `protocol`,
-        ])
+        try await Self.withServerInScratch("todo-watch") { directory, port in
+            let url = "http://127.0.0.1:\(port)"
+            let b = Device(environment: [
+                "TODO_STORE": directory.appendingPathComponent("b/todo.sqlite").path, "TODO_URL": url,
+                "TODO_PROTOCOL": `protocol`,
+            ])
 
-        let watch = try TodoWatch(environment: [
-            "TODO_STORE": directory.appendingPathComponent("a/todo.sqlite").path, "TODO_URL": url,
-            "TODO_PROTOCOL": `protocol`,
-        ])
-        defer { watch.stop() }
-        try await watch.waitFor("No open items.")
-        #expect(try await b.run("add", "Buy bread").status == 0)
-        #expect(try await b.run("sync").status == 0)
-        try await watch.waitFor("Buy bread")
-        try await watch.waitFor("synced ")
-        await watch.finish()
+            let watch = await TodoWatch(environment: [
+                "TODO_STORE": directory.appendingPathComponent("a/todo.sqlite").path, "TODO_URL": url,
+                "TODO_PROTOCOL": `protocol`,
+            ])
+            try await watch.waitFor("No open items.")
+            #expect(try await b.run("add", "Buy bread").status == 0)
+            #expect(try await b.run("sync").status == 0)
+            try await watch.waitFor("Buy bread")
+            try await watch.waitFor("synced ")
+            await watch.finish()
+        }
     }
 
-    /// A scratch folder and a `sync-server` on SQLite in it; the caller stops the one and removes the other.
-    static func serverInScratch(_ prefix: String) throws -> (directory: URL, server: ServerProcess, port: Int) {
+    /// Runs `body` with a scratch folder and a `sync-server` on SQLite in it (the folder and the server's port); stops
+    /// the one and removes the other however `body` ends.
+    static func withServerInScratch(_ prefix: String, _ body: (URL, Int) async throws -> Void) async throws {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("\(prefix)-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
         let port = try freePort()
-        let server = try ServerProcess(
-            port: port, database: "sqlite:" + directory.appendingPathComponent("server.sqlite").path)
-        return (directory, server, port)
+        try await withServerProcess(
+            port: port, database: "sqlite:" + directory.appendingPathComponent("server.sqlite").path
+        ) { _ in try await body(directory, port) }
     }
 
     /// The move from the Azure Mobile Apps iOS SDK (issue 34) with the real processes: the old app's Core Data store —
     /// an item edited and one deleted offline, two added — is imported with `todo import-ama`, once; `todo sync` sends
     /// the four changes and another device sees them. A file that is not such a store is refused in one line.
     @Test(.timeLimit(.minutes(2))) func theOldAppsStoreComesAlongWithItsUnsentChanges() async throws {
-        let (directory, server, port) = try Self.serverInScratch("todo-ama")
-        defer {
-            server.stop()
-            try? FileManager.default.removeItem(at: directory)
-        }
-        let url = "http://127.0.0.1:\(port)"
-        let device = Device(environment: [
-            "TODO_STORE": directory.appendingPathComponent("new/todo.sqlite").path, "TODO_URL": url,
-        ])
-        let other = Device(environment: [
-            "TODO_STORE": directory.appendingPathComponent("other/todo.sqlite").path, "TODO_URL": url,
-        ])
-
-        // What the old app had synced, read from the server as it had it.
-        for text in ["Water the plants", "Pay the rent"] { #expect(try await other.run("add", text).status == 0) }
-        #expect(try await other.run("sync").status == 0)
-        var request = URLRequest(url: URL(string: "\(url)/tables/TodoItem")!)
-        request.setValue("2.0.0", forHTTPHeaderField: "ZUMO-API-VERSION")
-        let synced = try JSONValue(parsing: try await URLSession.shared.data(for: request).0).arrayValue ?? []
-        let plants = try #require(synced.first { $0["text"] == "Water the plants" })
-        let rent = try #require(synced.first { $0["text"] == "Pay the rent" })
-        func date(_ value: JSONValue?) -> AzureCoreDataFixture.Value {
-            .date(
-                Date(
-                    timeIntervalSince1970: Double(WireDate(parsing: value?.stringValue ?? "")!.millisecondsSince1970)
-                        / 1000))
-        }
-        var old = AzureCoreDataFixture(entities: [.init("TodoItem", ["text": .string, "complete": .boolean])])
-        try old.addRow(
-            "TodoItem",
-            [
-                "id": .string(plants["id"]!.stringValue!), "text": .string("Water the plants"), "complete": .bool(true),
-                "version": .string(plants["version"]!.stringValue!), "createdAt": date(plants["createdAt"]),
-                "updatedAt": date(plants["updatedAt"]), "deleted": .bool(false),
+        try await Self.withServerInScratch("todo-ama") { directory, port in
+            let url = "http://127.0.0.1:\(port)"
+            let device = Device(environment: [
+                "TODO_STORE": directory.appendingPathComponent("new/todo.sqlite").path, "TODO_URL": url,
             ])
-        old.addOperation(table: "TodoItem", itemID: plants["id"]!.stringValue!, type: .update)
-        old.addOperation(
-            table: "TodoItem", itemID: rent["id"]!.stringValue!, type: .delete,
-            item: ["id": rent["id"]!, "version": rent["version"]!])
-        for (id, text) in [("old-1", "Added on the old app"), ("old-2", "Also added offline")] {
-            try old.addRow("TodoItem", ["id": .string(id), "text": .string(text), "complete": .bool(false)])
-            old.addOperation(table: "TodoItem", itemID: id, type: .insert)
+            let other = Device(environment: [
+                "TODO_STORE": directory.appendingPathComponent("other/todo.sqlite").path, "TODO_URL": url,
+            ])
+
+            // What the old app had synced, read from the server as it had it.
+            for text in ["Water the plants", "Pay the rent"] { #expect(try await other.run("add", text).status == 0) }
+            #expect(try await other.run("sync").status == 0)
+            var request = URLRequest(url: URL(string: "\(url)/tables/TodoItem")!)
+            request.setValue("2.0.0", forHTTPHeaderField: "ZUMO-API-VERSION")
+            let synced = try JSONValue(parsing: try await URLSession.shared.data(for: request).0).arrayValue ?? []
+            let plants = try #require(synced.first { $0["text"] == "Water the plants" })
+            let rent = try #require(synced.first { $0["text"] == "Pay the rent" })
+            func date(_ value: JSONValue?) -> AzureCoreDataFixture.Value {
+                .date(
+                    Date(
+                        timeIntervalSince1970: Double(
+                            WireDate(parsing: value?.stringValue ?? "")!.millisecondsSince1970)
+                            / 1000))
+            }
+            var old = AzureCoreDataFixture(entities: [.init("TodoItem", ["text": .string, "complete": .boolean])])
+            try old.addRow(
+                "TodoItem",
+                [
+                    "id": .string(plants["id"]!.stringValue!), "text": .string("Water the plants"),
+                    "complete": .bool(true),
+                    "version": .string(plants["version"]!.stringValue!), "createdAt": date(plants["createdAt"]),
+                    "updatedAt": date(plants["updatedAt"]), "deleted": .bool(false),
+                ])
+            old.addOperation(table: "TodoItem", itemID: plants["id"]!.stringValue!, type: .update)
+            old.addOperation(
+                table: "TodoItem", itemID: rent["id"]!.stringValue!, type: .delete,
+                item: ["id": rent["id"]!, "version": rent["version"]!])
+            for (id, text) in [("old-1", "Added on the old app"), ("old-2", "Also added offline")] {
+                try old.addRow("TodoItem", ["id": .string(id), "text": .string(text), "complete": .bool(false)])
+                old.addOperation(table: "TodoItem", itemID: id, type: .insert)
+            }
+            old.addDeltaToken(
+                table: "TodoItem", queryID: "allTodoItems",
+                updatedAt: WireDate(parsing: rent["updatedAt"]!.stringValue!)!)
+            let file = directory.appendingPathComponent("QSTodoDataModel.sqlite")
+            try old.write(to: file)
+
+            let imported = try await device.run("import-ama", file.path)
+            print(imported.output)
+            #expect(imported.status == 0, "\(imported.error)")
+            #expect(imported.output.contains("items: 3"))
+            #expect(imported.output.contains("changes waiting to be sent: 4 (1 delete, 2 insert, 1 update)"))
+            #expect(
+                imported.output.contains("pull position: TodoItem/allTodoItems from \(rent["updatedAt"]!.stringValue!)")
+            )
+            let again = try await device.run("import-ama", file.path)
+            #expect(again.status == 0 && again.output.contains("Already imported"), "\(again.output)")
+            #expect(try await device.items().count == 3)
+
+            #expect(try await device.run("sync").status == 0)
+            #expect(try await other.run("sync").status == 0)
+            let expected = [
+                plants["id"]!.stringValue!: "Water the plants|true", "old-1": "Added on the old app|false",
+                "old-2": "Also added offline|false",
+            ]
+            #expect(try await device.items() == expected)
+            #expect(try await other.items() == expected)
+            #expect(try await Self.serverItems(port, devicesSpeak: "v2") == expected)
+
+            // Not such a store: one line, and the new store untouched.
+            let notes = directory.appendingPathComponent("notes.txt")
+            try Data("a grocery list\n".utf8).write(to: notes)
+            let stranger = Device(environment: [
+                "TODO_STORE": directory.appendingPathComponent("third/todo.sqlite").path, "TODO_URL": url,
+            ])
+            let refused = try await stranger.run("import-ama", notes.path)
+            #expect(refused.status == 1)
+            #expect(refused.error == "todo: Not imported: notes.txt is not an SQLite file\n")
+            #expect(try await stranger.items().isEmpty)
         }
-        old.addDeltaToken(
-            table: "TodoItem", queryID: "allTodoItems", updatedAt: WireDate(parsing: rent["updatedAt"]!.stringValue!)!)
-        let file = directory.appendingPathComponent("QSTodoDataModel.sqlite")
-        try old.write(to: file)
-
-        let imported = try await device.run("import-ama", file.path)
-        print(imported.output)
-        #expect(imported.status == 0, "\(imported.error)")
-        #expect(imported.output.contains("items: 3"))
-        #expect(imported.output.contains("changes waiting to be sent: 4 (1 delete, 2 insert, 1 update)"))
-        #expect(
-            imported.output.contains("pull position: TodoItem/allTodoItems from \(rent["updatedAt"]!.stringValue!)"))
-        let again = try await device.run("import-ama", file.path)
-        #expect(again.status == 0 && again.output.contains("Already imported"), "\(again.output)")
-        #expect(try await device.items().count == 3)
-
-        #expect(try await device.run("sync").status == 0)
-        #expect(try await other.run("sync").status == 0)
-        let expected = [
-            plants["id"]!.stringValue!: "Water the plants|true", "old-1": "Added on the old app|false",
-            "old-2": "Also added offline|false",
-        ]
-        #expect(try await device.items() == expected)
-        #expect(try await other.items() == expected)
-        #expect(try await Self.serverItems(port, devicesSpeak: "v2") == expected)
-
-        // Not such a store: one line, and the new store untouched.
-        let notes = directory.appendingPathComponent("notes.txt")
-        try Data("a grocery list\n".utf8).write(to: notes)
-        let stranger = Device(environment: [
-            "TODO_STORE": directory.appendingPathComponent("third/todo.sqlite").path, "TODO_URL": url,
-        ])
-        let refused = try await stranger.run("import-ama", notes.path)
-        #expect(refused.status == 1)
-        #expect(refused.error == "todo: Not imported: notes.txt is not an SQLite file\n")
-        #expect(try await stranger.items().isEmpty)
     }
 
     /// An import killed with SIGKILL (issue 34) at moments spread over an uninterrupted one's duration leaves the new
@@ -351,22 +353,15 @@ import Testing
             let result = try await runProduct(
                 "todo", ["import-ama", file.path],
                 environment: ["TODO_STORE": directory.appendingPathComponent("whole.sqlite").path],
-                timeout: 120)
+                timeout: .seconds(120))
             #expect(result.status == 0, "\(result.error)")
         }
         var outcomes: [String] = []
         for (attempt, fraction) in [0.3, 0.6, 0.8, 0.88, 0.94, 0.98].enumerated() {
             let store = directory.appendingPathComponent("killed-\(attempt).sqlite").path
-            let process = ChildProcess()
-            process.executableURL = URL(fileURLWithPath: Products.path("todo"))
-            process.arguments = ["import-ama", file.path]
-            process.environment = ProcessInfo.processInfo.environment.merging(["TODO_STORE": store]) { _, new in new }
-            process.standardOutput = FileHandle.nullDevice
-            process.standardError = FileHandle.nullDevice
-            try process.run()
-            try await Task.sleep(for: whole * fraction)
-            process.signal(SIGKILL)
-            await offCooperativeThreads { process.waitUntilExit() }
+            _ = try await runCommand(
+                Products.path("todo"), ["import-ama", file.path], environment: ["TODO_STORE": store],
+                killAfter: whole * fraction)
             // Frames of a transaction that never committed are in the -wal: the kill came during the write.
             let written = (try? FileManager.default.attributesOfItem(atPath: store + "-wal")[.size] as? Int) ?? 0
             let after = try await pending(store)
@@ -374,7 +369,7 @@ import Testing
             #expect(after.items == (after.operations == 0 ? 0 : count), "rows and queue together: \(after)")
             outcomes.append(after.operations == 0 ? "nothing (-wal \(written / 1024) KiB)" : "all")
             let again = try await runProduct(
-                "todo", ["import-ama", file.path], environment: ["TODO_STORE": store], timeout: 120)
+                "todo", ["import-ama", file.path], environment: ["TODO_STORE": store], timeout: .seconds(120))
             #expect(again.status == 0, "\(again.error)")
             #expect(try await pending(store) == (count, count))
         }
@@ -385,51 +380,23 @@ import Testing
 
 /// A `todo watch --interval 0.3` process and what it has printed so far.
 final class TodoWatch: Sendable {
-    private let process = ChildProcess()
-    private let seen = Locked("")
-    private let reader: Task<Void, Never>
+    private let process: RunningProcess
 
-    init(environment: [String: String]) throws {
-        process.executableURL = URL(fileURLWithPath: Products.path("todo"))
-        process.arguments = ["watch", "--interval", "0.3"]
-        process.environment = environment
-        let output = Pipe()
-        process.standardOutput = output
-        process.standardError = FileHandle.nullDevice
-        try process.run()
-        let seen = self.seen
-        reader = Task {
-            await offCooperativeThreads {
-                while true {
-                    let data = output.fileHandleForReading.availableData
-                    if data.isEmpty { return }
-                    seen.withLock { $0 += String(decoding: data, as: UTF8.self) }
-                }
-            }
-        }
+    init(environment: [String: String]) async {
+        process = await RunningProcess(Products.path("todo"), ["watch", "--interval", "0.3"], environment: environment)
     }
 
     /// Where the output ends now: ``waitFor(_:after:)`` from here looks only at what comes next.
-    var mark: String.Index { seen.withLock { $0.endIndex } }
+    var mark: Int { process.printed.utf8.count }
 
     /// Waits (up to 15 s) until the output shows `text` (after `start`, when given); an issue when it never does.
-    func waitFor(_ text: String, after start: String.Index? = nil) async throws {
-        let deadline = Date().addingTimeInterval(15)
-        let found = { self.seen.withLock { $0[(start ?? $0.startIndex)...].contains(text) } }
-        while !found(), Date() < deadline { try await Task.sleep(for: .milliseconds(50)) }
-        #expect(found(), "todo watch never showed '\(text)': \(seen.withLock { $0 })")
+    func waitFor(_ text: String, after start: Int = 0) async throws {
+        let deadline = ContinuousClock.now + .seconds(15)
+        let found = { String(decoding: self.process.printed.utf8.dropFirst(start), as: UTF8.self).contains(text) }
+        while !found(), ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(50)) }
+        #expect(found(), "todo watch never showed '\(text)': \(process.printed)")
     }
 
-    /// Ends the process and reads the rest of its output.
-    func finish() async {
-        stop()
-        await reader.value
-    }
-
-    /// Ends the process (the reader ends with its output).
-    func stop() {
-        if process.isRunning { process.terminate() }
-        process.waitUntilExit()
-    }
-
+    /// Ends the process (SIGTERM) and waits for it; a watch dropped before is killed.
+    func finish() async { await process.stop() }
 }

@@ -6,6 +6,7 @@ import NIOCore
 import OfflineSyncTesting
 import SyncCore
 import SyncSQLite
+import TestSupport
 import Testing
 
 @testable import SyncServer
@@ -199,22 +200,13 @@ import Testing
         try await Fixture.withServer(backend, tables: [Self.table()], setup: .live) {
             (client: any TestClientProtocol) async throws in
             let port = try #require(client.port)
-            let connection = try RawHTTP(port: port)
+            let connection = try await RawConnection(port: port)
             let head =
                 "PUT \(path) HTTP/1.1\r\nHost: localhost\r\nZUMO-API-VERSION: 2.0.0\r\nContent-Type: application/octet-stream\r\n"
                 + "Content-Range: bytes 0-999999/1000000\r\nContent-Length: 1000000\r\n\r\n"
-            let sent = (Array(head.utf8) + bytes[0..<300_000]).withUnsafeBytes { raw in
-                var offset = 0
-                while offset < raw.count {
-                    let count = Glibc.send(connection.socket, raw.baseAddress! + offset, raw.count - offset, 0)
-                    if count <= 0 { break }
-                    offset += count
-                }
-                return offset
-            }
-            #expect(sent == head.utf8.count + 300_000)
+            #expect(await connection.send(bytes: Array(head.utf8) + bytes[0..<300_000]), "all sent")
             try await Task.sleep(for: .milliseconds(300))
-            connection.close()
+            await connection.close()
             var offset = "?"
             for _ in 0..<100 {
                 offset = try await client.send(.head, path)["Upload-Offset"] ?? "?"

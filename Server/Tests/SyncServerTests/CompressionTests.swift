@@ -2,6 +2,7 @@ import Foundation
 import HTTPTypes
 import HummingbirdTesting
 import SyncCore
+import TestSupport
 import Testing
 
 @testable import SyncServer
@@ -16,7 +17,7 @@ import Testing
         let fields: [String: String]
         let body: [UInt8]
 
-        init(_ reply: RawHTTP.Reply) throws {
+        init(_ reply: RawReply) throws {
             let bytes = reply.bytes
             let end = try #require(bytes.indices.first { bytes[$0...].starts(with: Array("\r\n\r\n".utf8)) })
             let head = String(decoding: bytes[..<end], as: UTF8.self).components(separatedBy: "\r\n")
@@ -54,7 +55,7 @@ import Testing
             try await body { path, acceptEncoding in
                 let accept = acceptEncoding.map { "Accept-Encoding: \($0)\r\n" } ?? ""
                 return try Response(
-                    await RawHTTP.exchange(
+                    await RawConnection.exchange(
                         port: port,
                         "GET \(path) HTTP/1.1\r\nHost: localhost\r\nZUMO-API-VERSION: 2.0.0\r\n\(accept)Connection: close\r\n\r\n"
                     ))

@@ -3,6 +3,7 @@ import Foundation
 import HTTPTypes
 import HummingbirdTesting
 import SyncCore
+import TestSupport
 import Testing
 
 @testable import SyncServer
@@ -31,7 +32,7 @@ import Testing
             func status(_ method: String, _ path: String, host: String, body: String = "") async throws -> Int? {
                 let length =
                     body.isEmpty ? "" : "Content-Type: application/json\r\nContent-Length: \(body.utf8.count)\r\n"
-                return try await RawHTTP.exchange(
+                return try await RawConnection.exchange(
                     port: port,
                     "\(method) \(path) HTTP/1.1\r\nHost: \(host)\r\nZUMO-API-VERSION: 2.0.0\r\n\(length)"
                         + "Connection: close\r\n\r\n\(body)"
@@ -50,7 +51,7 @@ import Testing
         }
         // With auth, a token stands in the way: any name is served.
         try await Self.withLiveServer(configure: { $0.auth = AuthTests.auth }) { (port: Int) async throws in
-            let reply = try await RawHTTP.exchange(
+            let reply = try await RawConnection.exchange(
                 port: port, "GET /health HTTP/1.1\r\nHost: app.example.com\r\nConnection: close\r\n\r\n")
             #expect(reply.status == 200)
         }
@@ -65,8 +66,8 @@ import Testing
     @Test func anExpectationOfContinueIsAnsweredAtOnce() async throws {
         let (text, hash) = Self.digits(2_000)
         try await Self.withLiveServer { (port: Int) async throws in
-            let connection = try RawHTTP(port: port)
-            defer { connection.close() }
+            let connection = try await RawConnection(port: port)
+
             let head =
                 "PUT /tables/notes/attachments/\(hash) HTTP/1.1\r\nHost: localhost\r\nZUMO-API-VERSION: 2.0.0\r\n"
                 + "Content-Type: application/octet-stream\r\nContent-Length: 2000\r\nExpect: 100-continue\r\n\r\n"
@@ -85,9 +86,9 @@ import Testing
                 + "Content-Type: application/octet-stream\r\nContent-Range: bytes 0-99/1000\r\n"
                 + "Transfer-Encoding: chunked\r\nConnection: close\r\n\r\n"
                 + String(chunk.utf8.count, radix: 16) + "\r\n" + chunk + "\r\n0\r\n\r\n"
-            let reply = try await RawHTTP.exchange(port: port, request)
+            let reply = try await RawConnection.exchange(port: port, request)
             #expect(reply.status == 400, "\(reply.text.prefix(300))")
-            let head = try await RawHTTP.exchange(
+            let head = try await RawConnection.exchange(
                 port: port,
                 "HEAD /tables/notes/attachments/\(hash) HTTP/1.1\r\nHost: localhost\r\nZUMO-API-VERSION: 2.0.0\r\n"
                     + "Connection: close\r\n\r\n")

@@ -4,6 +4,7 @@ import HummingbirdTesting
 import Metrics
 import Prometheus
 import SyncCore
+import TestSupport
 import Testing
 
 @testable import SyncServer
@@ -31,7 +32,7 @@ import Testing
             ) { client in
                 let port = try #require(client.port)
                 try await body(port) {
-                    try await RawHTTP.exchange(
+                    try await RawConnection.exchange(
                         port: port, "GET /metrics HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n"
                     ).text
                 }
@@ -43,18 +44,19 @@ import Testing
 
     @Test func aLongURLIs414AndLongHeadersAre431WithAJSONBody() async throws {
         try await withServer { port, metrics in
-            let url = try await RawHTTP.exchange(
+            let url = try await RawConnection.exchange(
                 port: port,
                 "GET /tables/TodoItem?\(String(repeating: "a", count: 100_000)) HTTP/1.1\r\n\(Self.headers)\r\n")
             #expect(url.status == 414)
             #expect(url.json?["error"] == "The request line is longer than 32768 bytes")
-            let header = try await RawHTTP.exchange(
+            let header = try await RawConnection.exchange(
                 port: port,
                 "GET /tables/TodoItem HTTP/1.1\r\n\(Self.headers)X-Big: \(String(repeating: "a", count: 100_000))\r\n\r\n"
             )
             #expect(header.status == 431)
             #expect(header.json?["error"] == "The request's headers are larger than 32768 bytes")
-            let garbage = try await RawHTTP.exchange(port: port, "GET /tables/TodoItem HTTP/1.1\r\nBad Header\r\n\r\n")
+            let garbage = try await RawConnection.exchange(
+                port: port, "GET /tables/TodoItem HTTP/1.1\r\nBad Header\r\n\r\n")
             #expect(garbage.status == 400)
             #expect(garbage.json?["error"] == "The request is not valid HTTP/1.1")
             let text = try await metrics()
@@ -67,12 +69,12 @@ import Testing
     @Test func badTransferCodingsAre400Or501NotA500() async throws {
         try await withServer { port, _ in
             let post = "POST /tables/TodoItem HTTP/1.1\r\n\(Self.headers)"
-            let badChunk = try await RawHTTP.exchange(
+            let badChunk = try await RawConnection.exchange(
                 port: port, post + "Transfer-Encoding: chunked\r\n\r\nzz\r\n{}\r\n0\r\n\r\n")
             #expect(badChunk.status == 400)
             #expect(badChunk.json?["error"]?.stringValue?.hasPrefix("The request body is malformed") == true)
             for coding in ["xchunked", "gzip", "gzip, chunked"] {
-                let reply = try await RawHTTP.exchange(
+                let reply = try await RawConnection.exchange(
                     port: port, post + "Transfer-Encoding: \(coding)\r\n\r\n2\r\n{}\r\n0\r\n\r\n")
                 #expect(reply.status == 501, "\(coding)")
                 #expect(
@@ -80,7 +82,7 @@ import Testing
                         == .string("Transfer-Encoding \(coding) is not supported; send chunked or Content-Length"))
                 #expect(reply.responses == 1, "\(coding): one answer, not a second 400 after it")
             }
-            let plain = try await RawHTTP.exchange(
+            let plain = try await RawConnection.exchange(
                 port: port, post + "Transfer-Encoding: chunked\r\nConnection: close\r\n\r\n2\r\n{}\r\n0\r\n\r\n")
             #expect(plain.status == 201)
         }
@@ -95,21 +97,21 @@ import Testing
         try await withServer(short) { port, metrics in
             let post = "POST /tables/TodoItem HTTP/1.1\r\n\(Self.headers)"
             // Half a head; a body that never comes; a chunk size of 2^64 - 1 with 2 bytes behind it.
-            let halfHead = try await RawHTTP.exchange(
+            let halfHead = try await RawConnection.exchange(
                 port: port, "GET /tables/TodoItem HTTP/1.1\r\nHost: localhost\r\n")
             #expect(halfHead.status == 408)
             #expect(halfHead.json?["error"]?.stringValue?.hasPrefix("The request's head did not arrive within") == true)
-            let shortBody = try await RawHTTP.exchange(port: port, post + "Content-Length: 1000\r\n\r\n{}")
+            let shortBody = try await RawConnection.exchange(port: port, post + "Content-Length: 1000\r\n\r\n{}")
             #expect(shortBody.status == 408)
-            let hugeChunk = try await RawHTTP.exchange(
+            let hugeChunk = try await RawConnection.exchange(
                 port: port, post + "Transfer-Encoding: chunked\r\n\r\nffffffffffffffff\r\n{}")
             #expect(hugeChunk.status == 408)
             // Declared past the body limit: refused before any of it is read.
-            let tooLong = try await RawHTTP.exchange(port: port, post + "Content-Length: 10000000000\r\n\r\n{}")
+            let tooLong = try await RawConnection.exchange(port: port, post + "Content-Length: 10000000000\r\n\r\n{}")
             #expect(tooLong.status == 413)
             #expect(tooLong.elapsed < .seconds(3), "answered after \(tooLong.elapsed), not at the body timeout")
             // A connection that sends nothing is closed after the idle timeout, with no answer.
-            let silent = try await RawHTTP.exchange(port: port, "")
+            let silent = try await RawConnection.exchange(port: port, "")
             #expect(silent.status == nil)
             #expect(silent.closed)
             let text = try await metrics()
@@ -125,20 +127,20 @@ import Testing
             let request = "GET /health HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n"
             // The server counts a connection once it has accepted it, and forgets it once it has seen
             // it close; a loaded machine delays both, so each answer is asked for until it comes (5 s).
-            func health(until status: Int) async throws -> RawHTTP.Reply {
-                var reply = try await RawHTTP.exchange(port: port, request)
+            func health(until status: Int) async throws -> RawReply {
+                var reply = try await RawConnection.exchange(port: port, request)
                 for _ in 0..<50 where reply.status != status {
                     try await Task.sleep(for: .milliseconds(100))
-                    reply = try await RawHTTP.exchange(port: port, request)
+                    reply = try await RawConnection.exchange(port: port, request)
                 }
                 return reply
             }
             // Four connections, each answered once and kept open: a connection that has had an answer is
             // counted (on a loaded machine one merely connected may not be yet). The test client's own
             // connection may hold a place too: then one of the four is refused (503) and closed.
-            var held: [RawHTTP] = []
+            var held: [RawConnection] = []
             for _ in 0..<4 {
-                let connection = try RawHTTP(port: port)
+                let connection = try await RawConnection(port: port)
                 let status = await connection.firstStatus("GET /health HTTP/1.1\r\nHost: localhost\r\n\r\n")
                 #expect(status == 200 || status == 503, "a held connection was answered \(String(describing: status))")
                 held.append(connection)
@@ -147,7 +149,7 @@ import Testing
             #expect(refused.status == 503)
             #expect(refused.text.contains("Retry-After: 1"))
             #expect(refused.json?["error"] == "The server has too many open connections (at most 4); try again")
-            held.forEach { $0.close() }
+            for connection in held { await connection.close() }
             let answered = try await health(until: 200)
             #expect(answered.status == 200)
             let refusals = try await metrics().split(separator: "\n")
@@ -168,8 +170,8 @@ extension HTTPLimitTests {
     /// inserts at 16 connections in `sync-bench server.write.hook`).
     @Test func aNextRequestWhoseHeadArrivesEarlyIsServed() async throws {
         try await withServer { port, _ in
-            let connection = try RawHTTP(port: port)
-            defer { connection.close() }
+            let connection = try await RawConnection(port: port)
+
             func post(_ id: String, close: Bool = false) -> (head: String, body: String) {
                 let body = #"{"id":"\#(id)"}"#
                 return (
@@ -193,20 +195,19 @@ extension HTTPLimitTests {
             let text = String(repeating: "b", count: 1_000_000)
             for index in 0..<9 {
                 let row = #"{"id":"big-\#(index)","text":"\#(text)"}"#
-                let posted = try await RawHTTP.exchange(
+                let posted = try await RawConnection.exchange(
                     port: port,
                     "POST /tables/TodoItem HTTP/1.1\r\n\(Self.headers)Content-Length: \(row.utf8.count)\r\n"
                         + "Connection: close\r\n\r\n\(row)")
                 #expect(posted.status == 201)
             }
-            let slow = try RawHTTP(port: port, receiveBuffer: 4096)
-            defer { slow.close() }
+            let slow = try await RawConnection(port: port, receiveBuffer: 4096)
             async let reading = slow.readSlowly(
                 "GET /tables/TodoItem?$filter=startswith(id,'big-')&$top=9 HTTP/1.1\r\n\(Self.headers)\r\n",
                 limit: .seconds(60))
             // Meanwhile other clients are answered in full: each exchange gives up after 10 s.
             for index in 0..<20 {
-                let item = try await RawHTTP.exchange(
+                let item = try await RawConnection.exchange(
                     port: port,
                     "GET /tables/TodoItem/big-\(index % 9) HTTP/1.1\r\n\(Self.headers)Connection: close\r\n\r\n")
                 #expect(item.status == 200)
@@ -219,8 +220,7 @@ extension HTTPLimitTests {
             #expect(try await metrics().contains(#"sync_refusals{sync_reason="response_timeout"} 1"#))
 
             // A client with the same small window that reads as fast as it can gets the page whole.
-            let steady = try RawHTTP(port: port, receiveBuffer: 4096)
-            defer { steady.close() }
+            let steady = try await RawConnection(port: port, receiveBuffer: 4096)
             let whole = await steady.readAll(
                 "GET /tables/TodoItem?$filter=startswith(id,'big-')&$top=9 HTTP/1.1\r\n\(Self.headers)"
                     + "Connection: close\r\n\r\n")
@@ -228,152 +228,4 @@ extension HTTPLimitTests {
             #expect(whole.bytes.count > 9_000_000, "\(whole.bytes.count) bytes")
         }
     }
-}
-
-/// One blocking TCP connection to 127.0.0.1, for requests no HTTP client would send. Each exchange
-/// runs on a thread of its own (it blocks for up to 10 s), not on the tests' cooperative threads.
-final class RawHTTP: @unchecked Sendable {  // @unchecked: one thread uses it at a time
-    let socket: Int32
-
-    /// Connects; `receiveBuffer` sets the socket's receive buffer first (a small one makes a slow reader).
-    init(port: Int, receiveBuffer: Int32? = nil) throws {
-        socket = Glibc.socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        if var size = receiveBuffer {
-            setsockopt(socket, SOL_SOCKET, SO_RCVBUF, &size, socklen_t(MemoryLayout<Int32>.size))
-        }
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_port = in_port_t(UInt16(port).bigEndian)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        let connected = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                connect(socket, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
-            }
-        }
-        guard connected == 0 else {
-            Glibc.close(socket)
-            throw RawHTTPError(description: "cannot connect to port \(port)")
-        }
-        var timeout = timeval(tv_sec: 10, tv_usec: 0)
-        setsockopt(socket, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
-    }
-
-    func close() { Glibc.close(socket) }
-
-    /// What came back: the bytes, whether the server closed the connection, and how long it took.
-    struct Reply: Sendable {
-        let bytes: [UInt8]
-        let closed: Bool
-        let elapsed: Duration
-
-        var text: String { String(decoding: bytes, as: UTF8.self) }
-
-        /// The first response's status.
-        var status: Int? {
-            guard text.hasPrefix("HTTP/1.1 ") else { return nil }
-            return Int(text.dropFirst(9).prefix(3))
-        }
-
-        /// The first response's body as JSON.
-        var json: JSONValue? {
-            guard let range = text.range(of: "\r\n\r\n") else { return nil }
-            let rest = text[range.upperBound...]
-            return try? JSONValue(
-                parsing: Data((rest.range(of: "HTTP/1.1 ").map { rest[..<$0.lowerBound] } ?? rest).utf8))
-        }
-
-        /// How many responses arrived.
-        var responses: Int { text.components(separatedBy: "HTTP/1.1 ").count - 1 }
-    }
-
-    /// Sends `request` and reads until the server closes the connection or 10 s pass.
-    static func exchange(port: Int, _ request: String) async throws -> Reply {
-        let connection = try RawHTTP(port: port)
-        defer { connection.close() }
-        return await connection.readAll(request)
-    }
-
-    /// Sends `request` on this connection and reads until the server closes it or 10 s pass without a byte.
-    func readAll(_ request: String) async -> Reply {
-        await withCheckedContinuation { continuation in
-            Thread.detachNewThread { continuation.resume(returning: self.send(request)) }
-        }
-    }
-
-    /// Sends `request` and reads the status of its answer, leaving the connection open (keep-alive).
-    func firstStatus(_ request: String) async -> Int? {
-        await withCheckedContinuation { continuation in
-            Thread.detachNewThread {
-                self.write(request)
-                var bytes: [UInt8] = []
-                var buffer = [UInt8](repeating: 0, count: 4096)
-                // The head is enough for the status; the body of /health is short and comes with it.
-                while !String(decoding: bytes, as: UTF8.self).contains("\r\n\r\n") {
-                    let count = recv(self.socket, &buffer, buffer.count, 0)
-                    if count <= 0 { break }
-                    bytes += buffer[..<count]
-                }
-                continuation.resume(
-                    returning: Reply(bytes: bytes, closed: false, elapsed: .zero).status
-                )
-            }
-        }
-    }
-
-    /// Sends `request`, then reads its answer 1 KB a second until the server ends the connection or `limit` passes.
-    ///
-    /// - Returns: The bytes read, and whether the server ended the connection.
-    func readSlowly(_ request: String, limit: Duration) async -> (bytes: Int, closed: Bool) {
-        await withCheckedContinuation { continuation in
-            Thread.detachNewThread {
-                self.write(request)
-                var total = 0
-                var buffer = [UInt8](repeating: 0, count: 1024)
-                let started = ContinuousClock.now
-                while started.duration(to: .now) < limit {
-                    let count = recv(self.socket, &buffer, buffer.count, 0)
-                    if count <= 0 {
-                        return continuation.resume(returning: (total, count == 0 || errno == ECONNRESET))
-                    }
-                    total += count
-                    usleep(1_000_000)
-                }
-                continuation.resume(returning: (total, false))
-            }
-        }
-    }
-
-    /// Sends as much of `request` as the server takes (it may close early, refusing the request).
-    private func write(_ request: String) {
-        let bytes = Array(request.utf8)
-        var offset = 0
-        while offset < bytes.count {
-            let sent = bytes[offset...].withUnsafeBytes {
-                Glibc.send(socket, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL))
-            }
-            if sent <= 0 { break }  // the server closed early (it refused the request): read its answer
-            offset += sent
-        }
-    }
-
-    private func send(_ request: String) -> Reply {
-        let started = ContinuousClock.now
-        write(request)
-        var bytes: [UInt8] = []
-        var closed = false
-        var buffer = [UInt8](repeating: 0, count: 65536)
-        while true {
-            let count = recv(socket, &buffer, buffer.count, 0)
-            if count <= 0 {
-                closed = count == 0
-                break
-            }
-            bytes += buffer[..<count]
-        }
-        return Reply(bytes: bytes, closed: closed, elapsed: started.duration(to: .now))
-    }
-}
-
-struct RawHTTPError: Error, CustomStringConvertible {
-    let description: String
 }

@@ -1,0 +1,70 @@
+import Foundation
+public import SyncCore
+
+/// What came back on a raw connection: the bytes, whether the server closed the connection, and how long it took.
+public struct RawReply: Sendable {
+    public let bytes: [UInt8]
+    public let closed: Bool
+    public let elapsed: Duration
+
+    public var text: String { String(decoding: bytes, as: UTF8.self) }
+
+    /// The first response's status.
+    public var status: Int? {
+        guard text.hasPrefix("HTTP/1.1 ") else { return nil }
+        return Int(text.dropFirst(9).prefix(3))
+    }
+
+    /// The first response's body as JSON.
+    public var json: JSONValue? {
+        guard let range = text.range(of: "\r\n\r\n") else { return nil }
+        let rest = text[range.upperBound...]
+        return try? JSONValue(parsing: Data((rest.range(of: "HTTP/1.1 ").map { rest[..<$0.lowerBound] } ?? rest).utf8))
+    }
+
+    /// How many responses arrived.
+    public var responses: Int { text.components(separatedBy: "HTTP/1.1 ").count - 1 }
+}
+
+extension RawConnection {
+    /// Connects to 127.0.0.1:`port`, sends `request` and reads until the server closes the connection or 10 s pass
+    /// without a byte.
+    ///
+    /// - Throws: When the connection is refused.
+    public static func exchange(port: Int, _ request: String) async throws -> RawReply {
+        let connection = try await RawConnection(port: port)
+        let reply = await connection.readAll(request)
+        await connection.close()
+        return reply
+    }
+
+    /// Sends `request` on this connection and reads until the server closes it or 10 s pass without a byte.
+    public func readAll(_ request: String) async -> RawReply {
+        let started = ContinuousClock.now
+        await send(request)
+        let (bytes, closed) = await receiveAll(timeout: .seconds(10))
+        return RawReply(bytes: bytes, closed: closed, elapsed: started.duration(to: .now))
+    }
+
+    /// Sends `request` and reads the status of its answer, leaving the connection open (keep-alive).
+    public func firstStatus(_ request: String) async -> Int? {
+        await send(request)
+        return RawReply(bytes: await receiveHead(timeout: .seconds(10)), closed: false, elapsed: .zero).status
+    }
+
+    /// Sends `request`, then reads its answer 1 KB a second until the server ends the connection or `limit` passes.
+    ///
+    /// - Returns: The bytes read, and whether the server ended the connection.
+    public func readSlowly(_ request: String, limit: Duration) async -> (bytes: Int, closed: Bool) {
+        await send(request)
+        var total = 0
+        let started = ContinuousClock.now
+        while started.duration(to: .now) < limit {
+            let chunk = await receive(upTo: 1024, timeout: .seconds(10))
+            if chunk.isEmpty { return (total, serverClosed) }
+            total += chunk.count
+            try? await Task.sleep(for: .seconds(1))
+        }
+        return (total, false)
+    }
+}
