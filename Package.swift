@@ -81,6 +81,7 @@ let package = Package(
             name: "OfflineSyncTests",
             dependencies: [
                 "OfflineSync", "OfflineSyncTesting", "SyncCore", .product(name: "GRDB", package: "GRDB.swift"),
+                .product(name: "PropertyBased", package: "swift-property-based"),
             ],
             swiftSettings: swiftSettings
         ),

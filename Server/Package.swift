@@ -141,7 +141,7 @@ let package = Package(
                 .product(name: "SyncOData", package: client),
                 .product(name: "SyncSQL", package: client),
                 .product(name: "SyncSQLite", package: client),
-                "ChildProcesses",
+                "TestSupport",
                 "OfflineSyncAsyncHTTPClient",
                 "SyncServer",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),

@@ -15,9 +15,12 @@ public actor RawConnection {
         case bytes([UInt8])
         case closed
         case timeout(UInt64)
+        /// The end of a ``receiveAll(timeout:)``: the idle time passed (its bytes came before as `.bytes`).
+        case idle
     }
 
     private let channel: any Channel
+    private let reader: NIOLoopBound<Reader>
     private var events: AsyncStream<Event>.Iterator
     private let input: AsyncStream<Event>.Continuation
     private var pending: [UInt8] = []
@@ -33,20 +36,22 @@ public actor RawConnection {
     /// - Throws: NIO's error when the connection is refused.
     public init(port: Int, receiveBuffer: Int? = nil) async throws {
         let (stream, input) = AsyncStream<Event>.makeStream()
+        let added = NIOLockedValueBox<NIOLoopBound<Reader>?>(nil)
         var bootstrap = ClientBootstrap(group: MultiThreadedEventLoopGroup.singleton)
             .channelOption(.autoRead, value: false)
             .channelInitializer { channel in
                 channel.eventLoop.makeCompletedFuture {
-                    try channel.pipeline.syncOperations.addHandler(Forwarder(input))
+                    let reader = Reader(input)
+                    try channel.pipeline.syncOperations.addHandler(reader)
+                    added.withLockedValue { $0 = NIOLoopBound(reader, eventLoop: channel.eventLoop) }
                 }
             }
         if let receiveBuffer {
-            bootstrap =
-                bootstrap
-                .channelOption(.socketOption(.so_rcvbuf), value: SocketOptionValue(receiveBuffer))
-                .channelOption(.recvAllocator, value: FixedSizeRecvByteBufferAllocator(capacity: receiveBuffer))
+            bootstrap = bootstrap.channelOption(.socketOption(.so_rcvbuf), value: SocketOptionValue(receiveBuffer))
         }
         channel = try await bootstrap.connect(host: "127.0.0.1", port: port).get()
+        guard let reader = added.withLockedValue({ $0 }) else { throw ChannelError.inappropriateOperationForState }
+        self.reader = reader
         events = stream.makeAsyncIterator()
         self.input = input
     }
@@ -74,16 +79,31 @@ public actor RawConnection {
         return taken
     }
 
-    /// Reads until the server closes the connection or `timeout` passes without a byte.
+    /// Reads until the server closes the connection or `timeout` passes without a byte. The socket is read as fast as
+    /// it can be, on NIO's event loop: a busy cooperative pool does not slow the reader down.
     ///
     /// - Returns: The bytes, and whether the server closed the connection.
     public func receiveAll(timeout: Duration = .seconds(20)) async -> (bytes: [UInt8], closed: Bool) {
-        var bytes: [UInt8] = []
-        while true {
-            let chunk = await receive(upTo: .max, timeout: timeout)
-            if chunk.isEmpty { return (bytes, isClosed) }
-            bytes += chunk
+        var bytes = pending
+        pending = []
+        if isClosed { return (bytes, true) }
+        let reader = self.reader
+        let idle = TimeAmount.nanoseconds(Int64(timeout.nanoseconds))
+        channel.eventLoop.execute { reader.value.readAll(idle: idle) }
+        var iterator = events
+        defer { events = iterator }
+        while let event = await iterator.next(isolation: self) {
+            switch event {
+            case .bytes(let chunk): bytes += chunk
+            case .closed:
+                isClosed = true
+                return (bytes, true)
+            case .idle: return (bytes, false)
+            case .timeout: continue  // an earlier read's timer
+            }
         }
+        isClosed = true
+        return (bytes, true)
     }
 
     /// Reads until the end of the first response's head (`\r\n\r\n`), the connection's end or a `timeout` without a
@@ -132,32 +152,70 @@ public actor RawConnection {
                 return
             case .timeout(let expired) where expired == read:
                 return
-            case .timeout:
+            case .timeout, .idle:
                 continue  // an earlier read's timer, which fired as its bytes came
             }
         }
         isClosed = true
     }
 
-    /// Hands what the socket reads, and its end, to the connection.
-    private final class Forwarder: ChannelInboundHandler, Sendable {
+    /// Hands what the socket reads, and its end, to the connection: each read as it comes, or — while it reads
+    /// everything (``readAll(idle:)``) — all of it at once, read on the event loop until the end or an idle time.
+    private final class Reader: ChannelInboundHandler {
         typealias InboundIn = ByteBuffer
         let input: AsyncStream<Event>.Continuation
+        private var context: ChannelHandlerContext?
+        private var collected: [UInt8]?
+        private var idle = TimeAmount.zero
+        private var idleTimer: Scheduled<Void>?
 
         init(_ input: AsyncStream<Event>.Continuation) { self.input = input }
 
+        func handlerAdded(context: ChannelHandlerContext) { self.context = context }
+
+        /// Reads until the connection ends or `idle` passes without a byte, then hands it all over.
+        func readAll(idle: TimeAmount) {
+            guard let context else { return }
+            collected = []
+            self.idle = idle
+            armIdleTimer()
+            context.channel.setOption(.autoRead, value: true).whenComplete { _ in }
+            context.read()
+        }
+
         func channelRead(context: ChannelHandlerContext, data: NIOAny) {
             var buffer = unwrapInboundIn(data)
-            input.yield(.bytes(buffer.readBytes(length: buffer.readableBytes) ?? []))
+            let bytes = buffer.readBytes(length: buffer.readableBytes) ?? []
+            if collected != nil {
+                collected! += bytes
+                armIdleTimer()
+            } else {
+                input.yield(.bytes(bytes))
+            }
         }
 
         func channelInactive(context: ChannelHandlerContext) {
+            idleTimer?.cancel()
+            if let collected { input.yield(.bytes(collected)) }
+            collected = nil
             input.yield(.closed)
             context.fireChannelInactive()
         }
 
         func errorCaught(context: ChannelHandlerContext, error: any Error) {
             context.close(promise: nil)  // a reset: the connection's end
+        }
+
+        private func armIdleTimer() {
+            idleTimer?.cancel()
+            guard let context else { return }
+            idleTimer = context.eventLoop.scheduleTask(in: idle) { [self] in
+                guard let collected else { return }
+                self.collected = nil
+                context.channel.setOption(.autoRead, value: false).whenComplete { _ in }
+                input.yield(.bytes(collected))
+                input.yield(.idle)
+            }
         }
     }
 }

@@ -137,7 +137,7 @@ extension Cases {
         let size = quick ? 256_000_000 : 1_000_000_000
         let megabytes = try await BenchServer.run(.sqlite(path: path("attachments-memory")), attachments: true) {
             server in
-            let printed = try Self.runChild(
+            let printed = try await Self.runChild(
                 ["--attachment-child", server.url.absoluteString, "--rows", String(size), "--transport", transport])
             let figures = printed?.split(separator: " ").compactMap { Double($0) } ?? []
             guard figures.count == 2 else { throw BenchError("the attachment child failed") }

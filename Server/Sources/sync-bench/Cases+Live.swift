@@ -1,11 +1,11 @@
 import AsyncHTTPClient
-import ChildProcesses
 import Foundation
 import NIOCore
 import NIOHTTP1
 import OfflineSync
 import SyncCore
 import SyncSQLite
+import TestSupport
 
 #if canImport(Glibc)
     import Glibc
@@ -83,48 +83,44 @@ extension Cases {
         try await BenchServer.seed(path: serverPath, rows: 0)
         return try await BenchServer.run(path: serverPath) { server in
             let before = Self.megabytes("VmRSS")
-            let process = ChildProcess()
-            process.executableURL = URL(fileURLWithPath: CommandLine.arguments[0])
-            process.arguments = ["--followers-child", server.url.absoluteString, "--followers", String(count)]
-            let (input, output) = (Pipe(), Pipe())
-            process.standardInput = input
-            process.standardOutput = output
-            try process.run()
-            defer { if process.isRunning { process.terminate() } }
-            let lines = LineReader(output.fileHandleForReading)
-            guard let connected = await lines.next(), connected.hasPrefix("connected ") else {
-                throw BenchError("the followers child did not connect")
+            return try await withProcessDialog(
+                CommandLine.arguments[0],
+                ["--followers-child", server.url.absoluteString, "--followers", String(count)]
+            ) { child in
+                guard let connected = try await child.nextLine(), connected.hasPrefix("connected ") else {
+                    throw BenchError("the followers child did not connect")
+                }
+                let connectedRSS = Self.megabytes("VmRSS")
+                try await child.send("follow")
+                guard try await child.nextLine() == "ready" else {
+                    throw BenchError("the followers child did not start following")
+                }
+                // Idle: N requests held, nothing written.
+                let with = Self.megabytes("VmRSS")
+                let cpuBefore = Self.cpuSeconds()
+                try await Task.sleep(for: .seconds(5))
+                let idleCPU = (Self.cpuSeconds() - cpuBefore) / 5 * 100
+                try await child.send("go")
+                guard let done = try await child.nextLine(), done.hasPrefix("notified ") else {
+                    throw BenchError("the followers child did not report")
+                }
+                let health = Double(connected.split(separator: " ")[1]) ?? 0
+                let notified = Double(done.split(separator: " ")[1]) ?? 0
+                return [
+                    BenchResult(
+                        name: "live.subscribers.notify", ours: notified * 1000, reference: health * 1000, unit: "ms",
+                        higherIsBetter: false, n: count),
+                    BenchResult(
+                        name: "live.subscribers.rss", ours: with, reference: connectedRSS, unit: "MB",
+                        higherIsBetter: false, n: count),
+                    BenchResult(
+                        name: "live.connections.rss", ours: connectedRSS, reference: before, unit: "MB",
+                        higherIsBetter: false, n: count),
+                    BenchResult(
+                        name: "live.subscribers.cpu", ours: idleCPU, reference: nil, unit: "% of a core, idle",
+                        higherIsBetter: false, n: count),
+                ]
             }
-            let connectedRSS = Self.megabytes("VmRSS")
-            input.fileHandleForWriting.write(Data("follow\n".utf8))
-            guard let ready = await lines.next(), ready == "ready" else {
-                throw BenchError("the followers child did not start following")
-            }
-            // Idle: N requests held, nothing written.
-            let with = Self.megabytes("VmRSS")
-            let cpuBefore = Self.cpuSeconds()
-            try await Task.sleep(for: .seconds(5))
-            let idleCPU = (Self.cpuSeconds() - cpuBefore) / 5 * 100
-            input.fileHandleForWriting.write(Data("go\n".utf8))
-            guard let done = await lines.next(), done.hasPrefix("notified ") else {
-                throw BenchError("the followers child did not report")
-            }
-            let health = Double(connected.split(separator: " ")[1]) ?? 0
-            let notified = Double(done.split(separator: " ")[1]) ?? 0
-            return [
-                BenchResult(
-                    name: "live.subscribers.notify", ours: notified * 1000, reference: health * 1000, unit: "ms",
-                    higherIsBetter: false, n: count),
-                BenchResult(
-                    name: "live.subscribers.rss", ours: with, reference: connectedRSS, unit: "MB",
-                    higherIsBetter: false, n: count),
-                BenchResult(
-                    name: "live.connections.rss", ours: connectedRSS, reference: before, unit: "MB",
-                    higherIsBetter: false, n: count),
-                BenchResult(
-                    name: "live.subscribers.cpu", ours: idleCPU, reference: nil, unit: "% of a core, idle",
-                    higherIsBetter: false, n: count),
-            ]
         }
     }
 
@@ -155,7 +151,7 @@ extension Cases {
             _ = try await concurrently("/health")  // opens the connections
             let health = try await concurrently("/health")
             FileHandle.standardOutput.write(Data("connected \(health)\n".utf8))
-            _ = await offCooperativeThreads { readLine() }
+            _ = try await offCooperativeThreads { readLine() }
             let first = try JSONValue(parsing: try await get("/changes?tables=TodoItem"))
             guard let token = first["token"]?.stringValue else { throw BenchError("no change token") }
             let answered = Locked<[ContinuousClock.Instant]>([])
@@ -171,7 +167,7 @@ extension Cases {
                 }
                 try await Task.sleep(for: .seconds(2))  // every request has reached the server
                 FileHandle.standardOutput.write(Data("ready\n".utf8))
-                _ = await offCooperativeThreads { readLine() }
+                _ = try await offCooperativeThreads { readLine() }
                 let written = ContinuousClock.now
                 var request = HTTPClientRequest(url: url.absoluteString + "/tables/TodoItem")
                 request.method = .POST
@@ -198,38 +194,5 @@ extension Cases {
         getrusage(RUSAGE_SELF.rawValue, &usage)
         return Double(usage.ru_utime.tv_sec + usage.ru_stime.tv_sec)
             + Double(usage.ru_utime.tv_usec + usage.ru_stime.tv_usec) / 1e6
-    }
-}
-
-/// Runs blocking work (reading standard input or a pipe) on a Dispatch thread, not on a cooperative one.
-func offCooperativeThreads<T: Sendable>(_ work: @escaping @Sendable () -> T) async -> T {
-    await withCheckedContinuation { continuation in
-        DispatchQueue.global().async { continuation.resume(returning: work()) }
-    }
-}
-
-/// The lines of a pipe, read off the cooperative threads.
-final class LineReader: @unchecked Sendable {  // @unchecked: one caller at a time reads it
-    private let handle: FileHandle
-    private var buffer = Data()
-
-    init(_ handle: FileHandle) { self.handle = handle }
-
-    /// The next line, or nil at the end of the pipe.
-    func next() async -> String? {
-        await offCooperativeThreads { self.readLine() }
-    }
-
-    private func readLine() -> String? {
-        while true {
-            if let newline = buffer.firstIndex(of: UInt8(ascii: "\n")) {
-                let line = String(decoding: buffer[..<newline], as: UTF8.self)
-                buffer.removeSubrange(...newline)
-                return line
-            }
-            let chunk = handle.availableData
-            if chunk.isEmpty { return nil }
-            buffer += chunk
-        }
     }
 }

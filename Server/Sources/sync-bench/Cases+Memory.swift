@@ -1,6 +1,6 @@
-import ChildProcesses
 import Foundation
 import OfflineSync
+import TestSupport
 
 extension Cases {
     /// `memory.pull`: the peak resident memory of a separate client process that pulls N rows.
@@ -8,7 +8,7 @@ extension Cases {
         let serverPath = path("memory")
         try await BenchServer.seed(path: serverPath, rows: rows)
         let megabytes = try await BenchServer.run(path: serverPath) { server in
-            let printed = try Self.runChild(
+            let printed = try await Self.runChild(
                 ["--memory-child", server.url.absoluteString, "--rows", String(rows), "--transport", transport])
             guard let printed, let value = Double(printed) else { throw BenchError("the memory child failed") }
             return value
@@ -18,17 +18,10 @@ extension Cases {
     }
 
     /// Runs this binary again with `arguments` and returns what it printed, trimmed; nil when it failed.
-    static func runChild(_ arguments: [String]) throws -> String? {
-        let process = ChildProcess()
-        process.executableURL = URL(fileURLWithPath: CommandLine.arguments[0])
-        process.arguments = arguments
-        let output = Pipe()
-        process.standardOutput = output
-        try process.run()
-        let data = output.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        guard process.terminationStatus == 0 else { return nil }
-        return String(decoding: data, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
+    static func runChild(_ arguments: [String]) async throws -> String? {
+        let result = try await runCommand(CommandLine.arguments[0], arguments, timeout: .seconds(600))
+        guard result.status == 0 else { return nil }
+        return result.output.trimmingCharacters(in: .whitespacesAndNewlines)
     }
 
     /// In the child: pull every row into a fresh store, then print the peak RSS in MB.

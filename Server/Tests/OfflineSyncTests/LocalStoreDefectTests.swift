@@ -7,52 +7,6 @@ import Testing
 /// Defects of the local store found through the public API (issue 12, point 8). Each failed before
 /// its fix.
 @Suite(.onBothProtocols) struct LocalStoreDefectTests {
-    @Test func aRefusedFirstBatchOnANewTableLeavesTheTableUsable() async throws {
-        let workspace = try Workspace()
-        let client = try await SyncClient.make(LiveServer.down, workspace: workspace)
-        let table = try client.syncTable("Fresh", of: TodoItem.self)
-        let twice = TodoItem(id: "x", text: "x", complete: false)
-        await #expect(throws: LocalWriteError.self) { try await table.insert(contentsOf: [twice, twice]) }
-        #expect(try await table.items().isEmpty)
-        try await table.insert(twice)
-        #expect(try await table.items().map(\.id) == ["x"])
-    }
-
-    struct Rich: Codable, Sendable, Equatable {
-        var id: String
-        var link: URL
-        var blob: Data
-        var price: Decimal
-        var tags: [String]
-    }
-
-    @Test func modelsWithURLDataAndDecimalFieldsReadBackAsWritten() async throws {
-        let workspace = try Workspace()
-        let client = try await SyncClient.make(LiveServer.down, workspace: workspace)
-        let table = try client.syncTable("Rich", of: Rich.self)
-        let item = Rich(
-            id: "r", link: URL(string: "https://example.com/a?b=c")!, blob: Data([0, 1, 2, 255]),
-            price: Decimal(string: "12.75")!, tags: ["a"])
-        try await table.insert(item)
-        #expect(try await table.item(id: ItemID("r")) == item)
-        #expect(try await table.items() == [item])
-    }
-
-    struct NumberedItem: Codable, Sendable {
-        var id: Int
-        var text: String
-    }
-
-    @Test func anItemWhoseIDIsNotAStringIsRefusedBeforeAnythingIsWritten() async throws {
-        let workspace = try Workspace()
-        let client = try await SyncClient.make(LiveServer.down, workspace: workspace)
-        let table = try client.syncTable("Numbered", of: NumberedItem.self)
-        let error = await #expect(throws: ValueError.self) { try await table.insert(NumberedItem(id: 7, text: "x")) }
-        #expect(error?.description.contains("'id' must be a String") == true)
-        #expect(try await table.count() == 0)
-        #expect(try await client.pendingOperations().isEmpty)
-    }
-
     /// Point 8e: a second client on the same store cleared the first one's in-flight mark, so an edit
     /// made during the first one's push collapsed into the operation being sent and was lost.
     @Test func anEditThroughASecondClientOnTheSameStoreDuringAPushIsKept() async throws {
@@ -153,20 +107,5 @@ final class GatedTransport: HTTPTransport, @unchecked Sendable {  // @unchecked:
             if pass { continuation.resume() }
         }
         return try await base.send(request)
-    }
-}
-
-@Suite struct DefaultStoreLocationTests {
-    @Test func aNamedStoreLivesInTheApplicationSupportFolder() throws {
-        let path = try SQLiteLocalStore.defaultPath(named: "offlinesync-test")
-        let support = try FileManager.default.url(
-            for: .applicationSupportDirectory, in: .userDomainMask, appropriateFor: nil, create: false)
-        #expect(path == support.appendingPathComponent("OfflineSync/offlinesync-test.sqlite").path)
-        #expect(FileManager.default.fileExists(atPath: support.appendingPathComponent("OfflineSync").path))
-    }
-
-    @Test(arguments: ["", ".hidden", "a/b", "../up", String(repeating: "x", count: 65), "spa ce"])
-    func aBadStoreNameIsRefused(name: String) {
-        #expect(throws: ValueError.self) { try SQLiteLocalStore.defaultPath(named: name) }
     }
 }

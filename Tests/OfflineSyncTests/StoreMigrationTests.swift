@@ -32,7 +32,8 @@ import Testing
                     """)
         }
         try v1.close()
-        let client = try await SyncClient.make(LiveServer.down, workspace: workspace, store: "v1.sqlite")
+        let client = try await SyncClient.make(
+            URL(string: "http://127.0.0.1:9")!, workspace: workspace, store: "v1.sqlite")
         let operations = try await client.pendingOperations()
         #expect(operations.map(\.kind) == [.insert, .update])
         #expect(operations.map(\.isAttempted) == [false, false])

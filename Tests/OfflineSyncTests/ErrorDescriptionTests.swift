@@ -36,7 +36,7 @@ import Testing
     @Test(arguments: ["", "9lives", "todo item", "todo/item", String(repeating: "a", count: 129)])
     func anInvalidTableNameThrowsInsteadOfCrashing(name: String) async throws {
         let workspace = try Workspace()
-        let client = try await SyncClient.make(LiveServer.down, workspace: workspace)
+        let client = try await SyncClient.make(URL(string: "http://127.0.0.1:9")!, workspace: workspace)
         #expect(throws: ValueError.self) { try client.syncTable(name, of: TodoItem.self) }
         #expect(throws: ValueError.self) { try client.table(name, of: TodoItem.self) }
     }

@@ -48,7 +48,7 @@ import Testing
 
     @Test func collapsesOnTheStoreAndKeepsQueuePositions() async throws {
         let workspace = try Workspace()
-        let client = try await SyncClient.make(LiveServer.down, workspace: workspace)
+        let client = try await SyncClient.make(URL(string: "http://127.0.0.1:9")!, workspace: workspace)
         let table = try client.syncTable("TodoItem", of: TodoItem.self)
         try await table.insert(TodoItem(id: "a", text: "a", complete: false))
         try await table.insert(TodoItem(id: "b", text: "b", complete: false))
@@ -75,7 +75,7 @@ import Testing
 
     @Test func aBatchInsertIsAllOrNothing() async throws {
         let workspace = try Workspace()
-        let client = try await SyncClient.make(LiveServer.down, workspace: workspace)
+        let client = try await SyncClient.make(URL(string: "http://127.0.0.1:9")!, workspace: workspace)
         let table = try client.syncTable("TodoItem", of: TodoItem.self)
         try await table.insert(TodoItem(id: "x", text: "x", complete: false))
         await #expect(throws: LocalWriteError.self) {
