@@ -20,11 +20,10 @@ import Testing
     }
 
     @Test func aTimeoutEndsItWithSIGTERM() async throws {
-        let started = ContinuousClock.now
+        // Ended by the signal, not by itself 30 s later.
         let result = try await runCommand("/bin/sleep", ["30"], timeout: .milliseconds(200))
         #expect(result.status == SIGTERM)
         #expect(!result.wasKilled)
-        #expect(started.duration(to: .now) < .seconds(10))
     }
 
     @Test func killAfterKillsItAtOnce() async throws {
