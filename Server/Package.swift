@@ -49,6 +49,7 @@ let package = Package(
         .package(url: "https://github.com/vapor/jwt-kit.git", from: "5.8.0"),
         .package(url: "https://github.com/apple/swift-crypto.git", from: "4.5.2"),
         .package(url: "https://github.com/swiftlang/swift-subprocess.git", from: "1.0.2"),
+        .package(url: "https://github.com/apple/swift-system.git", from: "1.8.1"),
     ],
     targets: [
         .target(
@@ -157,14 +158,16 @@ let package = Package(
             ],
             swiftSettings: swiftSettings
         ),
-        .target(name: "ChildProcesses", swiftSettings: swiftSettings),
         // What tests and tools share to run processes, raw connections and faults without blocking a cooperative
         // thread (`.ci/no-blocking` keeps it so).
         .target(
             name: "TestSupport",
             dependencies: [
                 .product(name: "SyncCore", package: client),
+                .product(name: "OfflineSyncTesting", package: client),
                 .product(name: "Subprocess", package: "swift-subprocess"),
+                // `FilePath` for Subprocess: the System framework on Apple platforms, this package elsewhere.
+                .product(name: "SystemPackage", package: "swift-system", condition: .when(platforms: [.linux])),
                 .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
@@ -188,7 +191,7 @@ let package = Package(
             name: "sync-chaos",
             dependencies: [
                 .product(name: "Crypto", package: "swift-crypto"),
-                "ChildProcesses",
+                "TestSupport",
                 .product(name: "OfflineSyncTesting", package: client),
                 .product(name: "SyncCore", package: client), .product(name: "SyncSQLite", package: client),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),

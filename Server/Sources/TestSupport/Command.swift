@@ -35,17 +35,19 @@ public struct CommandResult: Sendable {
 ///   - environment: Variables set over this process's own environment.
 ///   - killAfter: When given, SIGKILL after this long: a process killed at an arbitrary point.
 ///   - timeout: SIGTERM after this long, SIGKILL 5 s later.
+///   - started: Called with its process id once it runs (a tool that must kill its children on a signal keeps it).
 /// - Throws: `SubprocessError` when it cannot be started; cancellation kills it (SIGKILL) and throws.
 public func runCommand(
     _ executable: String, _ arguments: [String], environment: [String: String] = [:], killAfter: Duration? = nil,
-    timeout: Duration = .seconds(30)
+    timeout: Duration = .seconds(30), started: @Sendable (Int32) -> Void = { _ in }
 ) async throws -> CommandResult {
     let killed = NIOLockedValueBox(false)
     let result = try await Subprocess.run(
         .path(FilePath(executable)), arguments: Arguments(arguments), environment: .overriding(environment),
         input: .none, output: .sequence, error: .sequence
     ) { execution in
-        try await withThrowingTaskGroup(of: Collected.self) { group in
+        started(execution.processIdentifier.value)
+        return try await withThrowingTaskGroup(of: Collected.self) { group in
             group.addTask { .output(try await collect(execution.standardOutput)) }
             group.addTask { .error(try await collect(execution.standardError)) }
             group.addTask {

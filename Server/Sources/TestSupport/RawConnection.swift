@@ -209,7 +209,7 @@ public actor RawConnection {
         private func armIdleTimer() {
             idleTimer?.cancel()
             guard let context else { return }
-            idleTimer = context.eventLoop.scheduleTask(in: idle) { [self] in
+            idleTimer = context.eventLoop.assumeIsolated().scheduleTask(in: idle) { [self] in
                 guard let collected else { return }
                 self.collected = nil
                 context.channel.setOption(.autoRead, value: false).whenComplete { _ in }

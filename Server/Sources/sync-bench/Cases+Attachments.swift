@@ -4,6 +4,7 @@ import OfflineSync
 import SyncCore
 import SyncSQLite
 import SyncServer
+import TestSupport
 
 /// The attachment cases (issue 33, docs/attachments.md): a file moved by the SDK — attached, then uploaded in parts
 /// by a push (with the row that names it), or downloaded in parts by `file(for:field:)` into the store's folder —
@@ -23,8 +24,8 @@ extension Cases {
         for run in 0..<repetitions {
             let serverPath = path("attachments-server")
             let (upload, download) = try await BenchServer.run(.sqlite(path: serverPath), attachments: true) { server in
-                var proxy: LinkProxy?
-                if let link { proxy = try await LinkProxy(profile: link, upstreamPort: server.url.port ?? 0) }
+                var proxy: FaultProxy?
+                if let link { proxy = try await FaultProxy(profile: link, upstreamPort: server.url.port ?? 0) }
                 let url = proxy.map { URL(string: "http://127.0.0.1:\($0.port)")! } ?? server.url
                 let file = try Self.writeFile(size: size, seed: UInt64(run), in: directory)
                 let bare = try Self.writeFile(size: size, seed: UInt64(1_000 + run), in: directory)

@@ -1,6 +1,7 @@
 import Foundation
 import GRDB
 import OfflineSync
+import TestSupport
 
 /// The cases `--link` runs over a shaped link (issue 17): each beside the least time the link allows for what it
 /// moved — the round trips the operation needs at the least × RTT, plus the bytes that crossed the proxy /
@@ -91,7 +92,7 @@ extension Cases {
     func serverPath(forRun run: Int) -> String { directory.appendingPathComponent("link-server-\(run).sqlite").path }
 
     /// Runs `measure` `repetitions` times, each against a server seeded with `rows` (pages of at most
-    /// ``linkPageSize``) whose requests cross a new `LinkProxy`; `measure` makes its devices (clients on new stores,
+    /// ``linkPageSize``) whose requests cross a new link proxy; `measure` makes its devices (clients on new stores,
     /// through the proxy) and returns its seconds and the reference of what crossed the link meanwhile. The result
     /// is the medians of both.
     private func overLink(
@@ -107,7 +108,7 @@ extension Cases {
             let measured = try await BenchServer.run(
                 path: serverPath, pageSize: Self.linkPageSize, compressing: compressing
             ) { server in
-                let proxy = try await LinkProxy(profile: link, upstreamPort: server.url.port ?? 0)
+                let proxy = try await FaultProxy(profile: link, upstreamPort: server.url.port ?? 0)
                 let url = URL(string: "http://127.0.0.1:\(proxy.port)")!
                 let measured = try await LinkMeasurement.$proxy.withValue((proxy, link)) {
                     try await measure(run) { try await client(url, store: "link", batchPush: batchPush) }
@@ -130,7 +131,7 @@ struct LinkMeasurement: Sendable {
     var reference: Double
 
     /// The proxy and profile of the case being run.
-    @TaskLocal static var proxy: (LinkProxy, LinkProfile)?
+    @TaskLocal static var proxy: (FaultProxy, LinkProfile)?
 }
 
 extension Measure {

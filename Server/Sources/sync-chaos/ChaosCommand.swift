@@ -3,7 +3,7 @@ import Foundation
 
 /// `sync-chaos`: the chaos test of the whole story (see ``ChaosRun``), bounded in steps and time.
 @main
-struct ChaosCommand: ParsableCommand {
+struct ChaosCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "sync-chaos",
         abstract: "Run devices (real todo processes) against a real sync-server through a fault-injecting proxy.",
@@ -47,7 +47,7 @@ struct ChaosCommand: ParsableCommand {
         guard (0...1000).contains(latencyMs) else { throw ValidationError("--latency-ms is 0 to 1000") }
     }
 
-    func run() throws {
+    func run() async throws {
         Children.stopOnSignals()
         let binaries = URL(fileURLWithPath: CommandLine.arguments[0]).resolvingSymlinksInPath()
             .deletingLastPathComponent()
@@ -62,7 +62,7 @@ struct ChaosCommand: ParsableCommand {
             shared: shared, attachments: attachments, protocols: wireProtocol, latencyMilliseconds: latencyMs)
         var failed = 0
         for seed in seed {
-            let report = try ChaosRun(seed: seed, settings: settings).run()
+            let report = try await ChaosRun(seed: seed, settings: settings).run()
             report.lines.forEach(say)
             for failure in report.failures.prefix(20) { say("  problem: \(failure)") }
             if !report.passed { failed += 1 }

@@ -2,6 +2,7 @@ import Foundation
 import OfflineSyncTesting
 import SyncCore
 import SyncSQLite
+import TestSupport
 
 #if canImport(Glibc)
     import Glibc
@@ -63,7 +64,7 @@ struct ChaosRun {
     let seed: UInt64
     let settings: Settings
 
-    func run() throws -> Report {
+    func run() async throws -> Report {
         let started = Date()
         let directory = settings.directory.appendingPathComponent("seed-\(seed)")
         try? FileManager.default.removeItem(at: directory)
@@ -77,8 +78,8 @@ struct ChaosRun {
             try #"{"auth": {"hs256Secret": "\#(secret)"}, "tables": [{"name": "TodoItem", "perUser": true}]}"#
                 .write(to: config, atomically: true, encoding: .utf8)
             options = ["--config", config.path]
-            token = try Self.token(settings.server, subject: "chaos-user", secret: secret)
-            stranger = try Self.token(settings.server, subject: "stranger", secret: secret)
+            token = try await Self.token(settings.server, subject: "chaos-user", secret: secret)
+            stranger = try await Self.token(settings.server, subject: "stranger", secret: secret)
         }
         var users: [String?] = Array(repeating: token, count: settings.devices)
         if settings.shared {
@@ -86,8 +87,9 @@ struct ChaosRun {
             let config = directory.appendingPathComponent("server.json")
             try Self.sharedConfiguration(secret: secret).write(to: config, atomically: true, encoding: .utf8)
             options = ["--config", config.path]
-            users = try (0..<settings.devices).map {
-                try Self.token(settings.server, subject: "user-\($0)", secret: secret)
+            users = []
+            for index in 0..<settings.devices {
+                users.append(try await Self.token(settings.server, subject: "user-\(index)", secret: secret))
             }
             token = users[0]
         }
@@ -97,16 +99,38 @@ struct ChaosRun {
                 .write(to: config, atomically: true, encoding: .utf8)
             options = ["--config", config.path, "--max-attachment-size", "16000000"]
         }
-        let server = ServerProcess(
-            executable: settings.server, port: try Socket.freePort(),
+        let server = ChaosServer(
+            executable: settings.server, port: try freePort(),
             database: "sqlite:" + directory.appendingPathComponent("server.sqlite").path, options: options,
             token: token)
-        try server.start()
-        defer { server.stop() }
-        let proxy = try FaultProxy(
-            upstreamPort: server.port, seed: seed, faultRate: settings.faultRate,
-            latencyMilliseconds: settings.latencyMilliseconds)
-        defer { proxy.stop() }
+        try await server.start()
+        let proxy: FaultProxy
+        do {
+            proxy = try await FaultProxy(
+                upstreamPort: server.port,
+                faults: .init(
+                    seed: seed, rate: settings.faultRate, latency: .milliseconds(max(0, settings.latencyMilliseconds))))
+        } catch {
+            await server.stop()
+            throw error
+        }
+        do {
+            let report = try await run(in: directory, server: server, proxy: proxy, users: users, stranger: stranger)
+            await proxy.stop()
+            await server.stop()
+            return report
+        } catch {
+            await proxy.stop()
+            await server.stop()
+            throw error
+        }
+    }
+
+    /// The run's chaos, settling and checks, against `server` behind `proxy`.
+    private func run(
+        in directory: URL, server: ChaosServer, proxy: FaultProxy, users: [String?], stranger: String?
+    ) async throws -> Report {
+        let started = Date()
         let devices = (0..<settings.devices).map { index in
             Device(
                 index: index, todo: settings.todo,
@@ -124,41 +148,43 @@ struct ChaosRun {
             for device in devices {
                 device.user = "user-\(device.index)"
                 device.others = (0..<settings.devices).filter { $0 != device.index }.map { "user-\($0)" }
-                try device.makeList()
+                try await device.makeList()
             }
         }
         let deadline = started.addingTimeInterval(settings.timeLimit * 0.7)
 
         // Chaos: devices step concurrently while partitions and server kills happen.
         let chaos = ChaosThread(server: server, proxy: proxy, seed: seed ^ 0xC4A05)
-        let group = DispatchGroup()
         let errors = Locked<[String]>([])
-        for device in devices {
-            group.enter()
-            Thread {
-                defer { group.leave() }
-                do {
-                    for _ in 0..<settings.steps where Date() < deadline { try device.step() }
-                } catch {
-                    errors.withLock { $0.append("\(device.name): \(error)") }
+        let steps = settings.steps
+        await withTaskGroup(of: Void.self) { group in
+            for device in devices {
+                group.addTask {
+                    do {
+                        for _ in 0..<steps where Date() < deadline { try await device.step() }
+                    } catch {
+                        errors.withLock { $0.append("\(device.name): \(error)") }
+                    }
                 }
-            }.start()
+            }
+            let running = Task { await chaos.run() }
+            await group.waitForAll()
+            running.cancel()
+            await running.value
         }
-        chaos.start()
-        group.wait()
-        chaos.finish()
+        proxy.setPartitioned(false)
         let chaosSeconds = Date().timeIntervalSince(started)
 
         // Heal, then every device syncs until a whole round changes nothing.
         proxy.heal()
-        try server.ensureRunning()
+        try await server.ensureRunning()
         var rounds = 0
         var settled = false
         while !settled, rounds < 12 {
             rounds += 1
             settled = true
             for device in devices {
-                let result = try device.sync(killAfter: nil, settling: true)
+                let result = try await device.sync(killAfter: nil, settling: true)
                 if result.status != 0 || !result.output.contains("sent 0 change(s), received 0 item(s)") {
                     settled = false
                 }
@@ -169,21 +195,22 @@ struct ChaosRun {
         report.failures += errors.withLock { $0 }
         report.failures += devices.flatMap(\.failures)
         if !settled { report.failures.append("devices did not settle in \(rounds) rounds") }
-        let rows = try server.rows()
+        let rows = try await server.rows()
         if settings.shared {
-            report.failures += try Self.checkShared(server: server, devices: devices, tokens: users.compactMap { $0 })
+            report.failures += try await Self.checkShared(
+                server: server, devices: devices, tokens: users.compactMap { $0 })
         } else {
-            report.failures += try Self.check(rows: rows, devices: devices)
+            report.failures += try await Self.check(rows: rows, devices: devices)
         }
         var fileLine: String?
         if settings.attachments {
-            let (problems, line) = try Self.checkAttachments(
+            let (problems, line) = try await Self.checkAttachments(
                 server: server, rows: rows, devices: devices,
                 folder: directory.appendingPathComponent("server.sqlite.attachments/files"))
             report.failures += problems
             fileLine = line
         }
-        if let stranger, case let seen = try server.rows(token: stranger), !seen.isEmpty {
+        if let stranger, case let seen = try await server.rows(token: stranger), !seen.isEmpty {
             report.failures.append("another user sees \(seen.count) of this user's rows")
         }
 
@@ -225,29 +252,29 @@ struct ChaosRun {
     /// the server shows that user, no more (no row out of scope), no fewer, in the same text — with nothing pending
     /// or waiting; no text twice on the server; no acknowledged add lost unless it was deleted or its device was
     /// told of a refusal (an add into a list its user had left).
-    static func checkShared(server: ServerProcess, devices: [Device], tokens: [String]) throws -> [String] {
+    static func checkShared(server: ChaosServer, devices: [Device], tokens: [String]) async throws -> [String] {
         var failures: [String] = []
         for (device, token) in zip(devices, tokens) {
-            let truth = Self.items(of: try server.rows(token: token))
+            let truth = Self.items(of: try await server.rows(token: token))
             if let problem = Self.difference(
-                device, holds: try device.items(), from: truth, "its user's scope", "out of scope")
+                device, holds: try await device.items(), from: truth, "its user's scope", "out of scope")
             {
                 failures.append(problem)
             }
             let lists = Set(
-                try server.rows(table: "TodoList", token: token).filter { !$0.isDeleted }.compactMap {
+                try await server.rows(table: "TodoList", token: token).filter { !$0.isDeleted }.compactMap {
                     $0["id"]?.stringValue
                 })
-            if Set(try device.lists()) != lists {
+            if Set(try await device.lists()) != lists {
                 failures.append(
-                    "\(device.name)'s lists are not its user's: \(try device.lists().count) held, \(lists.count) in scope"
+                    "\(device.name)'s lists are not its user's: \(try await device.lists().count) held, \(lists.count) in scope"
                 )
             }
-            if let problem = try Self.leftovers(device) { failures.append(problem) }
+            if let problem = try await Self.leftovers(device) { failures.append(problem) }
         }
         var everything: [String: String] = [:]
         for token in tokens {
-            for row in try server.rows(token: token) where !row.isDeleted {
+            for row in try await server.rows(token: token) where !row.isDeleted {
                 everything[row["id"]?.stringValue ?? ""] = row["text"]?.stringValue ?? ""
             }
         }
@@ -288,8 +315,8 @@ struct ChaosRun {
     }
 
     /// What a device left pending or waiting (changes, conflicts, files to upload), or nil when nothing.
-    static func leftovers(_ device: Device) throws -> String? {
-        let status = try JSONValue(parsing: try device.run(["status", "--json"]).output)
+    static func leftovers(_ device: Device) async throws -> String? {
+        let status = try JSONValue(parsing: try await device.run(["status", "--json"]).output)
         guard status["pending"] != 0 || status["conflicts"] != 0 || status["filesWaiting"] != 0 else { return nil }
         return "\(device.name) left \(status["pending"] ?? .null) pending, \(status["conflicts"] ?? .null) waiting, "
             + "\(status["filesWaiting"] ?? .null) files to upload"
@@ -299,13 +326,13 @@ struct ChaosRun {
     /// stored file is its hash (each stored once); every device opens every file its items name, byte-exact; and of
     /// the attaches acknowledged, each is on the server unless its item was deleted or given another file later.
     /// Returns the problems and the report's line.
-    static func checkAttachments(server: ServerProcess, rows: [JSONValue], devices: [Device], folder: URL) throws
+    static func checkAttachments(server: ChaosServer, rows: [JSONValue], devices: [Device], folder: URL) async throws
         -> ([String], String)
     {
         var problems: [String] = []
         let named = Set(rows.filter { !$0.isDeleted }.compactMap { $0["file"]?.stringValue })
         for hash in named {
-            guard let bytes = try server.attachment(hash) else {
+            guard let bytes = try await server.attachment(hash) else {
                 problems.append("a live row names \(hash.prefix(12))…, which the server does not serve")
                 continue
             }
@@ -322,7 +349,7 @@ struct ChaosRun {
         }
         var opened = 0
         for device in devices {
-            let (found, checked) = try device.checkFiles()
+            let (found, checked) = try await device.checkFiles()
             problems += found
             opened += checked
         }
@@ -369,16 +396,18 @@ struct ChaosRun {
     }
 
     /// The checks after settling.
-    static func check(rows: [JSONValue], devices: [Device]) throws -> [String] {
+    static func check(rows: [JSONValue], devices: [Device]) async throws -> [String] {
         var failures: [String] = []
         let live = rows.filter { !$0.isDeleted }
         let truth = Self.items(of: live)
         // 1. Every device equals the server; nothing pending or waiting.
         for device in devices {
-            if let problem = Self.difference(device, holds: try device.items(), from: truth, "the server", "extra") {
+            if let problem = Self.difference(
+                device, holds: try await device.items(), from: truth, "the server", "extra")
+            {
                 failures.append(problem)
             }
-            if let problem = try Self.leftovers(device) { failures.append(problem) }
+            if let problem = try await Self.leftovers(device) { failures.append(problem) }
         }
         // 2. No item twice: texts are unique per write, and an add reaches the server at most once.
         let texts = live.compactMap { $0["text"]?.stringValue }
@@ -429,73 +458,50 @@ struct ChaosRun {
     }
 }
 
-/// Partitions the network and kills the server at seeded random moments until finished.
-final class ChaosThread: @unchecked Sendable {  // @unchecked: counters read after `finish()` joined it.
-    let server: ServerProcess
+/// Partitions the network and kills the server at seeded random moments until cancelled.
+final class ChaosThread: @unchecked Sendable {  // @unchecked: counters read after `run()` returned.
+    let server: ChaosServer
     let proxy: FaultProxy
     private var random: SplitMix64
-    private let stopped = Locked(false)
-    private let done = DispatchSemaphore(value: 0)
     private(set) var serverKills = 0
     private(set) var partitions = 0
     private(set) var failure: String?
 
-    init(server: ServerProcess, proxy: FaultProxy, seed: UInt64) {
+    init(server: ChaosServer, proxy: FaultProxy, seed: UInt64) {
         self.server = server
         self.proxy = proxy
         random = SplitMix64(seed: seed)
     }
 
-    func start() {
-        Thread { [self] in
-            defer { done.signal() }
-            while !pause(milliseconds: 1_500 + Int(random.next() % 2_500)) {
-                if random.nextDouble() < 0.55 {
-                    partitions += 1
-                    proxy.setPartitioned(true)
-                    _ = pause(milliseconds: 300 + Int(random.next() % 1_200))
-                    proxy.setPartitioned(false)
-                } else {
-                    serverKills += 1
-                    server.killAbruptly()
-                    _ = pause(milliseconds: 200 + Int(random.next() % 800))
-                    do { try server.start() } catch { failure = "\(error)" }
-                }
+    /// The chaos, until the task is cancelled (a partition in progress is ended then).
+    func run() async {
+        while await pause(milliseconds: 1_500 + Int(random.next() % 2_500)) {
+            if random.nextDouble() < 0.55 {
+                partitions += 1
+                proxy.setPartitioned(true)
+                _ = await pause(milliseconds: 300 + Int(random.next() % 1_200))
+                proxy.setPartitioned(false)
+            } else {
+                serverKills += 1
+                await server.killAbruptly()
+                _ = await pause(milliseconds: 200 + Int(random.next() % 800))
+                do { try await server.start() } catch { failure = "\(error)" }
             }
-        }.start()
-    }
-
-    /// Sleeps in small steps; true when the run finished meanwhile.
-    private func pause(milliseconds: Int) -> Bool {
-        var left = milliseconds
-        while left > 0 {
-            if stopped.withLock({ $0 }) { return true }
-            usleep(useconds_t(min(left, 50) * 1000))
-            left -= 50
         }
-        return stopped.withLock { $0 }
     }
 
-    func finish() {
-        stopped.withLock { $0 = true }
-        done.wait()
-        proxy.setPartitioned(false)
+    /// Sleeps; false when the run finished meanwhile.
+    private func pause(milliseconds: Int) async -> Bool {
+        (try? await Task.sleep(for: .milliseconds(milliseconds))) != nil
     }
 }
 
 extension ChaosRun {
     /// A development token from `sync-server token`.
-    static func token(_ server: String, subject: String, secret: String) throws -> String {
-        let result = try runCommand(
+    static func token(_ server: String, subject: String, secret: String) async throws -> String {
+        let result = try await runChild(
             server, ["token", "--sub", subject, "--secret", secret, "--ttl", "86400"], environment: [:])
         guard result.status == 0 else { throw ChaosError("sync-server token failed: \(result.error)") }
         return result.output.trimmingCharacters(in: .whitespacesAndNewlines)
-    }
-}
-
-extension ServerProcess {
-    /// Starts the server again if the chaos left it down.
-    func ensureRunning() throws {
-        if Socket.connection(port: port, timeout: 2).map({ close($0) }) == nil { try start() }
     }
 }

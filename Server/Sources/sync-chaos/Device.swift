@@ -2,6 +2,7 @@ import Crypto
 import Foundation
 import OfflineSyncTesting
 import SyncCore
+import TestSupport
 
 /// One device: a store file used by short-lived `todo` processes, as a person at a terminal would,
 /// with what it did recorded for the checks. Only its own thread touches it until the run joins.
@@ -53,9 +54,9 @@ final class Device: @unchecked Sendable {  // @unchecked: used by one thread at 
 
     var name: String { "device \(index)" }
 
-    func run(_ arguments: [String], killAfter: Int? = nil) throws -> CommandResult {
+    func run(_ arguments: [String], killAfter: Int? = nil) async throws -> CommandResult {
         commands += 1
-        return try runCommand(todo, arguments, environment: environment, killAfter: killAfter)
+        return try await runChild(todo, arguments, environment: environment, killAfter: killAfter)
     }
 
     private func uniqueText(_ kind: String) -> String {
@@ -64,8 +65,8 @@ final class Device: @unchecked Sendable {  // @unchecked: used by one thread at 
     }
 
     /// The device's items: id → (text, complete).
-    func items() throws -> [String: String] {
-        let result = try run(["list", "--all", "--json"])
+    func items() async throws -> [String: String] {
+        let result = try await run(["list", "--all", "--json"])
         guard result.status == 0 else { throw ChaosError("\(name): list failed: \(result.error)") }
         var items: [String: String] = [:]
         for item in try JSONValue(parsing: result.output).arrayValue ?? [] {
@@ -77,30 +78,32 @@ final class Device: @unchecked Sendable {  // @unchecked: used by one thread at 
 
     /// One random step: add, edit, complete, delete, sync, or one of them killed with SIGKILL; in a shared run, also
     /// a share or an unshare of the device's own list.
-    func step() throws {
+    func step() async throws {
         let roll = random.nextDouble()
-        if user != nil, roll < 0.13 { return try changeSharing(share: roll < 0.06) }
-        if files != nil, roll < 0.15 { return try attach(killAfter: roll < 0.03 ? 20 + Int(random.next() % 200) : nil) }
+        if user != nil, roll < 0.13 { return try await changeSharing(share: roll < 0.06) }
+        if files != nil, roll < 0.15 {
+            return try await attach(killAfter: roll < 0.03 ? 20 + Int(random.next() % 200) : nil)
+        }
         switch roll {
-        case ..<0.28: try add(killAfter: nil)
-        case ..<0.50: try edit(killAfter: nil)
-        case ..<0.58: try delete()
-        case ..<0.78: try sync(killAfter: nil)
-        case ..<0.88: try sync(killAfter: 5 + Int(random.next() % 400))
-        case ..<0.94: try add(killAfter: 15 + Int(random.next() % 45))
-        default: try edit(killAfter: 15 + Int(random.next() % 45))
+        case ..<0.28: try await add(killAfter: nil)
+        case ..<0.50: try await edit(killAfter: nil)
+        case ..<0.58: try await delete()
+        case ..<0.78: try await sync(killAfter: nil)
+        case ..<0.88: try await sync(killAfter: 5 + Int(random.next() % 400))
+        case ..<0.94: try await add(killAfter: 15 + Int(random.next() % 45))
+        default: try await edit(killAfter: 15 + Int(random.next() % 45))
         }
     }
 
-    func add(killAfter: Int?) throws {
+    func add(killAfter: Int?) async throws {
         var arguments = ["add", uniqueText("a")]
         if user != nil {
             // Into one of the lists the device holds (its own, or one shared with it and not yet left).
-            let lists = try self.lists()
+            let lists = try await self.lists()
             guard !lists.isEmpty else { return }
             arguments += ["--list", lists[Int(random.next() % UInt64(lists.count))]]
         }
-        let result = try run(arguments, killAfter: killAfter)
+        let result = try await run(arguments, killAfter: killAfter)
         if killAfter != nil, result.wasKilled { killedWrites += 1 }
         if result.status == 0, let line = result.output.split(separator: "\n").first, line.hasPrefix("Added ") {
             acknowledgedAdds.append(String(line.dropFirst(6).prefix(8)))
@@ -109,23 +112,23 @@ final class Device: @unchecked Sendable {  // @unchecked: used by one thread at 
 
     /// Edits an item: half the time one of the last three this device added (people edit what they
     /// just wrote), else any item it has.
-    func edit(killAfter: Int?) throws {
-        let ids = try items().keys.sorted()
-        guard !ids.isEmpty else { return try add(killAfter: killAfter) }
+    func edit(killAfter: Int?) async throws {
+        let ids = try await items().keys.sorted()
+        guard !ids.isEmpty else { return try await add(killAfter: killAfter) }
         let recent = acknowledgedAdds.suffix(3).compactMap { short in ids.first { $0.hasPrefix(short) } }
         let pool = !recent.isEmpty && random.nextDouble() < 0.5 ? recent : ids
         let id = pool[Int(random.next() % UInt64(pool.count))]
         let text = uniqueText("e")
-        let result = try run(["edit", id, text], killAfter: killAfter)
+        let result = try await run(["edit", id, text], killAfter: killAfter)
         if killAfter != nil, result.wasKilled { killedWrites += 1 }
         edits.append((id, text, result.status == 0))
     }
 
     /// Attaches a new file of 1–8 MB (seeded bytes) to one of the device's items, maybe killed mid-way.
-    func attach(killAfter: Int?) throws {
+    func attach(killAfter: Int?) async throws {
         guard let files else { return }
-        let ids = try items().keys.sorted()
-        guard !ids.isEmpty else { return try add(killAfter: nil) }
+        let ids = try await items().keys.sorted()
+        guard !ids.isEmpty else { return try await add(killAfter: nil) }
         let id = ids[Int(random.next() % UInt64(ids.count))]
         let size = 1_000_000 + Int(random.next() % 7_000_001)
         // A seeded block of 64 KiB, repeated: distinct files, filled in milliseconds even by a debug build.
@@ -136,7 +139,7 @@ final class Device: @unchecked Sendable {  // @unchecked: used by one thread at 
         let hash = sha256(bytes)
         let file = files.appendingPathComponent(hash)
         try Data(bytes).write(to: file)
-        let result = try run(["attach", id, file.path], killAfter: killAfter)
+        let result = try await run(["attach", id, file.path], killAfter: killAfter)
         if killAfter != nil, result.wasKilled { killedWrites += 1 }
         attaches.append((id, hash, size, result.status == 0))
         try? FileManager.default.removeItem(at: file)
@@ -144,15 +147,15 @@ final class Device: @unchecked Sendable {  // @unchecked: used by one thread at 
 
     /// Every item of the device that names a file: `todo open` writes it out, and its bytes must hash to its name.
     /// Returns the problems and the files checked.
-    func checkFiles() throws -> (problems: [String], checked: Int) {
-        let result = try run(["list", "--all", "--json"])
+    func checkFiles() async throws -> (problems: [String], checked: Int) {
+        let result = try await run(["list", "--all", "--json"])
         guard result.status == 0, let files else { return (["\(name): list failed: \(result.error)"], 0) }
         var problems: [String] = []
         var checked = 0
         for item in try JSONValue(parsing: result.output).arrayValue ?? [] {
             guard let id = item["id"]?.stringValue, let hash = item["file"]?.stringValue else { continue }
             let out = files.appendingPathComponent("open-\(checked)")
-            let opened = try run(["open", id, "-o", out.path])
+            let opened = try await run(["open", id, "-o", out.path])
             defer { try? FileManager.default.removeItem(at: out) }
             guard opened.status == 0, let data = FileManager.default.contents(atPath: out.path) else {
                 problems.append("\(name): cannot open the file of \(id.prefix(8)): \(opened.error)")
@@ -166,57 +169,57 @@ final class Device: @unchecked Sendable {  // @unchecked: used by one thread at 
     }
 
     /// The ids of the lists the device holds.
-    func lists() throws -> [String] {
-        let result = try run(["lists", "--json"])
+    func lists() async throws -> [String] {
+        let result = try await run(["lists", "--json"])
         guard result.status == 0 else { throw ChaosError("\(name): lists failed: \(result.error)") }
         return try JSONValue(parsing: result.output).arrayValue?.compactMap { $0["id"]?.stringValue }.sorted() ?? []
     }
 
     /// Makes the device's own list (at the start of a shared run).
-    func makeList() throws {
-        let result = try run(["lists", "new", "list of \(user ?? name)"])
+    func makeList() async throws {
+        let result = try await run(["lists", "new", "list of \(user ?? name)"])
         guard result.status == 0 else { throw ChaosError("\(name): lists new failed: \(result.error)") }
     }
 
     /// Shares the device's own list with another user, as an editor, or stops sharing it with one.
-    func changeSharing(share: Bool) throws {
-        let mine = try JSONValue(parsing: try run(["lists", "--json"]).output).arrayValue?.first {
+    func changeSharing(share: Bool) async throws {
+        let mine = try JSONValue(parsing: try await run(["lists", "--json"]).output).arrayValue?.first {
             $0["members"]?[user ?? ""] == "owner"
         }
         guard let list = mine?["id"]?.stringValue, !others.isEmpty else { return }
         if share {
             let other = others[Int(random.next() % UInt64(others.count))]
-            if try run(["share", list, other]).status == 0 { shares += 1 }
+            if try await run(["share", list, other]).status == 0 { shares += 1 }
         } else {
             let members = (mine?["members"]?.objectValue?.keys.filter { $0 != user } ?? []).sorted()
             guard !members.isEmpty else { return }
             let other = members[Int(random.next() % UInt64(members.count))]
-            if try run(["unshare", list, other]).status == 0 { unshares += 1 }
+            if try await run(["unshare", list, other]).status == 0 { unshares += 1 }
         }
     }
 
-    func delete() throws {
-        let ids = try items().keys.sorted()
+    func delete() async throws {
+        let ids = try await items().keys.sorted()
         guard !ids.isEmpty else { return }
         let id = ids[Int(random.next() % UInt64(ids.count))]
         deletes.insert(id)
-        _ = try run(["delete", id])
+        _ = try await run(["delete", id])
     }
 
     /// `todo sync`; when it reports changes waiting, the person looks at them and picks a choice —
     /// during the chaos only half the time (conflicts also wait across later syncs), when settling always.
     @discardableResult
-    func sync(killAfter: Int?, settling: Bool = false) throws -> CommandResult {
+    func sync(killAfter: Int?, settling: Bool = false) async throws -> CommandResult {
         syncs += 1
-        let result = try run(["sync"], killAfter: killAfter)
+        let result = try await run(["sync"], killAfter: killAfter)
         if killAfter != nil, result.wasKilled { killedSyncs += 1 }
-        if result.status == 1, settling || random.nextDouble() < 0.5 { try resolveWhatIsShown() }
+        if result.status == 1, settling || random.nextDouble() < 0.5 { try await resolveWhatIsShown() }
         return result
     }
 
     /// Reads `todo conflicts --json` and resolves each with one of the choices it offers.
-    func resolveWhatIsShown() throws {
-        let shown = try run(["conflicts", "--json"])
+    func resolveWhatIsShown() async throws {
+        let shown = try await run(["conflicts", "--json"])
         guard shown.status == 0 else { return }
         for conflict in try JSONValue(parsing: shown.output).arrayValue ?? [] {
             guard let id = conflict["id"]?.stringValue, let choices = conflict["choices"]?.arrayValue,
@@ -228,7 +231,7 @@ final class Device: @unchecked Sendable {  // @unchecked: used by one thread at 
             conflictsShown += 1
             conflicted.insert(id)
             let choice = choices[Int(random.next() % UInt64(choices.count))].stringValue ?? ""
-            let result = try run(["resolve", id, choice])
+            let result = try await run(["resolve", id, choice])
             if result.status == 0 {
                 resolutions[choice, default: 0] += 1
                 if choice != "--keep-mine" { yielded.insert(id) }

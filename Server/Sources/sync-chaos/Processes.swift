@@ -1,7 +1,7 @@
-import ChildProcesses
 import Foundation
 import SyncCore
 import SyncSQLite
+import TestSupport
 
 #if canImport(Glibc)
     import Glibc
@@ -15,8 +15,8 @@ enum Children {
     private static let running = Locked<Set<Int32>>([])
     private static let handlers = Locked<[any DispatchSourceSignal]>([])
 
-    static func started(_ process: ChildProcess) { running.withLock { _ = $0.insert(process.processIdentifier) } }
-    static func ended(_ process: ChildProcess) { running.withLock { _ = $0.remove(process.processIdentifier) } }
+    static func started(_ pid: Int32) { running.withLock { _ = $0.insert(pid) } }
+    static func ended(_ pid: Int32) { running.withLock { _ = $0.remove(pid) } }
 
     /// From now on, SIGTERM and SIGINT kill every running child (SIGKILL), then end the run (exit 128 + signal).
     static func stopOnSignals() {
@@ -33,75 +33,23 @@ enum Children {
     }
 }
 
-/// What a finished (or killed) command printed.
-struct CommandResult {
-    var status: Int32
-    var output: String
-    var error: String
-    var wasKilled: Bool
-}
-
-/// Runs `executable` to completion, or kills it with SIGKILL after `killAfter` milliseconds, or
-/// with SIGTERM after `timeout` seconds.
-func runCommand(
-    _ executable: String, _ arguments: [String], environment: [String: String], killAfter: Int? = nil,
-    timeout: TimeInterval = 30
-) throws -> CommandResult {
-    let process = ChildProcess()
-    process.executableURL = URL(fileURLWithPath: executable)
-    process.arguments = arguments
-    process.environment = ProcessInfo.processInfo.environment.merging(environment) { _, new in new }
-    let output = Pipe()
-    let error = Pipe()
-    process.standardOutput = output
-    process.standardError = error
-    process.standardInput = FileHandle.nullDevice
-    try process.run()
-    Children.started(process)
-    defer { Children.ended(process) }
-    var killed = false
-    if let killAfter {
-        usleep(useconds_t(killAfter * 1000))
-        if process.isRunning {
-            kill(process.processIdentifier, SIGKILL)
-            killed = true
-        }
-    }
-    // Read both pipes while waiting, so that a long output cannot block the process.
-    let outputData = PipeReader(output)
-    let errorData = PipeReader(error)
-    let deadline = Date().addingTimeInterval(timeout)
-    while process.isRunning, Date() < deadline { usleep(2_000) }
-    if process.isRunning { kill(process.processIdentifier, SIGKILL) }
-    process.waitUntilExit()
-    return CommandResult(
-        status: process.terminationStatus, output: String(decoding: outputData.data, as: UTF8.self),
-        error: String(decoding: errorData.data, as: UTF8.self),
-        wasKilled: killed && process.termination == .signal(SIGKILL))
-}
-
-/// Reads a pipe to its end on a thread of its own.
-final class PipeReader: @unchecked Sendable {  // @unchecked: `result` is written once, before `done` is signalled.
-    private var result = Data()
-    private let done = DispatchSemaphore(value: 0)
-
-    init(_ pipe: Pipe) {
-        Thread { [self] in
-            result = pipe.fileHandleForReading.readDataToEndOfFile()
-            done.signal()
-        }.start()
-    }
-
-    /// Everything read, once the writer closed the pipe.
-    var data: Data {
-        done.wait()
-        done.signal()
-        return result
-    }
+/// Runs `executable` to completion (TestSupport's `runCommand`: SIGTERM after 30 s), or kills it with SIGKILL after
+/// `killAfter` milliseconds; the process is one of the run's ``Children`` while it runs.
+func runChild(
+    _ executable: String, _ arguments: [String], environment: [String: String], killAfter: Int? = nil
+) async throws -> CommandResult {
+    let pid = Locked<Int32>(0)
+    defer { Children.ended(pid.withLock { $0 }) }
+    return try await runCommand(
+        executable, arguments, environment: environment, killAfter: killAfter.map { .milliseconds($0) },
+        started: { started in
+            pid.withLock { $0 = started }
+            Children.started(started)
+        })
 }
 
 /// A `sync-server` process on 127.0.0.1 over one SQLite file, which the run kills and restarts.
-final class ServerProcess {
+final class ChaosServer: Sendable {
     let executable: String
     let port: Int
     let database: String
@@ -109,7 +57,7 @@ final class ServerProcess {
     let options: [String]
     /// The token ``rows(table:token:)`` sends by default, for a server that checks tokens.
     let token: String?
-    private var process: ChildProcess?
+    private let process = Locked<ServerProcess?>(nil)
 
     init(executable: String, port: Int, database: String, options: [String] = [], token: String? = nil) {
         self.executable = executable
@@ -120,72 +68,54 @@ final class ServerProcess {
     }
 
     /// Starts it and waits (up to 20 s) for its `listening on` line.
-    func start() throws {
-        let process = ChildProcess()
-        process.executableURL = URL(fileURLWithPath: executable)
-        process.arguments = ["--port", String(port), "--database", database, "--log-level", "error"] + options
-        let output = Pipe()
-        process.standardOutput = output
-        process.standardError = FileHandle.nullDevice
-        try process.run()
-        Children.started(process)
-        var seen = ""
-        let deadline = Date().addingTimeInterval(20)
-        while !seen.contains("listening on"), Date() < deadline, process.isRunning {
-            seen += String(decoding: output.fileHandleForReading.availableData, as: UTF8.self)
-        }
-        guard seen.contains("listening on") else {
-            process.terminate()
-            process.waitUntilExit()
-            Children.ended(process)
-            throw ChaosError("sync-server did not start on port \(port): \(seen)")
-        }
-        self.process = process
+    func start() async throws {
+        let server = try await ServerProcess(
+            port: port, database: database, options: options, product: executable, logLevel: "error")
+        Children.started(server.process.processIdentifier)
+        process.withLock { $0 = server }
     }
 
     /// SIGKILL: no chance to finish anything.
-    func killAbruptly() {
-        guard let process, process.isRunning else { return }
-        kill(process.processIdentifier, SIGKILL)
-        process.waitUntilExit()
-        Children.ended(process)
-        self.process = nil
+    func killAbruptly() async {
+        guard let server = process.withLock({ $0 }) else { return }
+        let pid = server.process.processIdentifier
+        await server.kill()
+        Children.ended(pid)
+        process.withLock { $0 = nil }
     }
 
     /// SIGTERM and wait.
-    func stop() {
-        guard let process, process.isRunning else { return }
-        process.terminate()
-        process.waitUntilExit()
-        Children.ended(process)
-        self.process = nil
+    func stop() async {
+        guard let server = process.withLock({ $0 }) else { return }
+        let pid = server.process.processIdentifier
+        await server.stop()
+        Children.ended(pid)
+        process.withLock { $0 = nil }
+    }
+
+    /// Starts the server again if the chaos left it down.
+    func ensureRunning() async throws {
+        if let probe = try? await RawConnection(port: port) {
+            await probe.close()
+        } else {
+            try await start()
+        }
     }
 
     /// The bytes of an attached file, straight from the server, or nil when it answers anything but 200.
-    func attachment(_ hash: String, table: String = "TodoItem") throws -> [UInt8]? {
-        guard let socket = Socket.connection(port: port) else { throw ChaosError("server not reachable") }
-        defer { close(socket) }
-        let request =
-            "GET /tables/\(table)/attachments/\(hash) HTTP/1.1\r\nHost: 127.0.0.1\r\nZUMO-API-VERSION: 2.0.0\r\nConnection: close\r\n\r\n"
-        guard Socket.write(socket, Array(request.utf8)), let response = Socket.readMessage(socket) else {
-            throw ChaosError("server attachment \(hash): no answer")
-        }
-        return response.startLine.contains(" 200 ") ? response.body : nil
+    func attachment(_ hash: String, table: String = "TodoItem") async throws -> [UInt8]? {
+        let response = try await get("/tables/\(table)/attachments/\(hash)", headers: "")
+        return response.status == 200 ? response.body : nil
     }
 
     /// Every row of the table (tombstones too), straight from the server, following `Link`.
-    func rows(table: String = "TodoItem", token: String? = nil) throws -> [JSONValue] {
+    func rows(table: String = "TodoItem", token: String? = nil) async throws -> [JSONValue] {
         let authorization = (token ?? self.token).map { "Authorization: Bearer \($0)\r\n" } ?? ""
         var path: String? = "/tables/\(table)?__includeDeleted=true&$top=1000"
         var rows: [JSONValue] = []
         while let next = path {
-            guard let socket = Socket.connection(port: port) else { throw ChaosError("server not reachable") }
-            defer { close(socket) }
-            let request =
-                "GET \(next) HTTP/1.1\r\nHost: 127.0.0.1\r\nZUMO-API-VERSION: 2.0.0\r\n\(authorization)Connection: close\r\n\r\n"
-            guard Socket.write(socket, Array(request.utf8)), let response = Socket.readMessage(socket),
-                response.startLine.contains(" 200 ")
-            else { throw ChaosError("server rows: no 200 for \(next)") }
+            let response = try await get(next, headers: authorization)
+            guard response.status == 200 else { throw ChaosError("server rows: no 200 for \(next)") }
             rows += try JSONValue(parsing: Data(response.body)).arrayValue ?? []
             path = response.header("Link").flatMap { link in
                 link.components(separatedBy: ";").first.flatMap {
@@ -196,4 +126,43 @@ final class ServerProcess {
         }
         return rows
     }
+
+    /// A GET on its own connection (`Connection: close`): the status, the head and the body (nil when the reply was
+    /// cut short of its `Content-Length`).
+    private func get(_ path: String, headers: String) async throws -> Response {
+        guard let connection = try? await RawConnection(port: port) else { throw ChaosError("server not reachable") }
+        let reply = await connection.readAll(
+            "GET \(path) HTTP/1.1\r\nHost: 127.0.0.1\r\nZUMO-API-VERSION: 2.0.0\r\n\(headers)Connection: close\r\n\r\n")
+        await connection.close()
+        guard let end = reply.bytes.firstRange(of: Array("\r\n\r\n".utf8)), let status = reply.status else {
+            throw ChaosError("server GET \(path): no answer")
+        }
+        let response = Response(
+            status: status, head: String(decoding: reply.bytes[..<end.lowerBound], as: UTF8.self),
+            body: Array(reply.bytes[end.upperBound...]))
+        if let length = response.header("Content-Length").flatMap({ Int($0) }) {
+            guard response.body.count >= length else { throw ChaosError("server GET \(path): cut short") }
+            return Response(status: status, head: response.head, body: Array(response.body.prefix(length)))
+        }
+        return response
+    }
+
+    private struct Response {
+        let status: Int
+        let head: String
+        let body: [UInt8]
+
+        func header(_ name: String) -> String? {
+            let prefix = name.lowercased() + ":"
+            for line in head.components(separatedBy: "\r\n").dropFirst() where line.lowercased().hasPrefix(prefix) {
+                return line.dropFirst(prefix.count).trimmingCharacters(in: .whitespaces)
+            }
+            return nil
+        }
+    }
+}
+
+struct ChaosError: Error, CustomStringConvertible {
+    let description: String
+    init(_ description: String) { self.description = description }
 }
