@@ -79,17 +79,24 @@ public actor RawConnection {
         return taken
     }
 
+    /// Starts reading everything the server sends, now and on NIO's event loop, without waiting for a thread of the
+    /// cooperative pool (which a busy test process may not give for seconds); ``receiveAll(timeout:)`` then hands it
+    /// over. A reader that must keep up with the server from a precise moment calls this first.
+    public nonisolated func startReceivingAll(timeout: Duration = .seconds(20)) {
+        let reader = self.reader
+        let idle = TimeAmount.nanoseconds(Int64(timeout.nanoseconds))
+        channel.eventLoop.execute { reader.value.readAll(idle: idle) }
+    }
+
     /// Reads until the server closes the connection or `timeout` passes without a byte. The socket is read as fast as
-    /// it can be, on NIO's event loop: a busy cooperative pool does not slow the reader down.
+    /// it can be, on NIO's event loop: a busy cooperative pool does not slow the reader down once it has started.
     ///
     /// - Returns: The bytes, and whether the server closed the connection.
     public func receiveAll(timeout: Duration = .seconds(20)) async -> (bytes: [UInt8], closed: Bool) {
         var bytes = pending
         pending = []
         if isClosed { return (bytes, true) }
-        let reader = self.reader
-        let idle = TimeAmount.nanoseconds(Int64(timeout.nanoseconds))
-        channel.eventLoop.execute { reader.value.readAll(idle: idle) }
+        startReceivingAll(timeout: timeout)
         var iterator = events
         defer { events = iterator }
         while let event = await iterator.next(isolation: self) {
@@ -173,9 +180,10 @@ public actor RawConnection {
 
         func handlerAdded(context: ChannelHandlerContext) { self.context = context }
 
-        /// Reads until the connection ends or `idle` passes without a byte, then hands it all over.
+        /// Reads until the connection ends or `idle` passes without a byte, then hands it all over (once: a second call
+        /// while it reads changes nothing).
         func readAll(idle: TimeAmount) {
-            guard let context else { return }
+            guard let context, collected == nil else { return }
             collected = []
             self.idle = idle
             armIdleTimer()

@@ -24,13 +24,32 @@ enum Children {
             signal(number, SIG_IGN)
             let source = DispatchSource.makeSignalSource(signal: number, queue: .global())
             source.setEventHandler {
-                for pid in running.withLock({ $0 }) { kill(pid, SIGKILL) }
+                for pid in running.withLock({ $0 }) + directChildren() { kill(pid, SIGKILL) }
                 exit(128 + number)
             }
             source.resume()
             handlers.withLock { $0.append(source) }
         }
     }
+}
+
+/// Every process whose parent is this one, from /proc (Linux; none elsewhere): a child started a moment before the
+/// signal, before its id was registered, is one of them.
+private func directChildren() -> [Int32] {
+    #if os(Linux)
+        let me = getpid()
+        let ids = (try? FileManager.default.contentsOfDirectory(atPath: "/proc"))?.compactMap { Int32($0) } ?? []
+        return ids.filter { id in
+            // /proc/ID/stat: "ID (NAME) STATE PPID …"; NAME may hold spaces, so read after its last ')'.
+            guard let stat = try? String(contentsOfFile: "/proc/\(id)/stat", encoding: .utf8),
+                let close = stat.lastIndex(of: ")")
+            else { return false }
+            let fields = stat[stat.index(after: close)...].split(separator: " ")
+            return fields.count > 1 && Int32(fields[1]) == me
+        }
+    #else
+        return []
+    #endif
 }
 
 /// Runs `executable` to completion (TestSupport's `runCommand`: SIGTERM after 30 s), or kills it with SIGKILL after

@@ -91,6 +91,7 @@ extension ProcessTests {
                 #expect(await steady.receive(upTo: 1024).starts(with: Array("HTTP/1.1 200".utf8)))
                 let started = ContinuousClock.now
                 server.signal(SIGTERM)
+                steady.startReceivingAll()  // at once, whatever the pool is doing
                 async let steadyBytes = steady.receiveAll().bytes.count
                 // The listener closes first; then the body is finished, and the request is answered.
                 try await Self.waitForTheListenerToClose(port: port, since: started)
