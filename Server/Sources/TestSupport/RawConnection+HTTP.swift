@@ -41,6 +41,7 @@ extension RawConnection {
     /// Sends `request` on this connection and reads until the server closes it or 10 s pass without a byte.
     public func readAll(_ request: String) async -> RawReply {
         let started = ContinuousClock.now
+        startReceivingAll(timeout: .seconds(10))  // reading from the first byte of the answer, on the event loop
         await send(request)
         let (bytes, closed) = await receiveAll(timeout: .seconds(10))
         return RawReply(bytes: bytes, closed: closed, elapsed: started.duration(to: .now))

@@ -21,6 +21,10 @@ public actor RawConnection {
 
     private let channel: any Channel
     private let reader: NIOLoopBound<Reader>
+
+    /// The raw connections' own event loop: not the one the in-process servers and HTTP clients share, so that a
+    /// reader that must keep up (a page in flight at a deadline) is not queued behind their work.
+    private static let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
     private var events: AsyncStream<Event>.Iterator
     private let input: AsyncStream<Event>.Continuation
     private var pending: [UInt8] = []
@@ -37,7 +41,7 @@ public actor RawConnection {
     public init(port: Int, receiveBuffer: Int? = nil) async throws {
         let (stream, input) = AsyncStream<Event>.makeStream()
         let added = NIOLockedValueBox<NIOLoopBound<Reader>?>(nil)
-        var bootstrap = ClientBootstrap(group: MultiThreadedEventLoopGroup.singleton)
+        var bootstrap = ClientBootstrap(group: Self.group)
             .channelOption(.autoRead, value: false)
             .channelInitializer { channel in
                 channel.eventLoop.makeCompletedFuture {

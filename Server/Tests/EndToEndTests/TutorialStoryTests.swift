@@ -329,7 +329,7 @@ import Testing
     /// An import killed with SIGKILL (issue 34) at moments spread over an uninterrupted one's duration leaves the new
     /// store as it was or holds all of it — never a part — and the next `todo import-ama` completes it; the old file's
     /// bytes never change. A store of 20,000 rows, each with a pending insert, makes the import last long enough.
-    @Test(.timeLimit(.minutes(4))) func anImportKilledMidwayLeavesAllOrNothingAndIsDoneAgain() async throws {
+    @Test(.timeLimit(.minutes(3))) func anImportKilledMidwayLeavesAllOrNothingAndIsDoneAgain() async throws {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("todo-ama-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: directory) }
