@@ -323,7 +323,3 @@ extension FaultProxy {
         func errorCaught(context: ChannelHandlerContext, error: any Error) { context.close(promise: nil) }
     }
 }
-
-extension TimeAmount {
-    init(_ duration: Duration) { self = .nanoseconds(duration.nanoseconds) }
-}

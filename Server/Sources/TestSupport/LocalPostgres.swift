@@ -118,12 +118,5 @@ public final class LocalPostgres: Sendable {
 /// - Throws: When PostgreSQL cannot be set up, or what `body` throws.
 public func withLocalPostgres<T>(_ body: (LocalPostgres) async throws -> T) async throws -> T {
     let postgres = try await LocalPostgres()
-    do {
-        let result = try await body(postgres)
-        await postgres.remove()
-        return result
-    } catch {
-        await postgres.remove()
-        throw error
-    }
+    return try await using(postgres, body) { await $0.remove() }
 }

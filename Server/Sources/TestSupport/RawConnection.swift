@@ -88,7 +88,7 @@ public actor RawConnection {
     /// over. A reader that must keep up with the server from a precise moment calls this first.
     public nonisolated func startReceivingAll(timeout: Duration = .seconds(20)) {
         let reader = self.reader
-        let idle = TimeAmount.nanoseconds(Int64(timeout.nanoseconds))
+        let idle = TimeAmount(timeout)
         channel.eventLoop.execute { reader.value.readAll(idle: idle) }
     }
 
@@ -146,7 +146,7 @@ public actor RawConnection {
         reads += 1
         let read = reads
         let input = self.input
-        let timer = channel.eventLoop.scheduleTask(in: .nanoseconds(Int64(timeout.nanoseconds))) {
+        let timer = channel.eventLoop.scheduleTask(in: TimeAmount(timeout)) {
             input.yield(.timeout(read))
         }
         defer { timer.cancel() }
@@ -229,13 +229,5 @@ public actor RawConnection {
                 input.yield(.idle)
             }
         }
-    }
-}
-
-extension Duration {
-    /// The duration in whole nanoseconds.
-    var nanoseconds: Int64 {
-        let (seconds, attoseconds) = components
-        return seconds * 1_000_000_000 + attoseconds / 1_000_000_000
     }
 }

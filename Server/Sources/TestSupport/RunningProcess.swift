@@ -18,6 +18,14 @@ public final class RunningProcess: Sendable {
         var execution: Execution<NoInput, SequenceOutput, CombinedErrorOutput>?
         var printed: [UInt8] = []
         var termination: TerminationStatus?
+        /// The initializer, waiting for the process to run (or fail to start).
+        var starting: CheckedContinuation<Void, Never>?
+
+        /// Hands back the waiting initializer, once the process runs or has ended.
+        mutating func started() -> CheckedContinuation<Void, Never>? {
+            defer { starting = nil }
+            return starting
+        }
     }
 
     private let state = NIOLockedValueBox(State())
@@ -34,16 +42,26 @@ public final class RunningProcess: Sendable {
                 .path(FilePath(executable)), arguments: Arguments(arguments),
                 environment: .overriding(environment), input: .none, output: .sequence, error: .combinedWithOutput
             ) { execution in
-                state.withLockedValue { $0.execution = execution }
+                state.withLockedValue {
+                    $0.execution = execution
+                    return $0.started()
+                }?.resume()
                 for try await chunk in execution.standardOutput {
                     chunk.withUnsafeBytes { bytes in state.withLockedValue { $0.printed += bytes } }
                 }
             }
             // A process that could not be started counts as one that ended at once.
-            state.withLockedValue { $0.termination = result?.terminationStatus ?? .exited(127) }
+            state.withLockedValue {
+                $0.termination = result?.terminationStatus ?? .exited(127)
+                return $0.started()
+            }?.resume()
         }
-        while state.withLockedValue({ $0.execution == nil && $0.termination == nil }) {
-            try? await Task.sleep(for: .milliseconds(1))
+        await withCheckedContinuation { continuation in
+            let running = state.withLockedValue { state in
+                if state.execution == nil, state.termination == nil { state.starting = continuation }
+                return state.starting == nil
+            }
+            if running { continuation.resume() }
         }
     }
 
@@ -64,7 +82,7 @@ public final class RunningProcess: Sendable {
         state.withLockedValue { $0.termination == nil ? $0.execution?.processIdentifier.value ?? 0 : 0 }
     }
 
-    /// Waits up to `limit` until it has printed `text`.
+    /// Waits up to `limit` until it has printed `text` (looking every 10 ms).
     ///
     /// - Returns: Whether it has (false once it ended without).
     public func waitForOutput(containing text: String, within limit: Duration) async -> Bool {
@@ -88,9 +106,7 @@ public final class RunningProcess: Sendable {
     ///
     /// - Returns: Its exit status (or the number of the signal that ended it), or nil when it had to be killed.
     public func exitStatus(within limit: Duration) async -> Int32? {
-        if let ended = await termination(within: limit) { return ended.code }
-        await kill()
-        return nil
+        await endOrKill(within: limit)?.code
     }
 
     /// Sends SIGTERM and waits up to `limit` for it to end; SIGKILL after that.
@@ -99,11 +115,7 @@ public final class RunningProcess: Sendable {
     public func terminate(within limit: Duration) async -> Duration? {
         let started = ContinuousClock.now
         signal(SIGTERM)
-        guard await termination(within: limit) != nil else {
-            await kill()
-            return nil
-        }
-        return started.duration(to: .now)
+        return await endOrKill(within: limit) == nil ? nil : started.duration(to: .now)
     }
 
     /// Stops it: SIGTERM, then SIGKILL if it has not ended within 30 s; returns once it has ended.
@@ -123,13 +135,23 @@ public final class RunningProcess: Sendable {
         return state.withLockedValue { $0.termination?.code ?? 0 }
     }
 
-    /// How it ended, once it has within `limit` (nil while it runs).
-    private func termination(within limit: Duration) async -> TerminationStatus? {
-        let started = ContinuousClock.now
-        while true {
-            if let ended = state.withLockedValue({ $0.termination }) { return ended }
-            if started.duration(to: .now) >= limit { return nil }
-            try? await Task.sleep(for: .milliseconds(10))
+    /// Waits up to `limit` for it to end, then kills it (SIGKILL) and waits for that.
+    ///
+    /// - Returns: How it ended by itself, or nil when it had to be killed.
+    private func endOrKill(within limit: Duration) async -> TerminationStatus? {
+        let endedInTime = await withTaskGroup(of: Bool.self) { group in
+            group.addTask {
+                await self.runner.value; return true
+            }
+            group.addTask {
+                try? await Task.sleep(for: limit)
+                return false
+            }
+            let first = await group.next() ?? true
+            if !first { signal(SIGKILL) }  // the first task then ends too
+            group.cancelAll()
+            return first
         }
+        return endedInTime ? state.withLockedValue { $0.termination } : nil
     }
 }

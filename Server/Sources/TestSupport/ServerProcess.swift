@@ -57,14 +57,7 @@ public func withServerProcess<T>(
 ) async throws -> T {
     let server = try await ServerProcess(
         port: port, database: database, options: options, product: product, environment: environment)
-    do {
-        let result = try await body(server)
-        await server.stop()
-        return result
-    } catch {
-        await server.stop()
-        throw error
-    }
+    return try await using(server, body) { await $0.stop() }
 }
 
 /// A process that did not do what a test needs of it.

@@ -12,7 +12,7 @@ import TestSupport
 
 /// One seeded chaos run: a real `sync-server` over SQLite behind a ``FaultProxy``, several devices
 /// stepping at once through real `todo` processes (some killed with SIGKILL mid-sync or mid-write),
-/// a chaos thread partitioning the network and killing the server with SIGKILL (restarted on the same
+/// a chaos task partitioning the network and killing the server with SIGKILL (restarted on the same
 /// database); then healing, syncing every device until settled (resolving what `todo conflicts`
 /// shows), and checking the outcome.
 struct ChaosRun {
@@ -65,7 +65,6 @@ struct ChaosRun {
     let settings: Settings
 
     func run() async throws -> Report {
-        let started = Date()
         let directory = settings.directory.appendingPathComponent("seed-\(seed)")
         try? FileManager.default.removeItem(at: directory)
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
@@ -154,7 +153,7 @@ struct ChaosRun {
         let deadline = started.addingTimeInterval(settings.timeLimit * 0.7)
 
         // Chaos: devices step concurrently while partitions and server kills happen.
-        let chaos = ChaosThread(server: server, proxy: proxy, seed: seed ^ 0xC4A05)
+        let chaos = ChaosAgent(server: server, proxy: proxy, seed: seed ^ 0xC4A05)
         let errors = Locked<[String]>([])
         let steps = settings.steps
         await withTaskGroup(of: Void.self) { group in
@@ -459,7 +458,7 @@ struct ChaosRun {
 }
 
 /// Partitions the network and kills the server at seeded random moments until cancelled.
-final class ChaosThread: @unchecked Sendable {  // @unchecked: counters read after `run()` returned.
+final class ChaosAgent: @unchecked Sendable {  // @unchecked: counters read after `run()` returned.
     let server: ChaosServer
     let proxy: FaultProxy
     private var random: SplitMix64

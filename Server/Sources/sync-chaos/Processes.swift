@@ -95,19 +95,16 @@ final class ChaosServer: Sendable {
     }
 
     /// SIGKILL: no chance to finish anything.
-    func killAbruptly() async {
-        guard let server = process.withLock({ $0 }) else { return }
-        let pid = server.process.processIdentifier
-        await server.kill()
-        Children.ended(pid)
-        process.withLock { $0 = nil }
-    }
+    func killAbruptly() async { await end { await $0.kill() } }
 
     /// SIGTERM and wait.
-    func stop() async {
+    func stop() async { await end { await $0.stop() } }
+
+    /// Ends the running server (if any) with `ending`, and forgets it.
+    private func end(_ ending: (ServerProcess) async -> Void) async {
         guard let server = process.withLock({ $0 }) else { return }
         let pid = server.process.processIdentifier
-        await server.stop()
+        await ending(server)
         Children.ended(pid)
         process.withLock { $0 = nil }
     }

@@ -65,7 +65,7 @@ extension ProcessTests {
                 if body?["changed"] == [] { return next }
                 token = next
             }
-            throw E2EError("instance on port \(port) kept reporting changes nobody wrote")
+            throw ProcessError("instance on port \(port) kept reporting changes nobody wrote")
         }
     }
 }

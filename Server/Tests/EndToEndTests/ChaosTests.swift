@@ -41,7 +41,7 @@ import Testing
             #expect(!result.output.contains("; 0 \(kind)") && !result.output.contains(" 0 \(kind),"), "no \(kind)")
         }
         #expect(!result.output.contains(" 0 devices mid-sync"))
-        // The chaos thread kills the server on a clock, not per step, so a seed whose devices finish early may
+        // The chaos task kills the server on a clock, not per step, so a seed whose devices finish early may
         // meet none (seed 6 did in a clean-clone run); the run as a whole must.
         let seedsWithoutServerKill = result.output.components(separatedBy: " 0 server (SIGKILL").count - 1
         #expect(seedsWithoutServerKill < 2, "the server was never killed")

@@ -9,7 +9,7 @@ import TestSupport
 func developmentToken(_ subject: String, secret: String, ttl: Int = 600) async throws -> String {
     let result = try await runProduct(
         "sync-server", ["token", "--sub", subject, "--secret", secret, "--ttl", String(ttl)], environment: [:])
-    guard result.status == 0 else { throw E2EError("sync-server token failed: \(result.error)") }
+    guard result.status == 0 else { throw ProcessError("sync-server token failed: \(result.error)") }
     return result.output.trimmingCharacters(in: .whitespacesAndNewlines)
 }
 
@@ -33,9 +33,4 @@ struct E2EHTTP {
         let bytes = try await response.body.collect(upTo: 1 << 24)
         return (response.status.code, response.headers, try? JSONValue(parsing: String(buffer: bytes)))
     }
-}
-
-struct E2EError: Error, CustomStringConvertible {
-    let description: String
-    init(_ description: String) { self.description = description }
 }

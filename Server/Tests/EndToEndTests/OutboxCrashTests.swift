@@ -132,11 +132,11 @@ extension ProcessTests {
                     return "\(id) \(item["version"]?.stringValue ?? "")"
                 case 409 where !update: return nil
                 case 503: break
-                default: throw E2EError("write \(index): \(answer.status) \(String(buffer: answer.body))")
+                default: throw ProcessError("write \(index): \(answer.status) \(String(buffer: answer.body))")
                 }
                 try await Task.sleep(for: .milliseconds(50))
             }
-            throw E2EError("write \(index) was never answered")
+            throw ProcessError("write \(index) was never answered")
         }
 
         /// The log's writes as "id version", one per line (repeats kept).

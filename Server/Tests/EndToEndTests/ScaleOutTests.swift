@@ -105,14 +105,14 @@ extension ProcessTests {
                             let inserted = try await http.send(
                                 "POST", port: port, "/tables/TodoItem",
                                 json: ["id": .string(id), "step": .int(Int64(step))])
-                            guard inserted == 201 else { throw E2EError("insert \(id) answered \(inserted)") }
+                            guard inserted == 201 else { throw ProcessError("insert \(id) answered \(inserted)") }
                             mine.append(id)
                             if step % updateEvery == updateEvery - 1, let target = mine.randomElement() {
                                 starts.append(Int64(Date().timeIntervalSince1970 * 1000))
                                 let updated = try await http.send(
                                     "PATCH", port: ports[(writer + step + 1) % 2], "/tables/TodoItem/\(target)",
                                     json: ["updatedBy": .int(Int64(writer)), "step": .int(Int64(step))])
-                                guard updated == 200 else { throw E2EError("update \(target) answered \(updated)") }
+                                guard updated == 200 else { throw ProcessError("update \(target) answered \(updated)") }
                             }
                         }
                         return starts
@@ -133,7 +133,7 @@ extension ProcessTests {
                 let (status, body) = try await HTTP().get(
                     port: port, "/tables/TodoItem?__includeDeleted=true&$orderby=id&$skip=\(skip)")
                 guard status == 200, let items = body?.arrayValue else {
-                    throw E2EError("full read answered \(status)")
+                    throw ProcessError("full read answered \(status)")
                 }
                 if items.isEmpty { return rows }
                 for item in items {

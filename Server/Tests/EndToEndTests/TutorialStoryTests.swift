@@ -23,7 +23,7 @@ import Testing
         /// `todo list --all --json`, as id → (text, complete).
         func items() async throws -> [String: String] {
             let result = try await run("list", "--all", "--json")
-            guard result.status == 0 else { throw E2EError("list failed: \(result.error)") }
+            guard result.status == 0 else { throw ProcessError("list failed: \(result.error)") }
             let items = try JSONValue(parsing: result.output).arrayValue ?? []
             return Dictionary(
                 uniqueKeysWithValues: items.map {
