@@ -241,8 +241,12 @@ extension FaultProxy {
             if upstream != nil { upstream!.send(bytes) } else { queued += bytes }
         }
 
+        /// A plain link passes the client's end on (after what it sent). With the faults policy a client that goes
+        /// away (a device killed mid-request) does not end the server's side: what it sent is delivered and answered,
+        /// as the old chaos proxy did, so that the only faults are the ones the policy injects; the server closes its
+        /// side after the answer (`Connection: close`), or after its body timeout for a cut body.
         func channelInactive(context: ChannelHandlerContext) {
-            upstream?.close()
+            if decide == nil { upstream?.close() }
             context.fireChannelInactive()
         }
 
@@ -269,7 +273,6 @@ extension FaultProxy {
                             handler.upstream = Sender(to: server, over: handler.up)
                             handler.upstream!.send(handler.queued)
                             handler.queued = []
-                            if !client.isActive { server.close(promise: nil) }
                         case .failure:
                             client.close(promise: nil)  // the server is down
                         }
