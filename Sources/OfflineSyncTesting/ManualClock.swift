@@ -36,7 +36,7 @@ public final class ManualClock: Clock, @unchecked Sendable {  // @unchecked: sta
     private let lock = NSLock()
     private var current = Instant(offset: .zero)
     private var sleepers: [UUID: Sleeper] = [:]
-    private var waiters: [CheckedContinuation<Instant, Never>] = []
+    private var waiters: [(count: Int, continuation: CheckedContinuation<[Instant], Never>)] = []
 
     /// A clock at instant zero.
     public init() {}
@@ -48,11 +48,14 @@ public final class ManualClock: Clock, @unchecked Sendable {  // @unchecked: sta
         let id = UUID()
         try await withTaskCancellationHandler {
             try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
-                let (immediate, toNotify): (Bool, [CheckedContinuation<Instant, Never>]) = lock.withLock {
+                let (immediate, toNotify): (Bool, [(CheckedContinuation<[Instant], Never>, [Instant])]) = lock.withLock
+                {
                     if deadline <= current || Task.isCancelled { return (true, []) }
                     sleepers[id] = Sleeper(deadline: deadline, continuation: continuation)
-                    defer { waiters = [] }
-                    return (false, waiters)
+                    let deadlines = sleepers.values.map(\.deadline).sorted()
+                    let due = waiters.filter { $0.count <= deadlines.count }
+                    waiters.removeAll { $0.count <= deadlines.count }
+                    return (false, due.map { ($0.continuation, deadlines) })
                 }
                 if immediate {
                     if Task.isCancelled {
@@ -61,7 +64,7 @@ public final class ManualClock: Clock, @unchecked Sendable {  // @unchecked: sta
                         continuation.resume()
                     }
                 }
-                for waiter in toNotify { waiter.resume(returning: deadline) }
+                for (waiter, deadlines) in toNotify { waiter.resume(returning: deadlines) }
             }
         } onCancel: {
             let sleeper = lock.withLock { sleepers.removeValue(forKey: id) }
@@ -74,13 +77,24 @@ public final class ManualClock: Clock, @unchecked Sendable {  // @unchecked: sta
     ///
     /// - Returns: The earliest registered deadline.
     public func nextSleep() async -> Instant {
+        await sleeps(atLeast: 1)[0]
+    }
+
+    /// Waits until at least `count` sleeps are registered on this clock — the code under test is parked in
+    /// them — and returns their deadlines, earliest first. Code with several timers (a schedule, a backoff, a
+    /// settle delay) is known to be quiet once each of them sleeps again.
+    ///
+    /// - Parameter count: How many sleeps to wait for.
+    /// - Returns: Every registered deadline, earliest first.
+    public func sleeps(atLeast count: Int) async -> [Instant] {
         await withCheckedContinuation { continuation in
-            let earliest: Instant? = lock.withLock {
-                if let earliest = sleepers.values.map(\.deadline).min() { return earliest }
-                waiters.append(continuation)
+            let deadlines: [Instant]? = lock.withLock {
+                let deadlines = sleepers.values.map(\.deadline).sorted()
+                if deadlines.count >= count { return deadlines }
+                waiters.append((count, continuation))
                 return nil
             }
-            if let earliest { continuation.resume(returning: earliest) }
+            if let deadlines { continuation.resume(returning: deadlines) }
         }
     }
 

@@ -112,25 +112,6 @@ import Testing
     }
 }
 
-@Suite(.onBothProtocols) struct LastSyncDateTests {
-    @Test func aFinishedPullRecordsItsDateAndAFailedOneDoesNot() async throws {
-        let workspace = try Workspace()
-        let first = Date(timeIntervalSince1970: 1_800_000_000.123)
-        try await LiveServer.run(in: workspace) { url in
-            let client = try await SyncClient.make(url, workspace: workspace) { $0.now = { first } }
-            let table = try client.syncTable("TodoItem", of: TodoItem.self)
-            #expect(try await table.lastSyncDate() == nil)
-            try await table.pull(queryID: "all")
-            #expect(try await table.lastSyncDate() == first)
-        }
-        let offline = try await SyncClient.make(LiveServer.down, workspace: workspace) {
-            $0.now = { first.addingTimeInterval(60) }
-        }
-        await #expect(throws: PullError.self) { try await offline.syncTable("TodoItem", of: TodoItem.self).pull() }
-        #expect(try await offline.syncTable("TodoItem", of: TodoItem.self).lastSyncDate() == first)
-    }
-}
-
 @Suite(.onBothProtocols) struct ServerPageTests {
     @Test func theClientFollowsAServersSmallerPage() async throws {
         let workspace = try Workspace()

@@ -9,35 +9,6 @@ import Testing
 @Suite struct PushFaultTests {
     static func todo(_ id: String, _ text: String) -> TodoItem { TodoItem(id: id, text: text, complete: false) }
 
-    /// Point 1: a 503 was stored as an operation error (then "resolved" by deleting the item).
-    @Test(.onEveryWire) func aServerErrorIsRetriedWithBackoffThenReportedUnavailableWithNothingRecorded()
-        async throws
-    {
-        let workspace = try Workspace()
-        let transport = ScriptedTransport([
-            .status(503, json: ["error": "down"]), .status(503, json: nil), .status(503, json: nil),
-        ])
-        let clock = ImmediateClock()
-        let client = try await SyncClient.make(LiveServer.down, workspace: workspace) {
-            $0.transport = transport
-            $0.clock = clock
-            $0.jitter = { 1.0 }
-            $0.retryLimit = 2
-        }
-        try await client.syncTable("TodoItem", of: TodoItem.self).insert(Self.todo("a", "a"))
-        let error = await #expect(throws: PushError.self) { try await client.push() }
-        guard case .serverUnavailable(let unavailable, let result)? = error else {
-            Issue.record("expected serverUnavailable, got \(String(describing: error))"); return
-        }
-        #expect(unavailable.reason == .status(503))
-        #expect(unavailable.attempts == 3)
-        #expect(result.pushedCount == 0)
-        #expect(clock.sleeps == [.milliseconds(500), .seconds(1)])
-        #expect(try await client.operationErrors().isEmpty)
-        #expect(try await client.pendingOperations().count == 1)
-        #expect(String(describing: error!).hasPrefix("Server unavailable (HTTP 503) after 3 attempts"))
-    }
-
     @Test(.onEveryWire, arguments: [408, 429, 500, 502, 504])
     func everyTransientStatusIsRetriedAndThenSucceeds(status: Int) async throws {
         let workspace = try Workspace()

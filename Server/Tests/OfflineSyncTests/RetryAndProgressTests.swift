@@ -29,26 +29,6 @@ import Testing
         }
     }
 
-    @Test func aPullGivesUpAfterTheRetryLimit() async throws {
-        let workspace = try Workspace()
-        let transport = ScriptedTransport([.fail(.unreachable), .fail(.unreachable)])
-        let client = try await SyncClient.make(LiveServer.down, workspace: workspace) { configuration in
-            configuration.transport = transport
-            configuration.retryLimit = 1
-            configuration.clock = ManualClock()
-        }
-        let clock = try #require(client.configuration.clock as? ManualClock)
-        async let pulled: Result<PullSummary, any Error> = {
-            do { return .success(try await client.syncTable("TodoItem", of: TodoItem.self).pull()) } catch {
-                return .failure(error)
-            }
-        }()
-        clock.advance(to: await clock.nextSleep())
-        let outcome = await pulled
-        #expect(throws: PullError.self) { try outcome.get() }
-        #expect(transport.requests.count == 2)
-    }
-
     @Test func progressStreamsOneElementPerPageWithTheTotal() async throws {
         let workspace = try Workspace()
         try await LiveServer.run(in: workspace) { url in
