@@ -179,21 +179,29 @@ struct ChaosRun {
         try await server.ensureRunning()
         var rounds = 0
         var settled = false
+        var unsettled: [[String]] = []  // per round: what the devices that changed something said
         while !settled, rounds < 12 {
             rounds += 1
-            settled = true
+            var round: [String] = []
             for device in devices {
                 let result = try await device.sync(killAfter: nil, settling: true)
                 if result.status != 0 || !result.output.contains("sent 0 change(s), received 0 item(s)") {
-                    settled = false
+                    let said = (result.output + result.error).split(separator: "\n").joined(separator: " / ")
+                    round.append(
+                        "\(device.name): \(said) [resolved: \(device.lastResolutions.joined(separator: ", "))]")
                 }
             }
+            unsettled.append(round)
+            settled = round.isEmpty
         }
 
         var report = Report(seed: seed)
         report.failures += errors.withLock { $0 }
         report.failures += devices.flatMap(\.failures)
-        if !settled { report.failures.append("devices did not settle in \(rounds) rounds") }
+        if !settled {
+            let said = unsettled.enumerated().map { "\n    round \($0 + 1): " + $1.joined(separator: "; ") }
+            report.failures.append("devices did not settle in \(rounds) rounds:" + said.joined())
+        }
         let rows = try await server.rows()
         if settings.shared {
             report.failures += try await Self.checkShared(

@@ -29,6 +29,10 @@ final class Device: @unchecked Sendable {  // @unchecked: used by one thread at 
     var killedWrites = 0
     var conflictsShown = 0
     var resolutions: [String: Int] = [:]
+    /// What the last sync's `resolveWhatIsShown` picked: each change's id, status and choice (for a failure report).
+    var lastResolutions: [String] = []
+    /// The changes kept (re-sent) while settling; shown again, they are let go.
+    var keptWhileSettling: Set<String> = []
     var failures: [String] = []
     /// In a shared run (``ChaosRun/Settings/shared``): the device's user, and how many shares and unshares it made.
     var user: String?
@@ -211,14 +215,20 @@ final class Device: @unchecked Sendable {  // @unchecked: used by one thread at 
     @discardableResult
     func sync(killAfter: Int?, settling: Bool = false) async throws -> CommandResult {
         syncs += 1
+        lastResolutions = []
         let result = try await run(["sync"], killAfter: killAfter)
         if killAfter != nil, result.wasKilled { killedSyncs += 1 }
-        if result.status == 1, settling || random.nextDouble() < 0.5 { try await resolveWhatIsShown() }
+        if result.status == 1, settling || random.nextDouble() < 0.5 {
+            try await resolveWhatIsShown(settling: settling)
+        }
         return result
     }
 
-    /// Reads `todo conflicts --json` and resolves each with one of the choices it offers.
-    func resolveWhatIsShown() async throws {
+    /// Reads `todo conflicts --json` and resolves each with one of the choices it offers. While settling, a change
+    /// kept once and shown again is let go (any other choice): a person does not re-send forever what the server
+    /// refuses each time — and a run of "keep mine" in the seeded choices (seed 2's device 1 drew twelve) left a
+    /// refused change pending after the twelve settling rounds.
+    func resolveWhatIsShown(settling: Bool = false) async throws {
         let shown = try await run(["conflicts", "--json"])
         guard shown.status == 0 else { return }
         for conflict in try JSONValue(parsing: shown.output).arrayValue ?? [] {
@@ -230,8 +240,13 @@ final class Device: @unchecked Sendable {  // @unchecked: used by one thread at 
             }
             conflictsShown += 1
             conflicted.insert(id)
-            let choice = choices[Int(random.next() % UInt64(choices.count))].stringValue ?? ""
+            let letGo = choices.filter { $0.stringValue != "--keep-mine" }
+            let offered = settling && keptWhileSettling.contains(id) && !letGo.isEmpty ? letGo : choices
+            let choice = offered[Int(random.next() % UInt64(offered.count))].stringValue ?? ""
+            if settling, choice == "--keep-mine" { keptWhileSettling.insert(id) }
             let result = try await run(["resolve", id, choice])
+            let failed = result.status == 0 ? "" : " failed: \(result.output)\(result.error)"
+            lastResolutions.append("\(id.prefix(8)) (\(conflict["status"]?.serialized() ?? "?")) \(choice)\(failed)")
             if result.status == 0 {
                 resolutions[choice, default: 0] += 1
                 if choice != "--keep-mine" { yielded.insert(id) }

@@ -25,7 +25,7 @@ import Testing
         let outage = Outage()
         try await LiveServer.run(in: workspace) { url in
             let client = try await SyncClient.make(url, workspace: workspace) { $0.transport = outage }
-            let todos = try await client.syncTable("TodoItem", of: TodoItem.self)
+            let todos = try client.syncTable("TodoItem", of: TodoItem.self)
             let statuses = ObservationTests.Collected(client.status())
 
             try await statuses.last { $0.pendingCount == 0 && !$0.isSyncing && $0.lastSyncedAt == nil }
@@ -61,8 +61,8 @@ import Testing
         try await LiveServer.run(in: workspace) { url in
             let mine = try await SyncClient.make(url, workspace: workspace)
             let theirs = try await SyncClient.make(url, workspace: workspace, store: "theirs.sqlite")
-            let myTodos = try await mine.syncTable("TodoItem", of: TodoItem.self)
-            let theirTodos = try await theirs.syncTable("TodoItem", of: TodoItem.self)
+            let myTodos = try mine.syncTable("TodoItem", of: TodoItem.self)
+            let theirTodos = try theirs.syncTable("TodoItem", of: TodoItem.self)
             try await myTodos.insert(TodoItem(id: "a", text: "milk", complete: false))
             try await mine.push()
             try await theirTodos.pull()

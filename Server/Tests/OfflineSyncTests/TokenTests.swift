@@ -48,7 +48,7 @@ import Testing
             let client = try await SyncClient.make(url, workspace: workspace) {
                 $0.tokenProvider = { provider.token($0) }
             }
-            try await body(client, try await client.syncTable("TodoItem", of: TodoItem.self))
+            try await body(client, try client.syncTable("TodoItem", of: TodoItem.self))
         }
     }
 
