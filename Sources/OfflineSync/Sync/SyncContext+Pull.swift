@@ -31,7 +31,9 @@ extension SyncContext {
     ) async throws -> PullSummary {
         var summary = PullSummary(appliedCount: 0, skippedCount: 0, requestCount: 1)
         do {
-            if try await store.read({ try $0.operationCount(in: table) }) > 0 {
+            // What the pull starts from, in one read (each store access is a transaction on a reader's queue).
+            var start = try await pullStart(table, queryID: queryID)
+            if start.pendingCount > 0 {
                 do {
                     _ = try await push()
                 } catch let error as PushError {
@@ -42,18 +44,20 @@ extension SyncContext {
                     case .cancelled: throw SyncStop.cancelled
                     }
                 }
+                start = try await pullStart(table, queryID: queryID)  // the push's resolutions may mark rows
             }
-            try await refetchMarked(in: table)
+            try await refetch(start.refetch, in: table)
             try await pullPages(
-                table, filter: filter, queryID: queryID, sizes: (pageSize, max(pageSize, maxPageSize)), ahead: ahead,
-                progress, &summary)
+                table, filter: filter, queryID: queryID, start: start, sizes: (pageSize, max(pageSize, maxPageSize)),
+                ahead: ahead, progress, &summary)
             let finished = WireDate(now()).description
-            try await store.write { [endpoint] writer in
+            let holdsFiles = try await store.write { [endpoint] writer in
                 try endpoint.account.confirm(in: writer)
                 try writer.setSetting(finished, for: Self.lastPullKey(table))
+                return try !writer.allAttachments().isEmpty
             }
             // The files of rows the pull deleted.
-            try await removeUnnamedAttachments()
+            if holdsFiles { try await removeUnnamedAttachments() }
         } catch SyncStop.unavailable(let error) {
             throw PullError.serverUnavailable(error)
         } catch SyncStop.unauthorized {
@@ -62,6 +66,28 @@ extension SyncContext {
             throw PullError.cancelled
         }
         return summary
+    }
+
+    /// What a pull starts from: the table's pending operations, the items marked to be fetched again, the query's
+    /// cursor and the page sizes learnt from the server.
+    struct PullStart: Sendable {
+        var pendingCount: Int
+        var refetch: [ItemID]
+        var cursor: PullCursor?
+        var pageSize: Int?
+        var topLimit: Int?
+    }
+
+    /// Reads ``PullStart`` in one store read.
+    private func pullStart(_ table: TableName, queryID: QueryID?) async throws -> PullStart {
+        let (pageSizeKey, topLimitKey) = (Self.pageSizeKey(table), Self.topLimitKey(table))
+        return try await store.read { reader in
+            PullStart(
+                pendingCount: try reader.operationCount(in: table), refetch: try reader.itemsToRefetch(in: table),
+                cursor: try queryID.flatMap { try reader.cursor(for: table, queryID: $0) },
+                pageSize: try reader.setting(pageSizeKey).flatMap { Int($0) },
+                topLimit: try reader.setting(topLimitKey).flatMap { Int($0) })
+        }
     }
 
     /// The pages of a pull. The first asks the count of matching rows too, so that the page that completes it
@@ -74,20 +100,15 @@ extension SyncContext {
     /// they cannot grow and the network still sets the pace, each round trip carries two pages (`ahead`,
     /// ``prefetch(_:filter:after:pageSize:)``, ``join(_:_:size:)``).
     private func pullPages(
-        _ table: TableName, filter: ODataExpression?, queryID: QueryID?, sizes: (first: Int, max: Int), ahead: Bool,
-        _ progress: (@Sendable (PullProgress) -> Void)?, _ summary: inout PullSummary
+        _ table: TableName, filter: ODataExpression?, queryID: QueryID?, start: PullStart,
+        sizes: (first: Int, max: Int), ahead: Bool, _ progress: (@Sendable (PullProgress) -> Void)?,
+        _ summary: inout PullSummary
     ) async throws {
         let pageSizeKey = Self.pageSizeKey(table)
         let topLimitKey = Self.topLimitKey(table)
-        var (cursor, remembered, topLimit) = try await store.read { reader in
-            (
-                try queryID.flatMap { try reader.cursor(for: table, queryID: $0) },
-                try reader.setting(pageSizeKey).flatMap { Int($0) },
-                try reader.setting(topLimitKey).flatMap { Int($0) }
-            )
-        }
+        var cursor = start.cursor
         var pacing = PullPacing(
-            first: sizes.first, max: sizes.max, remembered: remembered, topLimit: topLimit, ahead: ahead)
+            first: sizes.first, max: sizes.max, remembered: start.pageSize, topLimit: start.topLimit, ahead: ahead)
         var log = logger
         log[metadataKey: SyncLogKey.table] = "\(table)"
         log.debug("Pull started")

@@ -59,7 +59,12 @@ extension SyncContext {
     ///
     /// - Throws: ``SyncStop`` when the server cannot be reached; the marks stay for the next sync.
     func refetchMarked(in table: TableName) async throws {
-        let ids = try await store.read { try $0.itemsToRefetch(in: table) }
+        try await refetch(try await store.read { try $0.itemsToRefetch(in: table) }, in: table)
+    }
+
+    /// Fetches the items `ids` of `table`, marked to be fetched again, as ``refetchMarked(in:)`` does.
+    func refetch(_ ids: [ItemID], in table: TableName) async throws {
+        guard !ids.isEmpty else { return }
         var log = logger
         log[metadataKey: SyncLogKey.table] = "\(table)"
         for id in ids {
