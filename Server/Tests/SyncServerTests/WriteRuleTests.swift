@@ -5,6 +5,7 @@ import HummingbirdTesting
 import NIOCore
 import NIOHTTP1
 import SyncCore
+import SyncSQL
 import Testing
 
 @testable import SyncServer
@@ -21,7 +22,7 @@ import Testing
         let name: String
         let method: HTTPRequest.Method
         let path: @Sendable (String) -> String
-        let body: @Sendable (String) -> JSONValue?
+        var body: @Sendable (String) -> JSONValue?
         var isV3 = false
         var isBatched = false
     }
@@ -134,6 +135,75 @@ import Testing
                             #expect((200..<300).contains(status), "\(cell): \(status)")
                         }
                     }
+                }
+            }
+        }
+    }
+
+    /// One write pipeline (issue 46): every route of an effect runs that effect's hook — which refuses alike on each
+    /// (its status, and its message where the route answers one) and whose rewrite of the fields is what each stores —
+    /// and the same validation (a field of a type no column takes: 400). The console and a custom API's
+    /// `APIRequest.tables` only read, so no write reaches the store but through these routes.
+    @Test(arguments: Backend.all) func everyRouteOfAnEffectRunsItsHookAndItsValidation(_ backend: Backend) async throws
+    {
+        for (effect, routes) in Self.routes {
+            // Refuses rows whose id starts with "no" for this effect only; stamps the text of the others.
+            let hook: TableHooks.Hook = { write in
+                guard write.kind == effect.hook else { return }
+                if write.id.rawValue.hasPrefix("no") { throw RequestRefusal(.conflict, "no \(write.kind.rawValue)") }
+                if write.kind == .insert || write.kind == .update {
+                    write.fields["text"] = .string("by \(write.kind.rawValue)")
+                }
+            }
+            let hooks = TableHooks(beforeInsert: hook, beforeUpdate: hook, beforeDelete: hook, beforeUndelete: hook)
+            try await Fixture.withServer(
+                backend, tables: [Fixture.table("notes", columns: ["text": .string])],
+                configure: { $0.hooks = ["notes": hooks] }
+            ) { client in
+                for (index, route) in routes.enumerated() {
+                    for id in ["no\(index)", "ok\(index)"] {
+                        if effect != .insert {
+                            #expect(
+                                try await client.send(.post, "/tables/notes", json: ["id": .string(id)]).status
+                                    == .created)
+                        }
+                        if effect == .undelete { _ = try await client.send(.delete, "/tables/notes/\(id)") }
+                    }
+                    let cell = "\(effect) by \(route.name)"
+                    #expect(try await Self.perform(route, "no\(index)", client, as: [:]) == 409, "\(cell): refused")
+                    if !route.isBatched {
+                        let reply = try await client.send(
+                            route.method, route.path("no\(index)"), json: route.body("no\(index)"),
+                            headers: route.isV3 ? Self.v3 : [:], versioned: !route.isV3)
+                        #expect(reply.error == "no \(effect.hook.rawValue)", "\(cell): \(reply.text)")
+                    }
+                    let status = try await Self.perform(route, "ok\(index)", client, as: [:])
+                    #expect((200..<300).contains(status), "\(cell): \(status)")
+                    if effect == .insert || effect == .change {
+                        let stored = try await client.send(.get, "/tables/notes/ok\(index)")
+                        #expect(
+                            stored.json?["text"]?.stringValue == "by \(effect.hook.rawValue)", "\(cell): \(stored.text)"
+                        )
+                    }
+                }
+            }
+        }
+        // The same validation on every route of an insert or a change.
+        try await Fixture.withServer(backend, tables: [Fixture.table("notes", columns: ["text": .string])]) { client in
+            for (effect, routes) in Self.routes where effect == .insert || effect == .change {
+                for (index, route) in routes.enumerated() {
+                    let id = "bad-\(effect)-\(index)"
+                    if effect == .change {
+                        _ = try await client.send(.post, "/tables/notes", json: ["id": .string(id)])
+                    }
+                    var invalid = route
+                    invalid.body = { id in
+                        var body = route.body(id)?.objectValue ?? [:]
+                        body["text"] = ["not": "a string"]
+                        return .object(body)
+                    }
+                    let status = try await Self.perform(invalid, id, client, as: [:])
+                    #expect(status == 400, "\(effect) by \(route.name): \(status)")
                 }
             }
         }

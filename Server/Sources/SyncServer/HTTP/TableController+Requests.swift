@@ -22,11 +22,22 @@ extension TableController {
     /// The table and the item id named in the path.
     func target(_ context: SyncRequestContext) async throws -> (TableSchema, ItemID) {
         let schema = try await schema(context)
-        let raw = context.parameters.get("id") ?? ""
+        return (schema, try Self.item(pathID(context)))
+    }
+
+    /// The item id of an item route's path (a table's URL names none: 404).
+    static func item(_ id: ItemID?) throws -> ItemID {
+        guard let id else { throw APIError(.notFound, "The URL names no item") }
+        return id
+    }
+
+    /// The item id named in the path, nil on a table's URL: 400 when it is not an id.
+    func pathID(_ context: SyncRequestContext) throws -> ItemID? {
+        guard let raw = context.parameters.get("id") else { return nil }
         guard let text = ODataQuery.percentDecode(raw) else {
             throw APIError.badRequest("Invalid item id: bad percent-encoding")
         }
-        do { return (schema, try ItemID(text)) } catch { throw APIError.badRequest("\(error)") }
+        do { return try ItemID(text) } catch { throw APIError.badRequest("\(error)") }
     }
 
     /// Checks that the caller may do `operation` on the table (401, 403 or 405 otherwise, or the read hook's

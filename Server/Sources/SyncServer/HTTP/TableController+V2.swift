@@ -40,62 +40,38 @@ extension TableController {
     /// `PATCH /tables/T/{id}`: the fields sent change, with `If-Match` (412) or a body `version` (409) as the
     /// precondition.
     func v2Update(_ request: Request, _ context: SyncRequestContext) async throws -> Response {
-        let (schema, id) = try await target(context)
-        var scope = try await authorize(WriteEffect.change, schema, context)
-        var fields = try await changeFields(request, id: id)
-        fields[SystemProperty.deleted.rawValue] = nil  // v2 changes the flag by DELETE and undelete only
-        fields[SystemProperty.id.rawValue] = nil
-        var precondition = try ifMatch(request)
-        let fromHeader = precondition != nil
-        if precondition == nil, let version = fields[SystemProperty.version.rawValue] {
-            guard let text = version.stringValue else {
-                throw APIError.badRequest("Invalid item: 'version' must be a string")
+        let (_, item) = try await write(.change, context) { _, id in
+            let id = try Self.item(id)
+            var fields = try await changeFields(request, id: id)
+            fields[SystemProperty.deleted.rawValue] = nil  // v2 changes the flag by DELETE and undelete only
+            fields[SystemProperty.id.rawValue] = nil
+            var write = WriteRequest(id: id, action: .change(fields), precondition: try ifMatch(request))
+            if write.precondition == nil, let version = fields[SystemProperty.version.rawValue] {
+                guard let text = version.stringValue else {
+                    throw APIError.badRequest("Invalid item: 'version' must be a string")
+                }
+                write.precondition = .version(Version(text))
+                write.conflictAnswer = .conflict
             }
-            precondition = .version(Version(text))
+            write.includeDeleted = try includesDeleted(request)
+            return write
         }
-        let includeDeleted = try includesDeleted(request)
-        fields = try scopedFields(fields, scope, inserting: false)
-        scope = try await checkGroup(fields, id: id, scope, schema: schema, inserting: false)
-        try await checkAttachments(fields, schema, context)
-        fields = try await runHook(WriteEffect.change.hook, schema, id: id, fields: fields, context)
-        let item = try await perform(table: schema.name, conflictStatus: fromHeader ? .preconditionFailed : .conflict) {
-            try await writing(id, schema, scope) {
-                try await store.update(
-                    id, with: fields, in: schema.name, scope: scope, precondition: precondition,
-                    includeDeleted: includeDeleted)
-            }
-        }
-        changes.publish(Self.changeKey(schema, owner: scope.owner))
         return JSONResponse.item(.ok, item)
     }
 
     /// `DELETE /tables/T/{id}`: the item, now a tombstone (or gone without soft delete).
     func v2Delete(_ request: Request, _ context: SyncRequestContext) async throws -> Response {
-        let (schema, id) = try await target(context)
-        let scope = try await authorize(WriteEffect.delete, schema, context)
-        let precondition = try ifMatch(request)
-        _ = try await runHook(WriteEffect.delete.hook, schema, id: id, context)
-        let item = try await perform(table: schema.name) {
-            try await writing(id, schema, scope) {
-                try await store.delete(id, from: schema.name, scope: scope, precondition: precondition)
-            }
+        let (_, item) = try await write(.delete, context) { _, id in
+            WriteRequest(id: try Self.item(id), action: .delete, precondition: try ifMatch(request))
         }
-        changes.publish(Self.changeKey(schema, owner: scope.owner))
         return JSONResponse.item(.ok, item)
     }
 
     /// `POST /tables/T/{id}`: the tombstone brought back.
     func v2Undelete(_ request: Request, _ context: SyncRequestContext) async throws -> Response {
-        let (schema, id) = try await target(context)
-        let scope = try await authorize(WriteEffect.undelete, schema, context)
-        let precondition = try ifMatch(request)
-        _ = try await runHook(WriteEffect.undelete.hook, schema, id: id, context)
-        let item = try await perform(table: schema.name) {
-            try await writing(id, schema, scope) {
-                try await store.undelete(id, in: schema.name, scope: scope, precondition: precondition)
-            }
+        let (_, item) = try await write(.undelete, context) { _, id in
+            WriteRequest(id: try Self.item(id), action: .undelete, precondition: try ifMatch(request))
         }
-        changes.publish(Self.changeKey(schema, owner: scope.owner))
         return JSONResponse.item(.ok, item)
     }
 }

@@ -17,71 +17,32 @@ extension TableController {
     /// `If-Match` names another version or another condition fails (``v3CheckLive(_:schema:id:scope:includeDeleted:)``);
     /// a body `version` is not a precondition. Under v2, PUT is not a route (405).
     func v3Replace(_ request: Request, _ context: SyncRequestContext) async throws -> Response {
-        let (schema, id) = try await target(context)
-        var scope = try await authorize(WriteEffect.change, schema, context)
-        var fields = try await changeFields(request, id: id)
-        let includeDeleted = try includesDeleted(request)
-        let deletes = fields[SystemProperty.deleted.rawValue]?.boolValue ?? false
-        // A replace that deletes the row is a delete too: the delete rule holds, as for DELETE (issue 44: it was
-        // authorized as an update alone, and deleted rows of a table whose deletes are disabled).
-        if deletes { try checkAccess(WriteEffect.delete, schema, context) }
-        if let members = schema.configuration.members {
-            // A members row names its member and role; a replace that leaves them out would store a member of no
-            // role (the group column, left out, stays as it is).
-            for column in [members.userColumn, members.roleColumn] where (fields[column] ?? .null) == .null {
-                throw APIError.badRequest("Invalid item: a replace of a member names its '\(column)'")
+        let (_, item) = try await write(.change, context) { _, id in
+            let id = try Self.item(id)
+            let fields = try await changeFields(request, id: id)
+            let includeDeleted = try includesDeleted(request)
+            var write = WriteRequest(
+                id: id, action: .replace(fields), includeDeleted: includeDeleted, shown: Self.v3Item)
+            write.checkStored = { controller, schema, scope in
+                try await controller.v3CheckLive(
+                    request, schema: schema, id: id, scope: scope, includeDeleted: includeDeleted)
             }
+            return write
         }
-        _ = try await perform { try schema.plan(fields) }  // an invalid body is a 400 whatever the conditions say
-        let (precondition, stored) = try await writing(id, schema, scope) {
-            try await v3CheckLive(request, schema: schema, id: id, scope: scope, includeDeleted: includeDeleted)
-        }
-        // A replace: every user field the body leaves out becomes null, but for those the caller cannot see or
-        // write (the owner, claim or group column, hidden columns); the system properties are the server's.
-        fields = try scopedFields(fields, scope, inserting: false)
-        scope = try await checkGroup(fields, id: id, scope, schema: schema, inserting: false)
-        let kept = [schema.configuration.scopeColumn, schema.configuration.groupColumn].compactMap { $0 }
-        for column in schema.columns.keys where fields[column] == nil && !kept.contains(column) && !scope.hides(column)
-        {
-            fields[column] = .null
-        }
-        for property in SystemProperty.allCases where property != .deleted { fields[property.rawValue] = nil }
-        fields[SystemProperty.deleted.rawValue] = .bool(deletes)
-        try await checkAttachments(fields, schema, context)
-        // The hooks of every effect the replace has: the change's, then the delete's or the undelete's.
-        fields = try await runHook(WriteEffect.change.hook, schema, id: id, fields: fields, context)
-        if deletes {
-            _ = try await runHook(WriteEffect.delete.hook, schema, id: id, context)
-        } else if stored.isDeleted {
-            _ = try await runHook(WriteEffect.undelete.hook, schema, id: id, context)
-        }
-        let item = try await perform(table: schema.name, shown: Self.v3Item) {
-            // A tombstone only when asked: one deleted since the check is then a 404, not brought back.
-            try await writing(id, schema, scope) {
-                try await store.update(
-                    id, with: fields, in: schema.name, scope: scope, precondition: precondition,
-                    includeDeleted: includeDeleted)
-            }
-        }
-        changes.publish(Self.changeKey(schema, owner: scope.owner))
         return Self.v3ItemResponse(.ok, item)
     }
 
     /// `DELETE /tables/T/{id}` under v3 (§3 delete): 204 with no body; 404 when missing, 410 when already a
     /// tombstone, 412 with the item when `If-Match` names another version or another condition fails.
     func v3Delete(_ request: Request, _ context: SyncRequestContext) async throws -> Response {
-        let (schema, id) = try await target(context)
-        let scope = try await authorize(WriteEffect.delete, schema, context)
-        let (precondition, _) = try await writing(id, schema, scope) {
-            try await v3CheckLive(request, schema: schema, id: id, scope: scope, includeDeleted: false)
-        }
-        _ = try await runHook(WriteEffect.delete.hook, schema, id: id, context)
-        _ = try await perform(table: schema.name, shown: Self.v3Item) {
-            try await writing(id, schema, scope) {
-                try await store.delete(id, from: schema.name, scope: scope, precondition: precondition)
+        _ = try await write(.delete, context) { _, id in
+            let id = try Self.item(id)
+            var write = WriteRequest(id: id, action: .delete, shown: Self.v3Item)
+            write.checkStored = { controller, schema, scope in
+                try await controller.v3CheckLive(request, schema: schema, id: id, scope: scope, includeDeleted: false)
             }
+            return write
         }
-        changes.publish(Self.changeKey(schema, owner: scope.owner))
         return Response(status: .noContent, headers: [.cacheControl: "no-cache"])
     }
 

@@ -74,30 +74,24 @@ struct TableController: Sendable {
         return query
     }
 
+    /// `POST /tables/T` in both dialects: a new row, with the id the body gives or a new one.
     func insert(_ request: Request, _ context: SyncRequestContext) async throws -> Response {
-        let schema = try await schema(context)
-        var scope = try await authorize(WriteEffect.insert, schema, context)
-        var fields = try await body(request)
-        try checkSystemProperties(fields)
-        let id: ItemID
-        switch fields[SystemProperty.id.rawValue] {
-        case nil, .null?:
-            id = try ItemID(makeID())
-        case .string(let text)?:
-            do { id = try ItemID(text) } catch { throw APIError.badRequest("\(error)") }
-        default:
-            throw APIError.badRequest("Invalid item: 'id' must be a string")
+        let (id, item) = try await write(.insert, context) { _, _ in
+            var fields = try await body(request)
+            try checkSystemProperties(fields)
+            let id: ItemID
+            switch fields[SystemProperty.id.rawValue] {
+            case nil, .null?:
+                id = try ItemID(makeID())
+            case .string(let text)?:
+                do { id = try ItemID(text) } catch { throw APIError.badRequest("\(error)") }
+            default:
+                throw APIError.badRequest("Invalid item: 'id' must be a string")
+            }
+            fields[SystemProperty.id.rawValue] = nil
+            try context.wire.checkNewID(id)
+            return WriteRequest(id: id, action: .insert(fields), shown: context.wire.shown)
         }
-        fields[SystemProperty.id.rawValue] = nil
-        try context.wire.checkNewID(id)
-        fields = try scopedFields(fields, scope, inserting: true)
-        scope = try await checkGroup(fields, id: id, scope, schema: schema, inserting: true)
-        try await checkAttachments(fields, schema, context)
-        fields = try await runHook(WriteEffect.insert.hook, schema, id: id, fields: fields, context)
-        let item = try await perform(table: schema.name, shown: context.wire.shown) {
-            try await store.insert(fields, id: id, into: schema.name, scope: scope)
-        }
-        changes.publish(Self.changeKey(schema, owner: scope.owner))
         return context.wire.inserted(item, location: itemURL(request, id: id))
     }
 }
