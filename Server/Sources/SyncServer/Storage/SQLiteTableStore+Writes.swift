@@ -76,28 +76,21 @@ extension SQLiteTableStore {
     public func delete(_ id: ItemID, from table: TableName, scope: RowScope, precondition: Precondition?) async throws
         -> JSONValue
     {
-        try await scope.showing {
-            let cached = try schemas.require(table)
-            _ = try StoreSQL.writeOwner(scope, schema: cached)
-            let now = self.now
-            return try await write { db in
-                let schema = try Self.committedSchema(cached, in: db)
-                let current = try Self.checked(
-                    id, schema: schema, scope: scope, precondition: precondition, includeDeleted: false, in: db)
-                let name = StoreSQL.quoted(schema.name.canonical)
-                guard schema.configuration.softDelete else {
-                    try db.execute(sql: "DELETE FROM \(name) WHERE \"id\" = ?", arguments: [id.rawValue])
-                    try Self.record(.delete, current, schema: schema, in: db)
-                    return current
-                }
-                return try Self.setDeleted(true, id, schema: schema, now: now, in: db)
-            }
-        }
+        try await changeDeletion(true, id, in: table, scope: scope, precondition: precondition)
     }
 
     public func undelete(_ id: ItemID, in table: TableName, scope: RowScope, precondition: Precondition?) async throws
         -> JSONValue
     {
+        try await changeDeletion(false, id, in: table, scope: scope, precondition: precondition)
+    }
+
+    /// A delete (`deleted`) or an undelete, with the row checked in the write's transaction — a delete finds a live
+    /// row only, an undelete a tombstone too (a live row is returned as it is) — then soft-deleted, brought back, or
+    /// (a delete without soft delete) removed.
+    private func changeDeletion(
+        _ deleted: Bool, _ id: ItemID, in table: TableName, scope: RowScope, precondition: Precondition?
+    ) async throws -> JSONValue {
         try await scope.showing {
             let cached = try schemas.require(table)
             _ = try StoreSQL.writeOwner(scope, schema: cached)
@@ -105,9 +98,16 @@ extension SQLiteTableStore {
             return try await write { db in
                 let schema = try Self.committedSchema(cached, in: db)
                 let current = try Self.checked(
-                    id, schema: schema, scope: scope, precondition: precondition, includeDeleted: true, in: db)
-                guard current.isDeleted else { return current }
-                return try Self.setDeleted(false, id, schema: schema, now: now, in: db)
+                    id, schema: schema, scope: scope, precondition: precondition, includeDeleted: !deleted, in: db)
+                if !deleted, !current.isDeleted { return current }
+                if deleted, !schema.configuration.softDelete {
+                    try db.execute(
+                        sql: "DELETE FROM \(StoreSQL.quoted(schema.name.canonical)) WHERE \"id\" = ?",
+                        arguments: [id.rawValue])
+                    try Self.record(.delete, current, schema: schema, in: db)
+                    return current
+                }
+                return try Self.setDeleted(deleted, id, schema: schema, now: now, in: db)
             }
         }
     }
