@@ -72,7 +72,7 @@ public struct SyncServerConfiguration: Sendable {
     /// The bounds on one query's `$orderby` and `$filter`.
     public var queryLimits = QueryLimits()
     /// Where the server logs. Default: nowhere (the executable passes its own).
-    public var logger = Logger(label: "sync-server", factory: { _ in SwiftLogNoOpLogHandler() })
+    public var logger = Logger.silent
     /// How callers prove who they are; nil serves everyone (the server says so at startup). Default nil.
     public var auth: AuthConfiguration?
     /// Which web pages of other origins may call the server; nil allows none. Default nil.
@@ -199,4 +199,10 @@ public enum DatabaseLocation: Sendable, Hashable, CustomStringConvertible {
             return "postgres://\(host)\(components.port.map { ":\($0)" } ?? "")\(components.path)"
         }
     }
+}
+
+extension Logger {
+    /// The logger of a part that is given none: it logs nothing. The server's parts log where the app says (the
+    /// ``SyncServerConfiguration/logger`` it passes down), never through a logger of their own making.
+    @usableFromInline static let silent = Logger(label: "sync-server", factory: { _ in SwiftLogNoOpLogHandler() })
 }

@@ -79,7 +79,7 @@ final class PostgresChangeRelay: Service {
         while !Task.isCancelled {
             do {
                 let connection = try await PostgresConnection.connect(
-                    configuration: store.probe, id: 1, logger: Logger(label: "sync-server.postgres.listen"))
+                    configuration: store.probe, id: 1, logger: logger)
                 // Closed, and the close awaited, on every path: a connection dropped open leaks (and stops a debug
                 // build at PostgresNIO's assertion).
                 do {

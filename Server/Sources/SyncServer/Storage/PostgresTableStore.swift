@@ -60,7 +60,7 @@ public final class PostgresTableStore: TableStore, Service {
     ///   - url: `postgres://USER:PASS@HOST:PORT/DB`, optionally with `?sslmode=disable|prefer|require`
     ///     (default `prefer`, as libpq).
     ///   - now: The clock that stamps `createdAt` and `updatedAt`.
-    ///   - logger: Where the pool logs connection trouble.
+    ///   - logger: Where the pool, its probes and its change relay log connection trouble. Default: nowhere.
     ///   - maximumConnections: The most connections this instance opens. Default 20.
     ///   - connectionTimeout: How long a request waits for a connection before failing with
     ///     ``TableStoreError/unavailable(_:)``. Default 5 s.
@@ -69,7 +69,7 @@ public final class PostgresTableStore: TableStore, Service {
     /// - Throws: ``ConfigurationError`` for a URL that is not of that form.
     public convenience init(
         url: String, now: @escaping @Sendable () -> Date = { Date() },
-        logger: Logger = Logger(label: "sync-server.postgres"), maximumConnections: Int = 20,
+        logger: Logger = .silent, maximumConnections: Int = 20,
         connectionTimeout: Duration = .seconds(5), queryTimeout: Duration = .seconds(10)
     ) throws {
         try self.init(
@@ -120,7 +120,7 @@ public final class PostgresTableStore: TableStore, Service {
             let delay: Duration
             do {
                 let connection = try await PostgresConnection.connect(
-                    configuration: probe, id: 0, logger: Logger(label: "sync-server.postgres.probe"))
+                    configuration: probe, id: 0, logger: logger)
                 try await connection.close()
                 return
             } catch let error as PSQLError {
@@ -293,7 +293,7 @@ package struct DatabaseURL: Sendable {
     }
 
     /// Runs SQL statements on one connection of their own (set-up and tear-down work, not requests).
-    package func execute(_ statements: String..., logger: Logger = Logger(label: "sync-server.postgres")) async throws {
+    package func execute(_ statements: String..., logger: Logger = .silent) async throws {
         let connection = try await PostgresConnection.connect(
             configuration: try connectionConfiguration(), id: 0, logger: logger)
         do {

@@ -31,13 +31,13 @@ public final class SQLiteTableStore: TableStore {
     /// - Parameters:
     ///   - path: The SQLite file.
     ///   - now: The clock that stamps `createdAt` and `updatedAt`.
-    ///   - logger: Where the store logs the database's own words for a failure it answers 503 to.
+    ///   - logger: Where the store logs the database's own words for a failure it answers 503 to. Default: nowhere.
     ///   - queryTimeout: How long one read (a query, a lookup) may take before SQLite is interrupted
     ///     and the request fails with ``TableStoreError/unavailable(_:)``. Default 10 s.
     /// - Throws: ``TableStoreError/unavailable(_:)`` when the file cannot be opened or migrated.
     public init(
         path: String, now: @escaping @Sendable () -> Date = { Date() },
-        logger: Logger = Logger(label: "sync-server.sqlite"), queryTimeout: Duration = .seconds(10)
+        logger: Logger = .silent, queryTimeout: Duration = .seconds(10)
     ) throws {
         do {
             pool = try openDatabasePool(path: path)
