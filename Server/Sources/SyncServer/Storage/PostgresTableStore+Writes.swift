@@ -240,35 +240,6 @@ extension PostgresTableStore {
         }
     }
 
-    /// `statement` (a write ending in `RETURNING *`), after the `WITH` list `ctes` if any; when the table records
-    /// its commits, a data-modifying `WITH` that also records the rows it returns in the outbox — in the same
-    /// statement, so a write to such a table still holds its stamp's lock for no round trip. The outbox keeps the row
-    /// as PostgreSQL writes it (`row_to_json`); ``leaseCommits(limit:for:)`` turns it into the item.
-    static func recording(_ kind: TableWrite.Kind, _ statement: String, schema: TableSchema, after ctes: String? = nil)
-        -> String
-    {
-        guard schema.configuration.recordsCommits else { return ctes.map { "\($0) \(statement)" } ?? statement }
-        // The table's name and the kind are identifiers and known words: safe as SQL literals.
-        return (ctes.map { "\($0), " } ?? "WITH ") + "\"__written\" AS (\(statement)), \"__recorded\" AS ("
-            + "INSERT INTO \"\(CommitOutbox.table)\" (\"table\", \"kind\", \"item\") "
-            + "SELECT '\(schema.name.canonical)', '\(kind.rawValue)', row_to_json(\"__written\")::text FROM \"__written\") "
-            + "SELECT * FROM \"__written\""
-    }
-
-    /// Records the row `id` as it is now in the outbox, in the caller's transaction, when the table records its
-    /// commits.
-    static func record(
-        _ kind: TableWrite.Kind, _ id: ItemID, schema: TableSchema, on connection: PostgresConnection, logger: Logger
-    ) async throws {
-        guard schema.configuration.recordsCommits else { return }
-        try await connection.query(
-            PostgresQuery(
-                unsafeSQL: "INSERT INTO \"\(CommitOutbox.table)\" (\"table\", \"kind\", \"item\") "
-                    + "SELECT '\(schema.name.canonical)', '\(kind.rawValue)', row_to_json(\"t\")::text "
-                    + "FROM \(StoreSQL.quoted(schema.name.canonical)) AS \"t\" WHERE \"id\" = $1",
-                binds: try bindings([.text(id.rawValue)])), logger: logger)
-    }
-
     /// Updates a row in one stamped statement when it exists, is in `scope`, satisfies the precondition
     /// and `extraCondition`; otherwise says why not: `onMiss` gets the stored item when none of the standard
     /// reasons (404, 412) apply, and returns what to answer, or nil to try again. `assignments` number their
@@ -320,47 +291,6 @@ extension PostgresTableStore {
             if let answer = onMiss(current) { return answer }
         }
         throw TableStoreError.unavailable("the item kept changing during the write; try again")
-    }
-
-    /// Whether the caller may write in the group a write puts its row in (true when it leaves the group as it is).
-    func isWrittenGroupAllowed(_ scope: RowScope) async throws -> Bool {
-        let logger = self.logger
-        return try await withConnection { try await Self.isWrittenGroupAllowed(scope, on: $0, logger: logger) }
-    }
-
-    /// The same, on a connection (in its transaction).
-    static func isWrittenGroupAllowed(_ scope: RowScope, on connection: PostgresConnection, logger: Logger)
-        async throws -> Bool
-    {
-        guard let check = StoreSQL.writtenGroupCheck(scope, dialect: .postgres) else { return true }
-        let (sql, arguments) = check.render(for: .postgres)
-        let rows = try await connection.query(
-            PostgresQuery(unsafeSQL: "SELECT \(sql)", binds: try bindings(arguments)), logger: logger)
-        for try await allowed in rows.decode(Bool?.self) { return allowed == true }
-        return false
-    }
-
-    /// Refuses an insert that claims a group which is not free (``RowScope/claimedGroup``), on a connection whose
-    /// transaction holds the members table locked (``lockedWrite(_:owner:_:)``): a claim that waited for another
-    /// reads, in a statement after the lock, the member row that one committed.
-    /// The row's own id taken passes: the insert then finds it (a retried claim is answered 409 with its row, as on
-    /// SQLite, where the id is looked up first).
-    static func checkClaim(
-        _ scope: RowScope, id: ItemID, table: TableName, schemas: SchemaCache, on connection: PostgresConnection,
-        logger: Logger
-    ) async throws {
-        guard let claim = scope.claimedGroup else { return }
-        let taken =
-            SQLFragment("EXISTS (SELECT 1 FROM \(StoreSQL.quoted(table.canonical)) WHERE \"id\" = ")
-            + SQLFragment(parameter: .text(id.rawValue)) + SQLFragment(")")
-        let (sql, arguments) =
-            (taken + SQLFragment(" OR ")
-            + claim.freeCondition { schemas.schema(of: $0).map { Set($0.columns.keys) } })
-            .render(for: .postgres)
-        let rows = try await connection.query(
-            PostgresQuery(unsafeSQL: "SELECT \(sql)", binds: try bindings(arguments)), logger: logger)
-        for try await free in rows.decode(Bool.self) where free { return }
-        throw claim.refusal
     }
 
     /// Why a conditional write matched no row: ``TableStoreError/notFound`` or
@@ -423,63 +353,6 @@ extension PostgresTableStore {
             PostgresQuery(unsafeSQL: sql, binds: try bindings(values)), logger: logger)
         for try await row in rows { return try item(from: row, schema: schema) }
         return nil
-    }
-
-    public func leaseCommits(limit: Int, for lease: Duration) async throws -> [CommittedWrite] {
-        let now = WireDate(self.now()).millisecondsSince1970
-        let until = now + lease.milliseconds
-        let logger = self.logger
-        let writes = try await withConnection(isWrite: true) { connection in
-            let rows = try await connection.query(
-                """
-                UPDATE "__sync_outbox" SET "leasedUntil" = \(until) WHERE "sequence" IN (
-                    SELECT "sequence" FROM "__sync_outbox" WHERE "leasedUntil" < \(now) ORDER BY "sequence"
-                    LIMIT \(limit) FOR UPDATE SKIP LOCKED)
-                RETURNING "sequence", "table", "kind", "item"
-                """, logger: logger)
-            var writes: [CommittedWrite] = []
-            for try await (sequence, table, kind, item) in rows.decode((Int64, String, String, String).self) {
-                if let write = CommitOutbox.write(sequence: sequence, table: table, kind: kind, item: item) {
-                    writes.append(write)
-                }
-            }
-            return writes
-        }
-        // The rows as PostgreSQL wrote them, as items.
-        return writes.sorted { $0.sequence < $1.sequence }.map { write in
-            guard let schema = schemas.schema(of: write.table) else { return write }
-            return CommittedWrite(
-                sequence: write.sequence, kind: write.kind, table: write.table,
-                item: Self.item(fromRowJSON: write.item, schema: schema))
-        }
-    }
-
-    public func memberships(of user: String, in table: TableName, group: String?, exitsOf: TableName?)
-        async throws -> [Membership]
-    {
-        let (sql, arguments) = try StoreSQL.membershipsQuery(
-            of: user, schema: try schemas.require(table), group: group, exitsOf: exitsOf
-        ).render(for: .postgres)
-        let logger = self.logger
-        return try await withConnection { connection in
-            let rows = try await connection.query(
-                PostgresQuery(unsafeSQL: sql, binds: try Self.bindings(arguments)), logger: logger)
-            var memberships: [Membership] = []
-            for try await (group, role, exit) in rows.decode((String?, String?, Int64?).self) {
-                if let group { memberships.append(Membership(group: group, role: role, exit: exit)) }
-            }
-            return memberships
-        }
-    }
-
-    public func removeCommits(_ sequences: [Int64]) async throws {
-        guard !sequences.isEmpty else { return }
-        let logger = self.logger
-        try await withConnection(isWrite: true) { connection in
-            let rows = try await connection.query(
-                #"DELETE FROM "__sync_outbox" WHERE "sequence" = ANY(\#(sequences))"#, logger: logger)
-            for try await _ in rows {}
-        }
     }
 
     /// The item a row holds, from the row as `row_to_json` wrote it: dates from milliseconds, JSON from its text,
