@@ -75,7 +75,9 @@ extension Cases {
                     guard reply.status == 200, reply.body.count == size else {
                         throw BenchError("the bare GET answered \(reply.status), \(reply.body.count) bytes")
                     }
-                    FileManager.default.createFile(atPath: saved.path, contents: nil)
+                    guard FileManager.default.createFile(atPath: saved.path, contents: nil) else {
+                        throw BenchError("cannot create \(saved.path)")
+                    }
                     let handle = try FileHandle(forWritingTo: saved)
                     try handle.write(contentsOf: reply.body)
                     try handle.synchronize()
@@ -186,7 +188,9 @@ extension Cases {
     /// Writes `size` bytes of a seeded generator to a new file, in 1 MB pieces.
     static func writeFile(size: Int, seed: UInt64, in directory: URL) throws -> URL {
         let url = directory.appendingPathComponent("file-\(UUID().uuidString)")
-        FileManager.default.createFile(atPath: url.path, contents: nil)
+        guard FileManager.default.createFile(atPath: url.path, contents: nil) else {
+            throw BenchError("cannot create \(url.path)")
+        }
         let handle = try FileHandle(forWritingTo: url)
         defer { try? handle.close() }
         var state = seed &* 0x9E37_79B9_7F4A_7C15 | 1

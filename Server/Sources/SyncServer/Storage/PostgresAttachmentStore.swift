@@ -133,7 +133,7 @@ final class PostgresAttachmentStore: AttachmentStore {
         let logger = logger
         let updated = stamp
         if restart {
-            try await store.transaction { connection in
+            _ = try await store.transaction { connection in
                 try await connection.query(
                     #"DELETE FROM "__sync_attachment_pieces" WHERE "owner" = \#(owner)"#, logger: logger)
             }
@@ -143,7 +143,7 @@ final class PostgresAttachmentStore: AttachmentStore {
         // checked): any part sent again finishes it (its bytes are dropped).
         let holdsAll = total.map { $0 > 0 && start == $0 && offset < start } ?? false
         guard offset == start || holdsAll else { throw UploadRefusal.wrongOffset(received: start) }
-        try await store.withConnection(isWrite: true) { connection in
+        _ = try await store.withConnection(isWrite: true) { connection in
             try await connection.query(
                 #"""
                 INSERT INTO "__sync_attachment_uploads" ("owner", "updated") VALUES (\#(owner), \#(updated))
