@@ -1,0 +1,216 @@
+import Foundation
+import SyncCore
+import TestSupport
+
+/// What a run checks once its devices settled: every device equals the server (or, shared, its user's scope), nothing
+/// pending or waiting, no item twice, no acknowledged write lost, every attached file whole.
+extension ChaosRun {
+    /// The checks of a shared run after settling: every device holds exactly its user's scope — the items and lists
+    /// the server shows that user, no more (no row out of scope), no fewer, in the same text — with nothing pending
+    /// or waiting; no text twice on the server; no acknowledged add lost unless it was deleted or its device was
+    /// told of a refusal (an add into a list its user had left).
+    static func checkShared(server: ChaosServer, devices: [Device], tokens: [String]) async throws -> [String] {
+        var failures: [String] = []
+        for (device, token) in zip(devices, tokens) {
+            let truth = Self.items(of: try await server.rows(token: token))
+            if let problem = Self.difference(
+                device, holds: try await device.items(), from: truth, "its user's scope", "out of scope")
+            {
+                failures.append(problem)
+            }
+            let lists = Set(
+                try await server.rows(table: "TodoList", token: token).filter { !$0.isDeleted }.compactMap {
+                    $0["id"]?.stringValue
+                })
+            if Set(try await device.lists()) != lists {
+                failures.append(
+                    "\(device.name)'s lists are not its user's: \(try await device.lists().count) held, \(lists.count) in scope"
+                )
+            }
+            if let problem = try await Self.leftovers(device) { failures.append(problem) }
+        }
+        var everything: [String: String] = [:]
+        for token in tokens {
+            for row in try await server.rows(token: token) where !row.isDeleted {
+                everything[row["id"]?.stringValue ?? ""] = row["text"]?.stringValue ?? ""
+            }
+        }
+        let texts = Array(everything.values)
+        if Set(texts).count != texts.count { failures.append("a text appears on several live server rows") }
+        let deleted = devices.reduce(into: Set<String>()) { $0.formUnion($1.deletes) }
+        for device in devices {
+            for short in device.acknowledgedAdds {
+                let onServer = everything.keys.contains { $0.hasPrefix(short) }
+                let excused =
+                    deleted.contains { $0.hasPrefix(short) } || device.conflicted.contains { $0.hasPrefix(short) }
+                if !onServer, !excused {
+                    failures.append("acknowledged add \(short) of \(device.name) was lost (not deleted, not refused)")
+                }
+            }
+        }
+        return failures
+    }
+
+    /// The live rows as `todo list --json` shows items: id → "text|complete".
+    static func items(of rows: [JSONValue]) -> [String: String] {
+        Dictionary(
+            rows.filter { !$0.isDeleted }.map {
+                ($0["id"]?.stringValue ?? "", "\($0["text"]?.stringValue ?? "")|\($0["complete"]?.boolValue ?? false)")
+            }, uniquingKeysWith: { first, _ in first })
+    }
+
+    /// How a device's items differ from `truth` (what `what` holds), or nil when they do not; `extra` names the items
+    /// the device has and `truth` has not.
+    static func difference(
+        _ device: Device, holds items: [String: String], from truth: [String: String], _ what: String, _ extra: String
+    ) -> String? {
+        guard items != truth else { return nil }
+        let missing = truth.keys.filter { items[$0] == nil }.count
+        let surplus = items.keys.filter { truth[$0] == nil }.count
+        let differing = items.keys.filter { truth[$0] != nil && truth[$0] != items[$0] }.count
+        return "\(device.name) differs from \(what): \(missing) missing, \(surplus) \(extra), \(differing) differing"
+    }
+
+    /// What a device left pending or waiting (changes, conflicts, files to upload), or nil when nothing.
+    static func leftovers(_ device: Device) async throws -> String? {
+        let status = try JSONValue(parsing: try await device.run(["status", "--json"]).output)
+        guard status["pending"] != 0 || status["conflicts"] != 0 || status["filesWaiting"] != 0 else { return nil }
+        return "\(device.name) left \(status["pending"] ?? .null) pending, \(status["conflicts"] ?? .null) waiting, "
+            + "\(status["filesWaiting"] ?? .null) files to upload"
+    }
+
+    /// The checks of a run with files, after settling: every live row's file is on the server, byte-exact; every
+    /// stored file is its hash (each stored once); every device opens every file its items name, byte-exact; and of
+    /// the attaches acknowledged, each is on the server unless its item was deleted or given another file later.
+    /// Returns the problems and the report's line.
+    static func checkAttachments(server: ChaosServer, rows: [JSONValue], devices: [Device], folder: URL) async throws
+        -> ([String], String)
+    {
+        var problems: [String] = []
+        let named = Set(rows.filter { !$0.isDeleted }.compactMap { $0["file"]?.stringValue })
+        for hash in named {
+            guard let bytes = try await server.attachment(hash) else {
+                problems.append("a live row names \(hash.prefix(12))…, which the server does not serve")
+                continue
+            }
+            if sha256(bytes) != hash { problems.append("the server's \(hash.prefix(12))… is not its bytes") }
+        }
+        let stored = (try? FileManager.default.contentsOfDirectory(atPath: folder.path)) ?? []
+        var storedBytes = 0
+        for name in stored {
+            guard let data = FileManager.default.contents(atPath: folder.appendingPathComponent(name).path) else {
+                continue
+            }
+            storedBytes += data.count
+            if sha256(data) != name { problems.append("the stored file \(name.prefix(12))… is not its bytes") }
+        }
+        var opened = 0
+        for device in devices {
+            let (found, checked) = try await device.checkFiles()
+            problems += found
+            opened += checked
+        }
+        let acknowledged = devices.flatMap { device in device.attaches.filter(\.acknowledged) }
+        let live = Dictionary(
+            rows.filter { !$0.isDeleted }.compactMap { row in row["id"]?.stringValue.map { ($0, row) } },
+            uniquingKeysWith: { first, _ in first })
+        var onServer = 0
+        var superseded = 0
+        var ofDeleted = 0
+        for attach in acknowledged {
+            guard let row = live[attach.id] else {
+                ofDeleted += 1
+                continue
+            }
+            if row["file"]?.stringValue == attach.hash {
+                onServer += 1
+                continue
+            }
+            // Only another attach to the item, or a conflict over it (whose resolution may keep a copy without the
+            // file), may replace it: an edit of a device that has the row keeps its file.
+            let later = devices.contains { device in
+                device.attaches.contains { $0.id == attach.id && $0.hash != attach.hash }
+                    || device.conflicted.contains(attach.id)
+            }
+            if later {
+                superseded += 1
+            } else {
+                problems.append("the acknowledged file \(attach.hash.prefix(12))… of \(attach.id.prefix(8)) was lost")
+            }
+        }
+        let started = devices.map(\.attaches.count).reduce(0, +)
+        let bytes = devices.flatMap(\.attaches).filter(\.acknowledged).map(\.size).reduce(0, +)
+        let line =
+            "  files: \(started) attaches started, \(acknowledged.count) acknowledged (\(bytes / 1_000_000) MB); "
+            + "\(onServer) on live rows, \(superseded) replaced by a later attach or a conflict, \(ofDeleted) of deleted items; "
+            + "server holds \(stored.count) (\(storedBytes / 1_000_000) MB), rows name \(named.count); "
+            + "\(opened) opened on devices, byte-exact"
+        return (problems, line)
+    }
+
+    static func merged(_ counts: [[String: Int]]) -> [String: Int] {
+        counts.reduce(into: [:]) { total, next in total.merge(next, uniquingKeysWith: +) }
+    }
+
+    /// The checks after settling.
+    static func check(rows: [JSONValue], devices: [Device]) async throws -> [String] {
+        var failures: [String] = []
+        let live = rows.filter { !$0.isDeleted }
+        let truth = Self.items(of: live)
+        // 1. Every device equals the server; nothing pending or waiting.
+        for device in devices {
+            if let problem = Self.difference(
+                device, holds: try await device.items(), from: truth, "the server", "extra")
+            {
+                failures.append(problem)
+            }
+            if let problem = try await Self.leftovers(device) { failures.append(problem) }
+        }
+        // 2. No item twice: texts are unique per write, and an add reaches the server at most once.
+        let texts = live.compactMap { $0["text"]?.stringValue }
+        if Set(texts).count != texts.count { failures.append("a text appears on several live server rows") }
+        let ids = rows.compactMap { $0["id"]?.stringValue }
+        // 3. No acknowledged add lost, unless some device deleted it (an add deleted before any
+        //    sync never reaches the server at all).
+        let deleted = devices.reduce(into: Set<String>()) { $0.formUnion($1.deletes) }
+        for device in devices {
+            for short in device.acknowledgedAdds {
+                let matching = ids.filter { $0.hasPrefix(short) }
+                let wasDeleted = deleted.contains { $0.hasPrefix(short) }
+                if matching.count > 1 {
+                    failures.append(
+                        "acknowledged add \(short) of \(device.name) is on the server \(matching.count) times")
+                } else if !wasDeleted, matching.first.flatMap({ truth[$0] }) == nil {
+                    failures.append("acknowledged add \(short) of \(device.name) was lost (nobody deleted it)")
+                }
+            }
+        }
+        // 4. An item only one device wrote to (added, edited, attached to, deleted) never conflicts, and ends with
+        //    that device's last acknowledged edit (or a later one that was killed after it committed).
+        //    Items are keyed by the 8-character prefix `todo add` prints.
+        var writers: [String: Set<Int>] = [:]
+        for device in devices {
+            for short in device.acknowledgedAdds { writers[short, default: []].insert(device.index) }
+            for edit in device.edits { writers[String(edit.id.prefix(8)), default: []].insert(device.index) }
+            for id in device.deletes { writers[String(id.prefix(8)), default: []].insert(device.index) }
+            // An attach is a write of the whole item too.
+            for attach in device.attaches { writers[String(attach.id.prefix(8)), default: []].insert(device.index) }
+        }
+        for device in devices {
+            let mine = Dictionary(grouping: device.edits, by: \.id)
+            for (id, edits) in mine
+            where writers[String(id.prefix(8))] == [device.index] && !device.yielded.contains(id) {
+                guard let lastAcknowledged = edits.lastIndex(where: \.acknowledged) else { continue }
+                let allowed = Set(edits[lastAcknowledged...].map(\.text))
+                let final = truth[id]?.components(separatedBy: "|").first
+                if let final, !allowed.contains(final) {
+                    failures.append("\(device.name)'s acknowledged edit of \(id.prefix(8)) was lost (server: \(final))")
+                }
+            }
+            for id in device.conflicted where writers[String(id.prefix(8))] == [device.index] {
+                failures.append("\(device.name) met a conflict on \(id.prefix(8)), which no other device wrote")
+            }
+        }
+        return failures
+    }
+}
