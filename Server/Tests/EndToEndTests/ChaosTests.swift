@@ -143,18 +143,21 @@ import Testing
     /// run in 87: an acknowledged file gone from its item, no conflict shown — a v3 device's retried update met the
     /// other device's row (with the file) and took its version only, and its newer `PUT` replaced the row without
     /// the file. The deterministic case is `PushFaultTests.aNewerEditAfterALostUpdateReplyKeepsAFieldAnotherDeviceSetMeanwhile`.
-    @Test(.timeLimit(.minutes(3)), arguments: ["mixed"])
-    func filesAttachedUnderFaultsAndKillsArriveWholeEverywhere(protocol: String) async throws {
+    ///
+    /// One process per seed, each with its own limit: the three in one process took 132–158 s of its 170 s in the
+    /// whole suite, and one run was stopped during seed 52 (2026-11-27).
+    @Test(.timeLimit(.minutes(3)), arguments: [1, 27, 52])
+    func filesAttachedUnderFaultsAndKillsArriveWholeEverywhere(seed: Int) async throws {
         let result = try await runProduct(
             "sync-chaos",
             [
-                "--attachments", "--seed", "1", "--seed", "27", "--seed", "52", "--devices", "3", "--steps", "30",
-                "--time-limit", "110", "--protocol", `protocol`,
+                "--attachments", "--seed", "\(seed)", "--devices", "3", "--steps", "30", "--time-limit", "110",
+                "--protocol", "mixed",
             ],
             environment: [:], timeout: .seconds(170))
         print(result.output)
         #expect(result.status == 0, "\(result.output)\(result.error)")
-        #expect(result.output.contains("sync-chaos: 3 of 3 seed(s) passed"))
+        #expect(result.output.contains("sync-chaos: 1 of 1 seed(s) passed"))
         #expect(!result.output.contains(" 0 acknowledged"), "no file was attached")
         #expect(!result.output.contains(" 0 opened on devices"), "no file was opened")
     }

@@ -1,4 +1,6 @@
 import HTTPTypes
+import Hummingbird
+import Logging
 import SyncCore
 
 /// A write to one row as the table pipeline runs it, whatever route or dialect spells it (v2 `POST`, `PATCH`,
@@ -71,6 +73,11 @@ extension TableController {
         let pathID = try pathID(context)
         var scope = try await authorize(effect, schema, context)
         let request = try await read(schema, pathID)
+        // The rule checked is the write's own: a handler that reads another write than its route's is a bug.
+        guard request.effect == effect else {
+            context.logger.error("A \(effect) route read a \(request.effect) of \(schema.name)")
+            throw APIError(.internalServerError, "The server failed the request")
+        }
         let id = request.id
         var fields: [String: JSONValue] = [:]
         var stored: JSONValue?
