@@ -84,13 +84,12 @@ extension TableController {
         var precondition = request.precondition
         var deletes = false
         if case .replace(let given) = request.action {
-            fields = given
             deletes = given[SystemProperty.deleted.rawValue]?.boolValue ?? false
             // A replace that deletes the row is a delete too: the delete rule holds, as for DELETE (issue 44: it
             // was authorized as an update alone).
             if deletes { try checkAccess(WriteEffect.delete, schema, context) }
-            try Self.checkReplacedMember(fields, schema)
-            _ = try await perform { try schema.plan(fields) }  // an invalid body is a 400 whatever the conditions say
+            try Self.checkReplacedMember(given, schema)
+            _ = try await perform { try schema.plan(given) }  // an invalid body is a 400 whatever the conditions say
         }
         if let checkStored = request.checkStored {
             (precondition, stored) = try await writing(id, schema, scope) { try await checkStored(self, schema, scope) }
@@ -99,13 +98,10 @@ extension TableController {
         case .insert(let given):
             fields = try scopedFields(given, scope, inserting: true)
             scope = try await checkGroup(fields, id: id, scope, schema: schema, inserting: true)
-        case .change(let given):
+        case .change(let given), .replace(let given):
             fields = try scopedFields(given, scope, inserting: false)
             scope = try await checkGroup(fields, id: id, scope, schema: schema, inserting: false)
-        case .replace:
-            fields = try scopedFields(fields, scope, inserting: false)
-            scope = try await checkGroup(fields, id: id, scope, schema: schema, inserting: false)
-            fields = Self.replacement(fields, deletes: deletes, schema, scope)
+            if case .replace = request.action { fields = Self.replacement(fields, deletes: deletes, schema, scope) }
         case .delete, .undelete:
             break
         }
@@ -127,19 +123,22 @@ extension TableController {
         let item = try await perform(
             table: schema.name, conflictStatus: request.conflictAnswer.status, shown: request.shown
         ) {
-            if case .insert = request.action {
-                return try await store.insert(fields, id: id, into: schema.name, scope: scope)
-            }
-            return try await writing(id, schema, scope) {
-                switch request.action {
-                case .insert, .change, .replace:
-                    // A replace reaches a tombstone only when asked: one deleted since the check is then a 404.
+            switch request.action {
+            case .insert:
+                try await store.insert(fields, id: id, into: schema.name, scope: scope)
+            case .change, .replace:
+                // A replace reaches a tombstone only when asked: one deleted since the check is then a 404.
+                try await writing(id, schema, scope) {
                     try await store.update(
                         id, with: fields, in: schema.name, scope: scope, precondition: precondition,
                         includeDeleted: request.includeDeleted)
-                case .delete:
+                }
+            case .delete:
+                try await writing(id, schema, scope) {
                     try await store.delete(id, from: schema.name, scope: scope, precondition: precondition)
-                case .undelete:
+                }
+            case .undelete:
+                try await writing(id, schema, scope) {
                     try await store.undelete(id, in: schema.name, scope: scope, precondition: precondition)
                 }
             }
