@@ -65,10 +65,19 @@ extension ChaosRun {
         _ device: Device, holds items: [String: String], from truth: [String: String], _ what: String, _ extra: String
     ) -> String? {
         guard items != truth else { return nil }
-        let missing = truth.keys.filter { items[$0] == nil }.count
-        let surplus = items.keys.filter { truth[$0] == nil }.count
-        let differing = items.keys.filter { truth[$0] != nil && truth[$0] != items[$0] }.count
-        return "\(device.name) differs from \(what): \(missing) missing, \(surplus) \(extra), \(differing) differing"
+        let missing = truth.keys.filter { items[$0] == nil }.sorted()
+        let surplus = items.keys.filter { truth[$0] == nil }.sorted()
+        let differing = items.keys.filter { truth[$0] != nil && truth[$0] != items[$0] }.sorted()
+        // The ids (their first 8 characters) and texts, so that a failure says which rows to look for in the stores.
+        func named(_ ids: [String]) -> String {
+            ids.isEmpty
+                ? ""
+                : " ("
+                    + ids.prefix(5).map { "\($0.prefix(8)) '\(items[$0] ?? truth[$0] ?? "")'" }.joined(separator: ", ")
+                    + ")"
+        }
+        return "\(device.name) differs from \(what): \(missing.count) missing\(named(missing)), "
+            + "\(surplus.count) \(extra)\(named(surplus)), \(differing.count) differing\(named(differing))"
     }
 
     /// What a device left pending or waiting (changes, conflicts, files to upload), or nil when nothing.
