@@ -32,10 +32,11 @@ extension RawConnection {
     ///
     /// - Throws: When the connection is refused.
     public static func exchange(port: Int, _ request: String) async throws -> RawReply {
-        let connection = try await RawConnection(port: port)
-        let reply = await connection.readAll(request)
+        let started = ContinuousClock.now
+        let connection = try await RawConnection(port: port, sending: Array(request.utf8), timeout: .seconds(10))
+        let (bytes, closed) = await connection.receiveAll(timeout: .seconds(10))
         await connection.close()
-        return reply
+        return RawReply(bytes: bytes, closed: closed, elapsed: started.duration(to: .now))
     }
 
     /// Sends `request` on this connection and reads until the server closes it or 10 s pass without a byte.

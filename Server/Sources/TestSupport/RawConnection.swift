@@ -37,8 +37,13 @@ public actor RawConnection {
     ///   - port: The port on 127.0.0.1.
     ///   - receiveBuffer: The socket's receive buffer (`SO_RCVBUF`), and the most one read takes: a small one makes
     ///     a slow reader.
+    ///   - request: Bytes to send the moment the connection is up, and then read everything the server sends (as
+    ///     ``startReceivingAll(timeout:)``), both on the event loop: a server's idle timeout, which starts when it
+    ///     accepts, then never sees a silent connection because the test process's pool was busy.
     /// - Throws: NIO's error when the connection is refused.
-    public init(port: Int, receiveBuffer: Int? = nil) async throws {
+    public init(port: Int, receiveBuffer: Int? = nil, sending request: [UInt8]? = nil, timeout: Duration = .seconds(20))
+        async throws
+    {
         let (stream, input) = AsyncStream<Event>.makeStream()
         let added = NIOLockedValueBox<NIOLoopBound<Reader>?>(nil)
         var bootstrap = ClientBootstrap(group: Self.group)
@@ -53,7 +58,14 @@ public actor RawConnection {
         if let receiveBuffer {
             bootstrap = bootstrap.channelOption(.socketOption(.so_rcvbuf), value: SocketOptionValue(receiveBuffer))
         }
-        channel = try await bootstrap.connect(host: "127.0.0.1", port: port).get()
+        let idle = TimeAmount(timeout)
+        channel = try await bootstrap.connect(host: "127.0.0.1", port: port).map { channel in
+            if let request, let reader = added.withLockedValue({ $0 }) {
+                reader.value.readAll(idle: idle)
+                channel.writeAndFlush(ByteBuffer(bytes: request), promise: nil)
+            }
+            return channel
+        }.get()
         guard let reader = added.withLockedValue({ $0 }) else { throw ChannelError.inappropriateOperationForState }
         self.reader = reader
         events = stream.makeAsyncIterator()
