@@ -100,7 +100,7 @@ extension SyncClient {
     @discardableResult
     public func checkAccount() async throws -> String? {
         let token = try await configuration.tokenProvider?(false)
-        return try await endpoint.account.check(token: token, binding: false)
+        return try await credentials.account.check(token: token, binding: false)
     }
 
     /// Signs the store's account out of this device: stops the automatic sync, then — after pushing what is
@@ -140,7 +140,7 @@ extension SyncClient {
                 }
             }.value
         }
-        endpoint.installationID.forget()
+        credentials.installationID.forget()
         observers.finishAll()
         configuration.logger.info("Signed out: the store was erased")
     }
@@ -160,68 +160,6 @@ extension SyncClient {
             let subject = claims["sub"]?.stringValue, !subject.isEmpty
         else { return nil }
         return subject
-    }
-}
-
-/// Checks each request's account against the store's, binding a store that belongs to no one yet.
-final class AccountGuard: Sendable {
-    /// The setting that holds the store's account.
-    static let key = "account"
-
-    private let store: any LocalStore
-    private let configured: String?
-    /// The store's account as this client last checked it (outer nil: not checked yet); a pull's pages are
-    /// kept only while the store still belongs to it.
-    private let checked = Locked<String??>(nil)
-
-    init(store: any LocalStore, configured: String?) {
-        self.store = store
-        self.configured = configured
-    }
-
-    /// The account a request with `token` is for: ``SyncClient/Configuration/accountID`` when set, else the
-    /// token's `sub`, else no one (no token).
-    func account(of token: String?) throws -> String? {
-        if let configured { return configured }
-        guard let token else { return nil }
-        guard let account = SyncClient.accountID(ofToken: token) else { throw AccountError.unknownAccount }
-        return account
-    }
-
-    /// Checks that a request with `token` may be sent from this store; with `binding`, a store that belongs to
-    /// no one becomes the token's account's.
-    ///
-    /// - Returns: The request's account.
-    /// - Throws: ``AccountError``; ``LocalStoreError``.
-    @discardableResult
-    func check(token: String?, binding: Bool = true) async throws -> String? {
-        let account = try account(of: token)
-        let bound = try await store.read { try $0.setting(Self.key) }
-        if bound == account {
-            if binding { checked.withLock { $0 = .some(account) } }
-            return account
-        }
-        if let bound { throw AccountError.otherAccount(store: bound, request: account) }
-        guard binding, let account else { return account }
-        // Bind, unless another client bound it meanwhile.
-        let now = try await store.write { writer in
-            let current = try writer.setting(Self.key)
-            if current == nil { try writer.setSetting(account, for: Self.key) }
-            return current ?? account
-        }
-        guard now == account else { throw AccountError.otherAccount(store: now, request: account) }
-        checked.withLock { $0 = .some(account) }
-        return account
-    }
-
-    /// Throws unless the store still belongs to the account last checked (in a write transaction that keeps
-    /// what a request fetched).
-    func confirm(in reader: LocalStoreReader) throws {
-        guard case .some(let account) = checked.withLock({ $0 }) else { return }
-        let bound = try reader.setting(Self.key)
-        guard bound != account else { return }
-        if let bound { throw AccountError.otherAccount(store: bound, request: account) }
-        throw AccountError.erased
     }
 }
 

@@ -113,6 +113,8 @@ public final class SyncClient: Sendable {
     let store: any LocalStore
     let context: SyncContext
     let endpoint: TableEndpoint
+    /// The installation id and the account's checked token, which every request carries.
+    let credentials: Credentials
     let configuration: Configuration
     /// What runs now and how the last sync ended, for ``status()``.
     let activity: SyncActivity
@@ -143,14 +145,14 @@ public final class SyncClient: Sendable {
         self.store = store
         self.configuration = configuration
         activity = SyncActivity(now: configuration.now)
+        credentials = Credentials(
+            store: store, tokenProvider: configuration.tokenProvider, accountID: configuration.accountID)
         endpoint = TableEndpoint(
-            baseURL: url, transport: configuration.transport, installationID: InstallationID(store: store),
-            tokenProvider: configuration.tokenProvider, timeout: configuration.requestTimeout,
-            logger: configuration.logger, wire: configuration.protocol.wire,
-            batchOffer: BatchOffer(configuration.protocol.wire.batches ? configuration.batchPush : .never),
-            account: AccountGuard(store: store, configured: configuration.accountID))
+            baseURL: url, transport: configuration.transport, credentials: credentials,
+            timeout: configuration.requestTimeout, logger: configuration.logger, wire: configuration.protocol.wire,
+            batchOffer: BatchOffer(configuration.protocol.wire.batches ? configuration.batchPush : .never))
         context = SyncContext(
-            store: store, endpoint: endpoint, logger: configuration.logger,
+            store: store, endpoint: endpoint, account: credentials.account, logger: configuration.logger,
             conflictHandler: configuration.conflictHandler,
             retry: RetryPolicy(
                 limit: configuration.retryLimit, clock: configuration.clock, jitter: configuration.jitter),
@@ -220,7 +222,7 @@ public final class SyncClient: Sendable {
     /// - Returns: The id (a UUID).
     /// - Throws: ``LocalStoreError`` when the store cannot be read or written.
     public func installationID() async throws -> String {
-        try await endpoint.installationID.value()
+        try await credentials.installationID.value()
     }
 
     /// Pushes every pending operation of every table, in queue order.

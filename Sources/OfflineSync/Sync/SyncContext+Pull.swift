@@ -51,8 +51,8 @@ extension SyncContext {
                 table, filter: filter, queryID: queryID, start: start, sizes: (pageSize, max(pageSize, maxPageSize)),
                 ahead: ahead, progress, &summary)
             let finished = WireDate(now()).description
-            let holdsFiles = try await store.write { [endpoint] writer in
-                try endpoint.account.confirm(in: writer)
+            let holdsFiles = try await store.write { [account] writer in
+                try account.confirm(in: writer)
                 try writer.setSetting(finished, for: Self.lastPullKey(table))
                 return try !writer.allAttachments().isEmpty
             }
@@ -238,8 +238,8 @@ extension SyncContext {
         async throws
         -> (applied: Int, skipped: Int)
     {
-        try await store.write { [endpoint] writer in
-            try endpoint.account.confirm(in: writer)  // not a page of an account signed out meanwhile
+        try await store.write { [account] writer in
+            try account.confirm(in: writer)  // not a page of an account signed out meanwhile
             let pending = try writer.itemIDsWithOperations(in: table)
             let rows = try writer.pulledRows(in: table)
             var (applied, skipped) = (0, 0)

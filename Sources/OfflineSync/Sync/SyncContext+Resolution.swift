@@ -69,8 +69,8 @@ extension SyncContext {
         log[metadataKey: SyncLogKey.table] = "\(table)"
         for id in ids {
             let server = try await fetchServerRow(table, id, logger: log)
-            try await store.write { [endpoint] writer in
-                try endpoint.account.confirm(in: writer)
+            try await store.write { [account] writer in
+                try account.confirm(in: writer)
                 try writer.removeRefetch(id, in: table)
                 guard try writer.lastOperation(for: id, in: table) == nil else { return }
                 guard case .row(let row) = server, !row.isDeleted else {

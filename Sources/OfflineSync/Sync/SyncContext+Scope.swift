@@ -59,8 +59,8 @@ extension SyncContext {
             let (ids, token, consistent, pages) = try await scopeIDs(table, pageSize: pageSize)
             requests += pages
             if !consistent, attempt < 3 { continue }
-            let (removed, restarted) = try await store.write { [endpoint] writer in
-                try endpoint.account.confirm(in: writer)
+            let (removed, restarted) = try await store.write { [account] writer in
+                try account.confirm(in: writer)
                 let pending = try writer.itemIDsWithOperations(in: table)
                 let removed = try writer.removeItems(in: table, notIn: ids, sparing: pending)
                 // The groups as the listing found them, not as the first page did: a group joined in between has rows

@@ -7,6 +7,8 @@ import SyncCore
 actor SyncContext {
     let store: any LocalStore
     let endpoint: TableEndpoint
+    /// The store's account, which a pulled page or a resolution confirms in the transaction that keeps it.
+    let account: AccountGuard
     let logger: Logger
     let conflictHandler: ConflictHandler?
     let retry: RetryPolicy
@@ -21,7 +23,8 @@ actor SyncContext {
     var downloads: [String: Task<Void, any Error>] = [:]
 
     init(
-        store: any LocalStore, endpoint: TableEndpoint, logger: Logger, conflictHandler: ConflictHandler?,
+        store: any LocalStore, endpoint: TableEndpoint, account: AccountGuard, logger: Logger,
+        conflictHandler: ConflictHandler?,
         retry: RetryPolicy, now: @escaping @Sendable () -> Date, attachments: AttachmentSettings
     ) {
         attachmentSettings = attachments
@@ -29,6 +32,7 @@ actor SyncContext {
         self.now = now
         self.store = store
         self.endpoint = endpoint
+        self.account = account
         self.logger = logger
         self.conflictHandler = conflictHandler
     }

@@ -14,16 +14,14 @@ public typealias TokenProvider = @Sendable (_ refresh: Bool) async throws -> Str
 struct TableEndpoint: Sendable {
     let baseURL: URL
     let transport: any HTTPTransport
-    let installationID: InstallationID
-    let tokenProvider: TokenProvider?
+    /// The installation id and the account's checked token.
+    let credentials: Credentials
     let timeout: Duration
     let logger: Logger
     /// The dialect of every request and answer.
     let wire: any WireDialect
     /// The batch endpoint the server offers (learned from its responses).
     let batchOffer: BatchOffer
-    /// Checks that each request is for the account whose data the store holds.
-    let account: AccountGuard
 
     static let userAgent = "OfflineSync/1.0 (lang=Swift; os=\(osName))"
     #if os(Linux)
@@ -79,19 +77,18 @@ struct TableEndpoint: Sendable {
 
     /// Sends a request — with a JSON `body`, or `data` of `contentType` — ; a 401 is retried once with a refreshed token.
     /// `stillWanted`, when given, is asked just before the request goes, and a false answer sends nothing (throws a
-    /// cancelled ``TransportError``). Each token is checked against the store's
-    /// account first (``AccountGuard``): one for another account sends nothing and throws ``AccountError``.
+    /// cancelled ``TransportError``). Each token is the account's (``Credentials/token(refresh:)``): one for another
+    /// account sends nothing and throws ``AccountError``.
     /// `extraHeaders` are sent too, unless the protocol sets the same field.
     func send(
         _ method: String, _ url: URL, body: JSONValue? = nil, data: Data? = nil, contentType: String? = nil,
         ifMatch: Version? = nil, features: [String], extraHeaders: [String: String] = [:],
         stillWanted: (@Sendable () -> Bool)? = nil
     ) async throws -> HTTPResponseData {
-        let installation = try await installationID.value()
-        var token = try await tokenProvider?(false)
+        let installation = try await credentials.installationID.value()
+        var token = try await credentials.token(refresh: false)
         var attempt = 0
         while true {
-            try await account.check(token: token)
             var headers = extraHeaders.filter { name, _ in !Self.protocolFields.contains(name.lowercased()) }
             headers.merge([
                 "ZUMO-API-VERSION": wire.version.rawValue, "X-ZUMO-INSTALLATION-ID": installation,
@@ -113,9 +110,9 @@ struct TableEndpoint: Sendable {
             let response = try await transport.send(request)
             logger.trace("HTTP response", metadata: [SyncLogKey.status: "\(response.status)"])
             if let offer = response.header(BatchOffer.header) { batchOffer.learn(offer) }
-            if response.status == 401, attempt == 0, let tokenProvider {
+            if response.status == 401, attempt == 0, credentials.refreshes {
                 attempt += 1
-                token = try await tokenProvider(true)
+                token = try await credentials.token(refresh: true)
                 continue
             }
             return response
@@ -159,29 +156,6 @@ final class BatchOffer: Sendable {
 
     /// Forgets the offer (the server refused a batch: an older instance behind the same address, a proxy).
     func withdraw() { state.withLock { $0 = nil } }
-}
-
-/// The installation id kept in the store, read (or created) once, on first use.
-final class InstallationID: Sendable {
-    private let store: any LocalStore
-    private let cached = Locked<String?>(nil)
-
-    init(store: any LocalStore) { self.store = store }
-
-    func value() async throws -> String {
-        if let id = cached.withLock({ $0 }) { return id }
-        let id = try await store.write { writer in
-            if let id = try writer.setting("installationID") { return id }
-            let id = UUID().uuidString
-            try writer.setSetting(id, for: "installationID")
-            return id
-        }
-        cached.withLock { $0 = id }
-        return id
-    }
-
-    /// Forgets the id read (the store was erased: the next request makes a new one).
-    func forget() { cached.withLock { $0 = nil } }
 }
 
 /// Log metadata keys, declared once.
