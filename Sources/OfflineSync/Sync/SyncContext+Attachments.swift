@@ -67,63 +67,49 @@ extension SyncContext {
         }
     }
 
+    /// Runs an ``UploadPlan``: sends what it asks and hands it each answer, until the server stores the file.
     private func upload(_ record: AttachmentRecord, index: Int, of total: Int) async throws {
         var log = logger
         log[metadataKey: SyncLogKey.table] = "\(record.table)"
         let url = endpoint.attachmentURL(record.table, hash: record.hash)
-        let head = try await sendRetrying(logger: log) { try await endpoint.send("HEAD", url, features: ["AT"]) }
-        var offset: Int
-        switch (head.status, head.header("Upload-Offset").flatMap { Int($0) }) {
-        case (200, _): offset = record.size
-        case (404, let received?) where received <= record.size: offset = received
-        default: return try await refuse(record, head)
-        }
-        var conflicts = 0
-        var stored = head.status == 200
-        report(.upload, record.hash, offset, record.size, index, total)
-        // Only the server's 200 or 201 says the file is stored. An upload holding every byte is not: the server may
-        // have died, or be checking the hash, before naming it — the last part is sent again to finish it.
-        while !stored {
-            let start = offset < record.size ? offset : max(0, record.size - attachmentSettings.chunkSize)
-            let count = min(attachmentSettings.chunkSize, record.size - start)
-            let data: Data
-            do {
-                let files = files
-                data = try await offCooperativeThreads { try files.read(record.hash, offset: start, count: count) }
-            } catch {
-                return try await markFailure(record, "its local file cannot be read: \(error.localizedDescription)")
-            }
-            guard data.count == count else {
-                return try await markFailure(record, "its local file is shorter than its \(record.size) bytes")
-            }
-            // An empty file goes whole: a range names at least one byte.
-            let range = count == 0 ? [:] : ["Content-Range": "bytes \(start)-\(start + count - 1)/\(record.size)"]
-            let reply = try await sendRetrying(logger: log) {
-                try await endpoint.send(
-                    "PUT", url, data: data, contentType: "application/octet-stream", features: ["AT"],
-                    extraHeaders: range)
-            }
-            let received = reply.header("Upload-Offset").flatMap { Int($0) }
-            switch reply.status {
-            case 200, 201:
-                stored = true
-                offset = record.size
-            case 204 where (received ?? -1) > start && received! <= record.size:
-                offset = received!
-            case 409 where received.map({ $0 <= record.size }) == true:
-                // The upload holds another length (a lost reply), or another request adds to it, or checks it, now.
-                conflicts += 1
-                guard conflicts <= retry.limit + 2 else {
-                    throw SyncStop.unavailable(ServerUnavailableError(.status(409), attempts: conflicts))
-                }
-                if received == offset {
+        var plan = UploadPlan(
+            size: record.size, chunkSize: attachmentSettings.chunkSize, conflictLimit: retry.limit + 2)
+        var reply = try await sendRetrying(logger: log) { try await endpoint.send("HEAD", url, features: ["AT"]) }
+        var action = plan.head(status: reply.status, uploadOffset: reply.header("Upload-Offset").flatMap { Int($0) })
+        transfer: while true {
+            switch action {
+            case .refused:
+                return try await refuse(record, reply)
+            case .unavailable(let conflicts):
+                throw SyncStop.unavailable(ServerUnavailableError(.status(409), attempts: conflicts))
+            case .stored:
+                report(.upload, record.hash, plan.offset, record.size, index, total)
+                break transfer
+            case .send(let start, let count, let wait):
+                report(.upload, record.hash, plan.offset, record.size, index, total)
+                if wait {
                     do { try await retry.clock.sleep(for: .seconds(1)) } catch { throw SyncStop.cancelled }
                 }
-                offset = received!
-            default:
-                return try await refuse(record, reply)
+                let data: Data
+                do {
+                    let files = files
+                    data = try await offCooperativeThreads { try files.read(record.hash, offset: start, count: count) }
+                } catch {
+                    return try await markFailure(record, "its local file cannot be read: \(error.localizedDescription)")
+                }
+                guard data.count == count else {
+                    return try await markFailure(record, "its local file is shorter than its \(record.size) bytes")
+                }
+                // An empty file goes whole: a range names at least one byte.
+                let range = count == 0 ? [:] : ["Content-Range": "bytes \(start)-\(start + count - 1)/\(record.size)"]
+                reply = try await sendRetrying(logger: log) {
+                    try await endpoint.send(
+                        "PUT", url, data: data, contentType: "application/octet-stream", features: ["AT"],
+                        extraHeaders: range)
+                }
+                action = plan.answered(
+                    status: reply.status, uploadOffset: reply.header("Upload-Offset").flatMap { Int($0) })
             }
-            report(.upload, record.hash, offset, record.size, index, total)
         }
         try await store.write { writer in
             guard var current = try writer.attachment(record.hash) else { return }
@@ -229,57 +215,50 @@ extension SyncContext {
         let url = endpoint.attachmentURL(table, hash: hash)
         var log = logger
         log[metadataKey: SyncLogKey.table] = "\(table)"
-        var offset = AttachmentFiles.size(part) ?? 0
+        var plan = DownloadPlan(chunkSize: attachmentSettings.chunkSize, offset: AttachmentFiles.size(part) ?? 0)
         // The bytes are hashed as they come (what an earlier try left, first).
-        var hasher = offset > 0 ? try await offCooperativeThreads { try AttachmentFiles.hasher(of: part) } : SHA256()
+        var hasher =
+            plan.offset > 0 ? try await offCooperativeThreads { try AttachmentFiles.hasher(of: part) } : SHA256()
         let output = try FileHandle(forWritingTo: part)
         defer { try? output.close() }
-        try output.seek(toOffset: UInt64(offset))
-        var size: Int?
-        var restarts = 0
-        while size.map({ offset < $0 }) ?? true {
-            let range = "bytes=\(offset)-\(offset + attachmentSettings.chunkSize - 1)"
+        try output.seek(toOffset: UInt64(plan.offset))
+        while !plan.isComplete {
+            let range = plan.range
             let reply = try await sendRetrying(logger: log) {
                 try await endpoint.send("GET", url, features: ["AT"], extraHeaders: ["Range": range])
             }
-            switch reply.status {
-            case 206:
-                guard let total = reply.header("Content-Range").flatMap(Self.totalOfContentRange),
-                    reply.header("Content-Range")?.hasPrefix("bytes \(offset)-") == true
-                else { throw AttachmentError(code: .corrupt, hash: hash, message: "A part of \(hash) came unlabelled") }
-                let body = reply.body
+            let body = reply.body
+            switch plan.answered(
+                status: reply.status, contentRange: reply.header("Content-Range"), bodyCount: body.count)
+            {
+            case .append:
                 try await offCooperativeThreads { try output.write(contentsOf: body) }
                 hasher.update(data: body)
-                offset += body.count
-                size = total
-            case 200:
+            case .replace:
                 try output.truncate(atOffset: 0)
                 try output.seek(toOffset: 0)
-                try output.write(contentsOf: reply.body)
+                try await offCooperativeThreads { try output.write(contentsOf: body) }
                 hasher = SHA256()
-                hasher.update(data: reply.body)
-                offset = reply.body.count
-                size = offset
-            case 416 where offset == 0 && reply.header("Content-Range").flatMap(Self.totalOfContentRange) == 0:
-                size = 0  // An empty file: no range of it can be satisfied.
-            case 416 where offset > 0 && restarts == 0:
-                // What an earlier download left is longer than the file: start again.
-                restarts += 1
+                hasher.update(data: body)
+            case .restart:
                 try output.truncate(atOffset: 0)
                 try output.seek(toOffset: 0)
                 hasher = SHA256()
-                offset = 0
-            case 404:
+            case .empty:
+                break
+            case .unlabelled:
+                throw AttachmentError(code: .corrupt, hash: hash, message: "A part of \(hash) came unlabelled")
+            case .notFound:
                 throw AttachmentError(
                     code: .notOnServer, hash: hash,
                     message: "The server has no attachment \(hash) in \(table) that this user may read")
-            default:
+            case .refused:
                 throw AttachmentError(
                     code: .refused, hash: hash,
                     message:
                         "The server refused attachment \(hash): \(reply.status)\(reply.message.map { " \($0)" } ?? "")")
             }
-            report(.download, hash, offset, size ?? offset, index, total, progress)
+            report(.download, hash, plan.offset, plan.size ?? plan.offset, index, total, progress)
         }
         try await offCooperativeThreads { try output.synchronize() }
         let actual = AttachmentFiles.hex(hasher.finalize())
@@ -289,12 +268,7 @@ extension SyncContext {
                 code: .corrupt, hash: hash, message: "The bytes of attachment \(hash) hash to \(actual): not kept")
         }
         try files.place(part, as: hash, synced: true)
-        report(.download, hash, offset, offset, index + 1, total, progress)
-    }
-
-    /// The size at the end of `bytes FIRST-LAST/SIZE`.
-    static func totalOfContentRange(_ header: String) -> Int? {
-        header.split(separator: "/").last.flatMap { Int($0) }
+        report(.download, hash, plan.offset, plan.offset, index + 1, total, progress)
     }
 
     /// Downloads the files that `fields` of `table`'s rows name and that are not here, while the cache has room.
