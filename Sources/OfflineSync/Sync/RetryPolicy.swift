@@ -12,6 +12,15 @@ struct RetryPolicy: Sendable {
     var jitter: @Sendable () -> Double
 }
 
+extension Clock where Duration == Swift.Duration {
+    /// A stopwatch started now on this clock: each call of it says how long ago that was (the pull's pacing
+    /// measures its waits on the injected clock).
+    func stopwatch() -> () -> Duration {
+        let started = now
+        return { started.duration(to: self.now) }
+    }
+}
+
 /// Why a sync stops before its end: nothing is recorded against any operation.
 enum SyncStop: Error {
     case unavailable(ServerUnavailableError)

@@ -112,8 +112,8 @@ extension SyncContext {
         var log = logger
         log[metadataKey: SyncLogKey.table] = "\(table)"
         log.debug("Pull started")
-        let clock = ContinuousClock()
-        let started = clock.now
+        let clock = retry.clock
+        let sinceStart = clock.stopwatch()
         var page = try await fetch(table, filter: filter, after: cursor, pageSize: pacing.size, count: true)
         let change = try await scopeChange(table, token: page.scopeToken, pulledBefore: cursor != nil)
         if change != .none {
@@ -127,8 +127,7 @@ extension SyncContext {
             if restarted { cursor = nil }
             page = try await fetch(table, filter: filter, after: cursor, pageSize: pacing.size, count: true)
         }
-        if let followed = pacing.firstPage(after: started.duration(to: clock.now), serverPageSize: page.serverPageSize)
-        {
+        if let followed = pacing.firstPage(after: sinceStart(), serverPageSize: page.serverPageSize) {
             log.info("Pull follows the server's page size", metadata: [SyncLogKey.pageSize: "\(followed)"])
             try await store.write { try $0.setSetting(String(followed), for: pageSizeKey) }
         }
@@ -146,7 +145,7 @@ extension SyncContext {
             var applied: (count: Int, skipped: Int, time: Duration)?
             if lastApply == nil, !isLast {
                 // The first page is applied before the next is asked, to size that one by the two times.
-                applied = try await apply(items, to: table, cursor: last, queryID: queryID, clock)
+                applied = try await timedApply(items, to: table, cursor: last, queryID: queryID)
                 if pacing.grow(afterFullPage: fullPage, applyTime: applied!.time) {
                     log.debug("Pull pages grow", metadata: [SyncLogKey.pageSize: "\(pacing.size)"])
                 }
@@ -159,15 +158,15 @@ extension SyncContext {
             // at the same time, so that two pages share each round trip — unless the count says the next is the last.
             let ahead = pacing.asksAhead(isLast: isLast, received: received, total: total)
             async let afterNext: Page? = ahead ? prefetch(table, filter: filter, after: last, pageSize: nextSize) : nil
-            if applied == nil { applied = try await apply(items, to: table, cursor: last, queryID: queryID, clock) }
+            if applied == nil { applied = try await timedApply(items, to: table, cursor: last, queryID: queryID) }
             let (count, skipped, applyTime) = applied!
             lastApply = applyTime
             summary.appliedCount += count
             summary.skippedCount += skipped
             progress?(PullProgress(appliedCount: received, totalCount: total))
-            let waiting = clock.now
+            let waiting = clock.stopwatch()
             guard let following = try await next else { break }
-            pacing.arrived(after: waiting.duration(to: clock.now), applyTime: applyTime)
+            pacing.arrived(after: waiting(), applyTime: applyTime)
             summary.requestCount += 1
             page = following
             if ahead {
@@ -211,14 +210,13 @@ extension SyncContext {
         return Page(items: next.items + second.items.dropFirst(), isLast: second.isLast)
     }
 
-    /// Applies a page as ``apply(_:to:cursor:queryID:)`` does, and times it.
-    private func apply(
-        _ items: [(value: JSONValue, text: String)], to table: TableName, cursor: PullCursor, queryID: QueryID?,
-        _ clock: ContinuousClock
+    /// Applies a page as ``apply(_:to:cursor:queryID:)`` does, and times it on the injected clock.
+    private func timedApply(
+        _ items: [(value: JSONValue, text: String)], to table: TableName, cursor: PullCursor, queryID: QueryID?
     ) async throws -> (count: Int, skipped: Int, time: Duration) {
-        let started = clock.now
+        let time = retry.clock.stopwatch()
         let (applied, skipped) = try await apply(items, to: table, cursor: cursor, queryID: queryID)
-        return (applied, skipped, started.duration(to: clock.now))
+        return (applied, skipped, time())
     }
 
     /// The setting that holds when a table's last pull finished.
