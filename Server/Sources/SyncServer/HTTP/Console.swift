@@ -132,7 +132,8 @@ struct Console: Sendable {
 
     /// Every owner's rows of the table, as its read hook lets the console's caller see them.
     private func scope(_ table: TableName, _ context: SyncRequestContext) async throws -> RowScope {
-        let view = try await controller.view(table, context)
+        let call = TableCall(context)
+        let view = try await controller.view(table, call)
         return RowScope(filter: view.filter, hiddenColumns: view.hiddenColumns)
     }
 

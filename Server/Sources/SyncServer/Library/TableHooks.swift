@@ -146,14 +146,14 @@ extension TableController {
     /// The table's view for the request's caller: the read hook's answer, or the whole table without one.
     ///
     /// - Throws: ``APIError``: the hook's refusal, or 500 when it throws anything else.
-    func view(_ table: TableName, _ context: SyncRequestContext) async throws -> TableView {
+    func view(_ table: TableName, _ call: TableCall) async throws -> TableView {
         guard let hook = hooks[table.canonical]?.read else { return .everything }
         do {
-            return try await hook(TableRead(table: table, caller: context.caller))
+            return try await hook(TableRead(table: table, caller: call.caller))
         } catch let refusal as RequestRefusal {
             throw refusal.apiError
         } catch {
-            context.logger.error("The read hook of \(table) failed: \(error)")
+            call.logger.error("The read hook of \(table) failed: \(error)")
             throw APIError(.internalServerError, "The server failed the request", reason: "hook_failed")
         }
     }
@@ -163,20 +163,20 @@ extension TableController {
     /// - Throws: ``APIError``: the hook's refusal, or 500 when it throws anything else or changes a system property.
     func runHook(
         _ kind: TableWrite.Kind, _ schema: TableSchema, id: ItemID, fields: [String: JSONValue] = [:],
-        _ context: SyncRequestContext
+        _ call: TableCall
     ) async throws -> [String: JSONValue] {
         guard let hook = hooks[schema.name.canonical]?.hook(kind) else { return fields }
-        var write = TableWrite(kind: kind, table: schema.name, id: id, caller: context.caller, fields: fields)
+        var write = TableWrite(kind: kind, table: schema.name, id: id, caller: call.caller, fields: fields)
         do {
             try await hook(&write)
         } catch let refusal as RequestRefusal {
             throw refusal.apiError
         } catch {
-            context.logger.error("The \(kind.rawValue) hook of \(schema.name) failed: \(error)")
+            call.logger.error("The \(kind.rawValue) hook of \(schema.name) failed: \(error)")
             throw APIError(.internalServerError, "The server failed the request", reason: "hook_failed")
         }
         for property in SystemProperty.allCases where write.fields[property.rawValue] != fields[property.rawValue] {
-            context.logger.error("The \(kind.rawValue) hook of \(schema.name) changed '\(property.rawValue)'")
+            call.logger.error("The \(kind.rawValue) hook of \(schema.name) changed '\(property.rawValue)'")
             throw APIError(.internalServerError, "The server failed the request", reason: "hook_failed")
         }
         return write.fields

@@ -35,7 +35,7 @@ extension TableController {
     private func attachmentTarget(_ context: SyncRequestContext) async throws -> (
         TableSchema, AttachmentHash, Attachments
     ) {
-        let schema = try await schema(context)
+        let schema = try await schema(TableCall(context))
         guard let attachments, !schema.configuration.attachmentColumns.isEmpty else {
             throw APIError(.notFound, "\(schema.name) has no attachment columns")
         }
@@ -46,16 +46,16 @@ extension TableController {
     }
 
     /// Who the caller is to the store: their subject, or nobody in particular on a server without auth.
-    private func uploader(_ context: SyncRequestContext) -> String { context.caller?.subject ?? "" }
+    private func uploader(_ call: TableCall) -> String { call.caller?.subject ?? "" }
 
     /// Whether the caller may read `hash`: they uploaded it, or a row of `schema` they may read names it. 401 or 403
     /// when they may not read the table.
     private func mayRead(
         _ hash: AttachmentHash, _ schema: TableSchema, _ store: any AttachmentStore,
-        _ context: SyncRequestContext
+        _ call: TableCall
     ) async throws -> Bool {
-        let scope = try await authorize(.read, schema, context)
-        if try await store.isUploader(uploader(context), of: hash) { return true }
+        let scope = try await authorize(.read, schema, call)
+        if try await store.isUploader(uploader(call), of: hash) { return true }
         return try await names(hash, in: schema, scope: scope, includeDeleted: false)
     }
 
@@ -73,12 +73,13 @@ extension TableController {
     /// `HEAD`: 200 with the size when the caller may read the file; else 404 with how much of the caller's own upload
     /// arrived (`Upload-Offset`). 401 or 403 for a caller who may neither read nor upload.
     func attachmentStatus(_ request: Request, _ context: SyncRequestContext) async throws -> Response {
+        let call = TableCall(context)
         let (schema, hash, attachments) = try await attachmentTarget(context)
         let reads: Bool
         do {
-            reads = try await mayRead(hash, schema, attachments.store, context)
+            reads = try await mayRead(hash, schema, attachments.store, call)
         } catch let error as APIError where [.unauthorized, .forbidden, .methodNotAllowed].contains(error.status) {
-            try await authorizeUpload(schema, context, else: error)
+            try await authorizeUpload(schema, call, else: error)
             reads = false
         }
         if reads, let size = try await attachments.store.size(of: hash) {
@@ -86,7 +87,7 @@ extension TableController {
             headers[.contentLength] = String(size)
             return Response(status: .ok, headers: headers)
         }
-        let received = try await attachments.store.received(hash, by: uploader(context))
+        let received = try await attachments.store.received(hash, by: uploader(call))
         return Response(
             status: .notFound, headers: [Self.uploadOffsetHeader: String(received), .cacheControl: "no-cache"])
     }
@@ -100,8 +101,9 @@ extension TableController {
     }
 
     func downloadAttachment(_ request: Request, _ context: SyncRequestContext) async throws -> Response {
+        let call = TableCall(context)
         let (schema, hash, attachments) = try await attachmentTarget(context)
-        guard try await mayRead(hash, schema, attachments.store, context),
+        guard try await mayRead(hash, schema, attachments.store, call),
             let size = try await attachments.store.size(of: hash)
         else {
             throw APIError(.notFound, "No attachment \(hash) that you may read is on the server")
@@ -154,8 +156,9 @@ extension TableController {
     }
 
     func uploadAttachment(_ request: Request, _ context: SyncRequestContext) async throws -> Response {
+        let call = TableCall(context)
         let (schema, hash, attachments) = try await attachmentTarget(context)
-        try await authorizeUpload(schema, context)
+        try await authorizeUpload(schema, call)
         let length = try request.headers[.contentLength].map { text in
             guard let value = Int(text), value >= 0 else { throw APIError.badRequest("Content-Length: not a length") }
             return value
@@ -183,21 +186,21 @@ extension TableController {
         // A file the caller may read is here already — the reply of its last part was lost, or its row is readable:
         // any part of it is answered as the end of the upload, and its bytes are not read.
         if let size = try await attachments.store.size(of: hash),
-            (try? await mayRead(hash, schema, attachments.store, context)) == true
+            (try? await mayRead(hash, schema, attachments.store, call)) == true
         {
             return completed(hash, size: size, stored: false, request)
         }
         if let total, total > attachments.maxSize {
             throw APIError(.contentTooLarge, "An attachment has at most \(attachments.maxSize) bytes")
         }
-        try await checkBudget(hash, extent: total ?? (offset + (partLength ?? 0)), attachments, context)
+        try await checkBudget(hash, extent: total ?? (offset + (partLength ?? 0)), attachments, call)
         let body = LimitedBody(
             base: request.body, limit: partLength ?? total.map { $0 - offset } ?? attachments.maxSize,
             maxSize: attachments.maxSize)
         let outcome: UploadOutcome
         do {
             outcome = try await attachments.store.receive(
-                hash, by: uploader(context), offset: offset, total: total, restart: restart, body: body)
+                hash, by: uploader(call), offset: offset, total: total, restart: restart, body: body)
         } catch let refusal as UploadRefusal {
             throw Self.apiError(refusal, hash)
         } catch let error as TableStoreError {
@@ -217,9 +220,9 @@ extension TableController {
     /// upload than ``Attachments/maxUnfinishedUploads``, 507 past ``Attachments/maxUnfinishedBytes`` (`extent`: the
     /// bytes this upload will hold). The answer says what is kept.
     private func checkBudget(
-        _ hash: AttachmentHash, extent: Int, _ attachments: Attachments, _ context: SyncRequestContext
+        _ hash: AttachmentHash, extent: Int, _ attachments: Attachments, _ call: TableCall
     ) async throws {
-        let pending = try await attachments.store.unfinished(by: uploader(context))
+        let pending = try await attachments.store.unfinished(by: uploader(call))
         let others = pending.filter { $0.key != hash }
         let kept = "you have \(others.count) other unfinished uploads holding \(others.values.reduce(0, +)) bytes"
         if pending[hash] == nil, others.count >= attachments.maxUnfinishedUploads {
@@ -251,13 +254,13 @@ extension TableController {
 
     /// Checks that the caller may upload to the table: they may insert into it or update it. Throws `refusal`, if
     /// given, else the refusal of the insert.
-    private func authorizeUpload(_ schema: TableSchema, _ context: SyncRequestContext, else refusal: APIError? = nil)
+    private func authorizeUpload(_ schema: TableSchema, _ call: TableCall, else refusal: APIError? = nil)
         async throws
     {
         do {
-            _ = try await authorize(TableOperation.insert, schema, context)
+            _ = try await authorize(TableOperation.insert, schema, call)
         } catch let insert as APIError {
-            do { _ = try await authorize(TableOperation.update, schema, context) } catch { throw refusal ?? insert }
+            do { _ = try await authorize(TableOperation.update, schema, call) } catch { throw refusal ?? insert }
         }
     }
 
@@ -302,7 +305,7 @@ extension TableController {
     /// a SHA-256 the server holds, uploaded by the caller or named by a row the caller may read — else 400, so that no
     /// row ever names a file that is not there (the same answer whether or not another user holds it). Each file is
     /// touched, so that no collection takes it while the write goes on.
-    func checkAttachments(_ fields: [String: JSONValue], _ schema: TableSchema, _ context: SyncRequestContext)
+    func checkAttachments(_ fields: [String: JSONValue], _ schema: TableSchema, _ call: TableCall)
         async throws
     {
         let columns = schema.configuration.attachmentColumns
@@ -320,8 +323,8 @@ extension TableController {
             guard let attachments else { throw missing }
             let store = attachments.store
             guard try await store.touch(hash) else { throw missing }
-            if try await store.isUploader(uploader(context), of: hash) { continue }
-            let readScope = try? await authorize(.read, schema, context)
+            if try await store.isUploader(uploader(call), of: hash) { continue }
+            let readScope = try? await authorize(.read, schema, call)
             guard let readScope, try await names(hash, in: schema, scope: readScope, includeDeleted: false) else {
                 throw missing
             }

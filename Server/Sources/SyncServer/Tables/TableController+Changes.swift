@@ -15,6 +15,7 @@ extension TableController {
     /// `{"token": next, "changed": [tables]}`. It carries no row data: the client pulls, and the pull enforces
     /// access. Every table must be readable by the caller (401/403/404 otherwise).
     func changes(_ request: Request, _ context: SyncRequestContext) async throws -> Response {
+        let call = TableCall(context)
         var tables: [String] = []
         var since: String?
         var wait = Duration.seconds(25)
@@ -42,7 +43,7 @@ extension TableController {
             guard let schema = try await store.schema(of: name) else {
                 throw APIError(.notFound, TableStoreError.unknownTable(name).description)
             }
-            keys[Self.changeKey(schema, owner: try await authorize(.read, schema, context).owner)] = text
+            keys[Self.changeKey(schema, owner: try await authorize(.read, schema, call).owner)] = text
         }
         // A server shutting down answers its waiting followers at once rather than holding them for `wait`.
         let hub = self.changes

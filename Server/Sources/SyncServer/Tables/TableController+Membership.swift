@@ -11,12 +11,12 @@ extension TableController {
     /// The membership part of the caller's scope for `operation` on `schema`, if the table has one: every member reads
     /// a group's rows; owners and editors write them; a members table's rows are read by the group's members and by
     /// the member they name, written by the group's owners, and deleted by them or by that member (who leaves).
-    func membership(_ operation: TableOperation, _ schema: TableSchema, _ context: SyncRequestContext) async throws
+    func membership(_ operation: TableOperation, _ schema: TableSchema, _ call: TableCall) async throws
         -> MembershipCondition?
     {
         let configuration = schema.configuration
         guard configuration.membershipScope != nil || configuration.members != nil else { return nil }
-        guard let user = context.caller?.subject else {
+        guard let user = call.caller?.subject else {
             throw APIError(
                 .forbidden, "\(schema.name)'s rows belong to the members of their groups: sign in",
                 reason: "auth_forbidden")

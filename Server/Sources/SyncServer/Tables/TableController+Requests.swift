@@ -9,8 +9,8 @@ import SyncOData
 
 extension TableController {
     /// The table named in the path: 400 for an invalid name, 404 for one not served.
-    func schema(_ context: SyncRequestContext) async throws -> TableSchema {
-        let text = context.parameters.get("name") ?? ""
+    func schema(_ call: TableCall) async throws -> TableSchema {
+        let text = call.table
         let name: TableName
         do { name = try TableName(text) } catch { throw APIError.badRequest("\(error)") }
         guard let schema = try await store.schema(of: name) else {
@@ -20,9 +20,9 @@ extension TableController {
     }
 
     /// The table and the item id named in the path.
-    func target(_ context: SyncRequestContext) async throws -> (TableSchema, ItemID) {
-        let schema = try await schema(context)
-        return (schema, try Self.item(pathID(context)))
+    func target(_ call: TableCall) async throws -> (TableSchema, ItemID) {
+        let schema = try await schema(call)
+        return (schema, try Self.item(pathID(call)))
     }
 
     /// The item id of an item route's path (a table's URL names none: 404).
@@ -32,8 +32,8 @@ extension TableController {
     }
 
     /// The item id named in the path, nil on a table's URL: 400 when it is not an id.
-    func pathID(_ context: SyncRequestContext) throws -> ItemID? {
-        guard let raw = context.parameters.get("id") else { return nil }
+    func pathID(_ call: TableCall) throws -> ItemID? {
+        guard let raw = call.item else { return nil }
         guard let text = ODataQuery.percentDecode(raw) else {
             throw APIError.badRequest("Invalid item id: bad percent-encoding")
         }
@@ -44,17 +44,17 @@ extension TableController {
     /// refusal), and returns the rows the caller may see and change: a per-user table's owned by the caller's
     /// subject, a claim-scoped table's of the caller's claim, a membership-scoped table's of the groups the caller may
     /// read (for a read) or write, those the read hook's filter passes, without its hidden columns.
-    func authorize(_ operation: TableOperation, _ schema: TableSchema, _ context: SyncRequestContext) async throws
+    func authorize(_ operation: TableOperation, _ schema: TableSchema, _ call: TableCall) async throws
         -> RowScope
     {
         let configuration = schema.configuration
-        try checkAccess(operation, schema, context)
-        let view = try await view(schema.name, context)
+        try checkAccess(operation, schema, call)
+        let view = try await view(schema.name, call)
         var scope = RowScope(
-            owner: configuration.perUser ? context.caller?.subject : nil, filter: view.filter,
+            owner: configuration.perUser ? call.caller?.subject : nil, filter: view.filter,
             hiddenColumns: view.hiddenColumns)
         if let claimScope = configuration.claimScope {
-            let claimed = context.caller?.claims[claimScope.claim]
+            let claimed = call.caller?.claims[claimScope.claim]
             guard let value = claimed?.stringValue ?? claimed?.intValue.map(String.init) else {
                 throw APIError(
                     .forbidden,
@@ -65,33 +65,32 @@ extension TableController {
             scope.filter = scope.filter.map { .binary(.and, mine, $0) } ?? mine
             scope.stamped[claimScope.column] = .string(value)
         }
-        scope.membership = try await membership(operation, schema, context)
+        scope.membership = try await membership(operation, schema, call)
         return scope
     }
 
     /// The scope of a write that has `effect` (``authorize(_:_:_:)`` with the effect's access rule).
-    func authorize(_ effect: WriteEffect, _ schema: TableSchema, _ context: SyncRequestContext) async throws -> RowScope
-    {
-        try await authorize(effect.operation, schema, context)
+    func authorize(_ effect: WriteEffect, _ schema: TableSchema, _ call: TableCall) async throws -> RowScope {
+        try await authorize(effect.operation, schema, call)
     }
 
     /// Checks the table's access rule for `operation` (401, 403, or 405 listing the methods the table allows).
-    func checkAccess(_ operation: TableOperation, _ schema: TableSchema, _ context: SyncRequestContext) throws {
+    func checkAccess(_ operation: TableOperation, _ schema: TableSchema, _ call: TableCall) throws {
         let configuration = schema.configuration
-        let isItem = context.parameters.get("id") != nil
+        let isItem = call.item != nil
         let methods: [(HTTPRequest.Method, TableOperation)] =
             isItem
             ? [(.get, .read), (.patch, .update), (.delete, .delete), (.post, .update)]
             : [(.get, .read), (.post, .insert)]
         try Authorization.check(
-            configuration.access(operation, authenticates: authenticates), caller: context.caller,
+            configuration.access(operation, authenticates: authenticates), caller: call.caller,
             what: "\(Self.verbs[operation]!) \(schema.name)",
             allowed: methods.filter { configuration.access($0.1, authenticates: authenticates) != .disabled }.map(\.0))
     }
 
     /// Checks the access rule of a further effect of a write (a replace that deletes: the delete rule).
-    func checkAccess(_ effect: WriteEffect, _ schema: TableSchema, _ context: SyncRequestContext) throws {
-        try checkAccess(effect.operation, schema, context)
+    func checkAccess(_ effect: WriteEffect, _ schema: TableSchema, _ call: TableCall) throws {
+        try checkAccess(effect.operation, schema, call)
     }
 
     /// What a caller's write stores: the fields without those for hidden columns (the caller may not write them; the

@@ -24,8 +24,9 @@ extension TableController {
 
     /// `GET /tables/T/{id}`: the item, or 404 (a tombstone too, unless `__includeDeleted=true`).
     func v2Read(_ request: Request, _ context: SyncRequestContext) async throws -> Response {
-        let (schema, id) = try await target(context)
-        let scope = try await authorize(.read, schema, context)
+        let call = TableCall(context)
+        let (schema, id) = try await target(call)
+        let scope = try await authorize(.read, schema, call)
         let includeDeleted = try includesDeleted(request)
         guard
             let item = try await perform({
@@ -40,7 +41,8 @@ extension TableController {
     /// `PATCH /tables/T/{id}`: the fields sent change, with `If-Match` (412) or a body `version` (409) as the
     /// precondition.
     func v2Update(_ request: Request, _ context: SyncRequestContext) async throws -> Response {
-        let (_, item) = try await write(.change, context) { _, id in
+        let call = TableCall(context)
+        let (_, item) = try await write(.change, call) { _, id in
             let id = try Self.item(id)
             var fields = try await changeFields(request, id: id)
             fields[SystemProperty.deleted.rawValue] = nil  // v2 changes the flag by DELETE and undelete only
@@ -61,7 +63,8 @@ extension TableController {
 
     /// `DELETE /tables/T/{id}`: the item, now a tombstone (or gone without soft delete).
     func v2Delete(_ request: Request, _ context: SyncRequestContext) async throws -> Response {
-        let (_, item) = try await write(.delete, context) { _, id in
+        let call = TableCall(context)
+        let (_, item) = try await write(.delete, call) { _, id in
             WriteRequest(id: try Self.item(id), action: .delete, precondition: try ifMatch(request))
         }
         return JSONResponse.item(.ok, item)
@@ -69,7 +72,8 @@ extension TableController {
 
     /// `POST /tables/T/{id}`: the tombstone brought back.
     func v2Undelete(_ request: Request, _ context: SyncRequestContext) async throws -> Response {
-        let (_, item) = try await write(.undelete, context) { _, id in
+        let call = TableCall(context)
+        let (_, item) = try await write(.undelete, call) { _, id in
             WriteRequest(id: try Self.item(id), action: .undelete, precondition: try ifMatch(request))
         }
         return JSONResponse.item(.ok, item)

@@ -17,7 +17,8 @@ extension TableController {
     /// `If-Match` names another version or another condition fails (``v3CheckLive(_:schema:id:scope:includeDeleted:)``);
     /// a body `version` is not a precondition. Under v2, PUT is not a route (405).
     func v3Replace(_ request: Request, _ context: SyncRequestContext) async throws -> Response {
-        let (_, item) = try await write(.change, context) { _, id in
+        let call = TableCall(context)
+        let (_, item) = try await write(.change, call) { _, id in
             let id = try Self.item(id)
             let fields = try await changeFields(request, id: id)
             let includeDeleted = try includesDeleted(request)
@@ -35,7 +36,8 @@ extension TableController {
     /// `DELETE /tables/T/{id}` under v3 (§3 delete): 204 with no body; 404 when missing, 410 when already a
     /// tombstone, 412 with the item when `If-Match` names another version or another condition fails.
     func v3Delete(_ request: Request, _ context: SyncRequestContext) async throws -> Response {
-        _ = try await write(.delete, context) { _, id in
+        let call = TableCall(context)
+        _ = try await write(.delete, call) { _, id in
             let id = try Self.item(id)
             var write = WriteRequest(id: id, action: .delete, shown: Self.v3Item)
             write.checkStored = { controller, schema, scope in
@@ -213,8 +215,9 @@ extension TableController {
     /// has it [ours]: `Last-Modified` has whole seconds, so a client that sends back the date it got must pass
     /// (the toolkit compares its milliseconds, PROTOCOL-v3.md §2). The item comes with `ETag` and `Last-Modified`.
     func v3Read(_ request: Request, _ context: SyncRequestContext) async throws -> Response {
-        let (schema, id) = try await target(context)
-        let scope = try await authorize(.read, schema, context)
+        let call = TableCall(context)
+        let (schema, id) = try await target(call)
+        let scope = try await authorize(.read, schema, call)
         let item = try await v3StoredItem(
             schema: schema, id: id, scope: scope, includeDeleted: try includesDeleted(request))
         let conditions = Self.conditions(request, item: item)

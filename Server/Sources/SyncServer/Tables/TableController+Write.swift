@@ -66,16 +66,16 @@ extension TableController {
     /// - Returns: The row's id and the row as stored.
     /// - Throws: ``APIError``.
     func write(
-        _ effect: WriteEffect, _ context: SyncRequestContext,
+        _ effect: WriteEffect, _ call: TableCall,
         _ read: (TableSchema, ItemID?) async throws -> WriteRequest
     ) async throws -> (id: ItemID, item: JSONValue) {
-        let schema = try await schema(context)
-        let pathID = try pathID(context)
-        var scope = try await authorize(effect, schema, context)
+        let schema = try await schema(call)
+        let pathID = try pathID(call)
+        var scope = try await authorize(effect, schema, call)
         let request = try await read(schema, pathID)
         // The rule checked is the write's own: a handler that reads another write than its route's is a bug.
         guard request.effect == effect else {
-            context.logger.error("A \(effect) route read a \(request.effect) of \(schema.name)")
+            call.logger.error("A \(effect) route read a \(request.effect) of \(schema.name)")
             throw APIError(.internalServerError, "The server failed the request")
         }
         let id = request.id
@@ -87,7 +87,7 @@ extension TableController {
             deletes = given[SystemProperty.deleted.rawValue]?.boolValue ?? false
             // A replace that deletes the row is a delete too: the delete rule holds, as for DELETE (issue 44: it
             // was authorized as an update alone).
-            if deletes { try checkAccess(WriteEffect.delete, schema, context) }
+            if deletes { try checkAccess(WriteEffect.delete, schema, call) }
             try Self.checkReplacedMember(given, schema)
             _ = try await perform { try schema.plan(given) }  // an invalid body is a 400 whatever the conditions say
         }
@@ -108,17 +108,17 @@ extension TableController {
         // The hooks of every effect the write has (a replace: the change's, then the delete's or the undelete's).
         switch request.action {
         case .insert, .change, .replace:
-            try await checkAttachments(fields, schema, context)
-            fields = try await runHook(request.effect.hook, schema, id: id, fields: fields, context)
+            try await checkAttachments(fields, schema, call)
+            fields = try await runHook(request.effect.hook, schema, id: id, fields: fields, call)
             if case .replace = request.action {
                 if deletes {
-                    _ = try await runHook(WriteEffect.delete.hook, schema, id: id, context)
+                    _ = try await runHook(WriteEffect.delete.hook, schema, id: id, call)
                 } else if stored?.isDeleted == true {
-                    _ = try await runHook(WriteEffect.undelete.hook, schema, id: id, context)
+                    _ = try await runHook(WriteEffect.undelete.hook, schema, id: id, call)
                 }
             }
         case .delete, .undelete:
-            _ = try await runHook(request.effect.hook, schema, id: id, context)
+            _ = try await runHook(request.effect.hook, schema, id: id, call)
         }
         let item = try await perform(
             table: schema.name, conflictStatus: request.conflictAnswer.status, shown: request.shown

@@ -40,8 +40,9 @@ struct TableController: Sendable {
     // MARK: Handlers of both dialects
 
     func query(_ request: Request, _ context: SyncRequestContext) async throws -> Response {
-        let schema = try await schema(context)
-        let scope = try await authorize(.read, schema, context)
+        let call = TableCall(context)
+        let schema = try await schema(call)
+        let scope = try await authorize(.read, schema, call)
         let query = try parsedQuery(request, wire: context.wire)
         let configuration = schema.configuration
         if let top = query.top, top > configuration.maxTop {
@@ -76,7 +77,8 @@ struct TableController: Sendable {
 
     /// `POST /tables/T` in both dialects: a new row, with the id the body gives or a new one.
     func insert(_ request: Request, _ context: SyncRequestContext) async throws -> Response {
-        let (id, item) = try await write(.insert, context) { _, _ in
+        let call = TableCall(context)
+        let (id, item) = try await write(.insert, call) { _, _ in
             var fields = try await body(request)
             try checkSystemProperties(fields)
             let id: ItemID

@@ -1,0 +1,31 @@
+import Hummingbird
+import Logging
+import SyncCore
+import SyncOData
+
+/// Who asks what of a table, as the table pipeline sees it: the caller, the table and the item the route named, and
+/// the logger — no request, no response. Each route (v2, v3, `/batch`, which goes through them, the console and the
+/// library's `APIRequest`, which go through the router) makes one from its context, and every rule is decided from it.
+struct TableCall: Sendable {
+    /// Who called, when the request carried a valid token.
+    var caller: Caller?
+    /// The table's name as the route gave it (not yet checked).
+    var table: String
+    /// The item id as the route's path gave it (percent-encoded, not yet checked); nil on a table's URL.
+    var item: String?
+    var logger: Logger
+
+    init(caller: Caller?, table: String, item: String?, logger: Logger) {
+        self.caller = caller
+        self.table = table
+        self.item = item
+        self.logger = logger
+    }
+
+    /// The call a route's request makes.
+    init(_ context: SyncRequestContext) {
+        self.init(
+            caller: context.caller, table: context.parameters.get("name") ?? "", item: context.parameters.get("id"),
+            logger: context.logger)
+    }
+}
