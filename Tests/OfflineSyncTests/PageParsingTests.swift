@@ -7,9 +7,9 @@ import Testing
 /// ``SyncContext/page(of:wire:)``: the three page bodies a pull meets, and how each says a next page exists.
 @Suite struct PageParsingTests {
     static func page(_ body: String, headers: [String: String] = [:], _ dialect: SyncClient.ProtocolVersion)
-        -> SyncContext.Page?
+        -> PullRunner.Page?
     {
-        SyncContext.page(of: HTTPResponseData(status: 200, headers: headers, body: Data(body.utf8)), wire: dialect.wire)
+        PullRunner.page(of: HTTPResponseData(status: 200, headers: headers, body: Data(body.utf8)), wire: dialect.wire)
     }
 
     static let row = #"{"id":"a","updatedAt":"2026-01-01T00:00:00.000Z","version":"v1","text":"x \"y\""}"#

@@ -115,7 +115,7 @@ extension SyncClient {
             // The last answer, for the error when the tries end on a transient status.
             var last: HTTPResponseData?
             do {
-                response = try await context.sendRetrying(logger: configuration.logger) {
+                response = try await context.parts.sendRetrying(logger: configuration.logger) {
                     let answer = try await send()
                     last = answer
                     return answer

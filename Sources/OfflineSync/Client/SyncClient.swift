@@ -277,8 +277,8 @@ public final class SyncClient: Sendable {
     /// - Throws: ``ResolutionError`` when the operation is no longer queued; ``LocalStoreError``.
     ///   Cancellation stops only the fetch of the current row, which the next pull makes.
     public func resolve(_ error: OperationError, with resolution: ConflictResolution) async throws {
-        if try await context.resolve(error, with: resolution) {
-            try? await context.refetchMarked(in: error.operation.table)
+        if try await context.pusher.resolve(error, with: resolution) {
+            try? await context.puller.refetchMarked(in: error.operation.table)
         }
     }
 }

@@ -24,9 +24,9 @@ extension SyncTable {
     @discardableResult
     public func attach(_ data: Data, to id: ItemID, field: String) async throws -> Attachment {
         try Self.checkField(field)
-        let files = client.context.files
+        let files = client.context.attachments.files
         let attachment = try await offCooperativeThreads { try files.store(data) }
-        _ = try await client.context.attach(attachment, to: id, field: field, in: name)
+        _ = try await client.context.attachments.attach(attachment, to: id, field: field, in: name)
         return attachment
     }
 
@@ -42,9 +42,9 @@ extension SyncTable {
     @discardableResult
     public func attach(contentsOf url: URL, to id: ItemID, field: String) async throws -> Attachment {
         try Self.checkField(field)
-        let files = client.context.files
+        let files = client.context.attachments.files
         let attachment = try await offCooperativeThreads { try files.store(contentsOf: url) }
-        _ = try await client.context.attach(attachment, to: id, field: field, in: name)
+        _ = try await client.context.attachments.attach(attachment, to: id, field: field, in: name)
         return attachment
     }
 
@@ -73,7 +73,7 @@ extension SyncTable {
             throw AttachmentError(
                 code: .notAHash, hash: nil, message: "'\(field)' of \(name) \(id) does not name a file (not a SHA-256)")
         }
-        return try await client.context.localFile(hash, table: name, progress: progress)
+        return try await client.context.attachments.localFile(hash, table: name, progress: progress)
     }
 
     /// Records the fields of this table's policy, so that the store keeps their files while rows name them.

@@ -75,7 +75,7 @@ public struct SyncTable<Item: Codable & Sendable>: Sendable {
     /// - Throws: ``LocalWriteError`` when the item does not exist locally.
     public func delete(_ item: Item) async throws {
         _ = try await client.context.write(.delete, [try ItemCoder.json(item)], in: name)
-        try await client.context.removeUnnamedAttachments()
+        try await client.context.attachments.removeUnnamedAttachments()
     }
 
     /// Deletes the item with `id` locally and queues its delete.
@@ -84,7 +84,7 @@ public struct SyncTable<Item: Codable & Sendable>: Sendable {
     /// - Throws: ``LocalWriteError`` when the item does not exist locally.
     public func delete(id: ItemID) async throws {
         _ = try await client.context.write(.delete, [.object(["id": .string(id.rawValue)])], in: name)
-        try await client.context.removeUnnamedAttachments()
+        try await client.context.attachments.removeUnnamedAttachments()
     }
 
     /// One item from the local store.
@@ -222,7 +222,7 @@ public struct SyncTable<Item: Codable & Sendable>: Sendable {
                 })
         }
         if let policy = attachmentPolicy, policy.download == .afterPull {
-            try await client.context.prefetchAttachments(in: name, fields: policy.fields)
+            try await client.context.attachments.prefetchAttachments(in: name, fields: policy.fields)
         }
         return summary
     }
@@ -269,7 +269,7 @@ public struct SyncTable<Item: Codable & Sendable>: Sendable {
     public func purge(_ query: TableQuery<Item>? = nil, queryID: QueryID? = nil, mode: PurgeMode = .refuseIfPending)
         async throws
     {
-        try await client.context.purge(name, filter: query?.checked().filter, queryID: queryID, mode: mode)
+        try await client.context.puller.purge(name, filter: query?.checked().filter, queryID: queryID, mode: mode)
     }
 
     /// When the last pull of this table finished without error (any query), or nil before the first.
@@ -277,7 +277,7 @@ public struct SyncTable<Item: Codable & Sendable>: Sendable {
     /// - Returns: The date, to the millisecond.
     /// - Throws: ``LocalStoreError``.
     public func lastSyncDate() async throws -> Date? {
-        let key = SyncContext.lastPullKey(name)
+        let key = PullRunner.lastPullKey(name)
         return try await client.store.read { try $0.setting(key) }.flatMap { WireDate(parsing: $0)?.date }
     }
 

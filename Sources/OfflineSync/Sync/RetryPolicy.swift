@@ -13,8 +13,7 @@ struct RetryPolicy: Sendable {
 }
 
 extension Clock where Duration == Swift.Duration {
-    /// A stopwatch started now on this clock: each call of it says how long ago that was (the pull's pacing
-    /// measures its waits on the injected clock).
+    /// A stopwatch started now on this clock: each call of it says how long ago that was.
     func stopwatch() -> () -> Duration {
         let started = now
         return { started.duration(to: self.now) }
@@ -26,50 +25,6 @@ enum SyncStop: Error {
     case unavailable(ServerUnavailableError)
     case unauthorized
     case cancelled
-}
-
-extension SyncContext {
-    /// Sends a request until its reply is not transient, waiting as ``Backoff/retries`` says
-    /// (or the server's `Retry-After`, at most 60 s) between tries, at most `retry.limit` retries.
-    ///
-    /// - Parameters:
-    ///   - logger: Where retries are logged.
-    ///   - send: Sends the request once.
-    ///   - isTransient: Whether a reply is worth another try (by default 5xx, 408 and 429); a transient
-    ///     2xx counts as an unreadable reply.
-    /// - Returns: The first reply that is not transient.
-    /// - Throws: ``SyncStop``: unavailable after the last try, unauthorized on a 401, cancelled.
-    func sendRetrying(
-        logger: Logger, _ send: () async throws -> HTTPResponseData,
-        isTransient: (HTTPResponseData) -> Bool = { isTransientStatus($0.status) }
-    ) async throws -> HTTPResponseData {
-        var attempt = 0
-        while true {
-            attempt += 1
-            let reason: ServerUnavailableError.Reason
-            var wait: Duration?
-            do {
-                let response = try await send()
-                if response.status == 401 { throw SyncStop.unauthorized }
-                if !isTransient(response) { return response }
-                reason =
-                    (200..<300).contains(response.status)
-                    ? .unreadableReply(status: response.status) : .status(response.status)
-                wait = response.header("Retry-After").flatMap { Int($0.trimmingCharacters(in: .whitespaces)) }
-                    .map { Duration.seconds(min(max($0, 0), 60)) }
-            } catch let error as TransportError {
-                if error.code == .cancelled { throw SyncStop.cancelled }
-                reason = .noReply(error)
-            }
-            if Task.isCancelled { throw SyncStop.cancelled }
-            guard attempt <= retry.limit else {
-                throw SyncStop.unavailable(ServerUnavailableError(reason, attempts: attempt))
-            }
-            let delay = max(Backoff.retries.delay(attempt: attempt, jitter: retry.jitter()), wait ?? .zero)
-            logger.info("Retrying a request", metadata: [SyncLogKey.attempt: "\(attempt)"])
-            do { try await retry.clock.sleep(for: delay) } catch { throw SyncStop.cancelled }
-        }
-    }
 }
 
 /// Statuses worth another try: the server is overloaded or failing for now (5xx), or timed out

@@ -1,41 +1,35 @@
 import Foundation
 import Logging
 import SyncCore
+import SyncOData
 
-/// Owns the operation queue and coordinates local writes, push, pull and purge for one client.
-/// One push runs at a time; a second caller waits for the first to finish, then pushes.
+/// Owns the operation queue for one client: local writes and their queue, and the one push at a time that push,
+/// pull and sign-out share (a second caller waits for the first to finish, then pushes). The jobs themselves run
+/// in their runners beside their plans — ``PushRunner``, ``PullRunner``, ``AttachmentTransfers`` — over one set of
+/// ``SyncParts``.
 actor SyncContext {
-    let store: any LocalStore
-    let endpoint: TableEndpoint
-    /// The store's account, which a pulled page or a resolution confirms in the transaction that keeps it.
-    let account: AccountGuard
-    let logger: Logger
-    let conflictHandler: ConflictHandler?
-    let retry: RetryPolicy
-    /// Wall-clock time, for the last successful pull of each table.
-    let now: @Sendable () -> Date
-    /// Parts, cache and progress of attached files.
-    let attachmentSettings: AttachmentSettings
+    nonisolated let parts: SyncParts
+    nonisolated let pusher: PushRunner
+    nonisolated let puller: PullRunner
+    nonisolated let attachments: AttachmentTransfers
     /// The push running now, which the next push waits for.
     private var currentPush: Task<PushResult, any Error>?
-    /// The downloads of files running now, by hash: a second caller waits for the first instead of writing the same
-    /// part file.
-    var downloads: [String: Task<Void, any Error>] = [:]
 
     init(
         store: any LocalStore, endpoint: TableEndpoint, account: AccountGuard, logger: Logger,
         conflictHandler: ConflictHandler?,
-        retry: RetryPolicy, now: @escaping @Sendable () -> Date, attachments: AttachmentSettings
+        retry: RetryPolicy, now: @escaping @Sendable () -> Date, attachments settings: AttachmentSettings
     ) {
-        attachmentSettings = attachments
-        self.retry = retry
-        self.now = now
-        self.store = store
-        self.endpoint = endpoint
-        self.account = account
-        self.logger = logger
-        self.conflictHandler = conflictHandler
+        let parts = SyncParts(
+            store: store, endpoint: endpoint, account: account, logger: logger, retry: retry, now: now)
+        let attachments = AttachmentTransfers(parts: parts, attachmentSettings: settings)
+        self.parts = parts
+        self.attachments = attachments
+        pusher = PushRunner(parts: parts, conflictHandler: conflictHandler, attachments: attachments)
+        puller = PullRunner(parts: parts, attachments: attachments)
     }
+
+    nonisolated var store: any LocalStore { parts.store }
 
     // MARK: Local writes
 
@@ -116,7 +110,7 @@ actor SyncContext {
         let previous = currentPush
         let task = Task { [self] in
             _ = try? await previous?.value
-            return try await self.pushAll()
+            return try await self.pusher.pushAll()
         }
         currentPush = task
         return try await withTaskCancellationHandler {
@@ -124,5 +118,18 @@ actor SyncContext {
         } onCancel: {
             task.cancel()
         }
+    }
+
+    // MARK: The runners' jobs, for the client
+
+    /// Pulls a table (``PullRunner/pull(_:filter:queryID:pageSize:maxPageSize:ahead:progress:push:)``), pushing
+    /// first through this context.
+    nonisolated func pull(
+        _ table: TableName, filter: ODataExpression?, queryID: QueryID?, pageSize: Int, maxPageSize: Int,
+        ahead: Bool, progress: (@Sendable (PullProgress) -> Void)?
+    ) async throws -> PullSummary {
+        try await puller.pull(
+            table, filter: filter, queryID: queryID, pageSize: pageSize, maxPageSize: maxPageSize, ahead: ahead,
+            progress: progress, push: push)
     }
 }

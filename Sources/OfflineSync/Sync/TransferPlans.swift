@@ -1,5 +1,5 @@
 /// The upload of one attached file in parts (docs/attachments.md), as a value: the runner
-/// (`SyncContext.upload`) hands it the server's answers and performs what it returns. No I/O, so every answer
+/// (`AttachmentTransfers.upload`) hands it the server's answers and performs what it returns. No I/O, so every answer
 /// can be tested without a server.
 ///
 /// - `HEAD` first: 200 means the server has the file; 404 with an `Upload-Offset` no larger than the file says
@@ -84,7 +84,7 @@ struct UploadPlan: Sendable, Equatable {
 }
 
 /// The download of one attached file in ranges (docs/attachments.md), resumed from the bytes an earlier try left,
-/// as a value: the runner (`SyncContext.download`) asks for ``range``, hands it each answer and performs the step it
+/// as a value: the runner (`AttachmentTransfers.download`) asks for ``range``, hands it each answer and performs the step it
 /// returns on the part file and its hash. No I/O, so every answer can be tested without a server.
 ///
 /// - 206 whose `Content-Range` starts at the offset appends its body; one labelled otherwise is an error (corrupt).

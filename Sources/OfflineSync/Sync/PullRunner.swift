@@ -3,7 +3,15 @@ import Logging
 import SyncCore
 import SyncOData
 
-extension SyncContext {
+/// Pulls a table's pages into the store (PROTOCOL.md §5, §8), their sizes and pace as ``PullPacing`` decides, with the
+/// caller's scope (``PullRunner/scopeChange(_:token:pulledBefore:)``), and purges.
+struct PullRunner: SyncRunner {
+    let parts: SyncParts
+    /// The files of rows a pull or a purge deleted go with them.
+    let attachments: AttachmentTransfers
+}
+
+extension PullRunner {
     /// One downloaded page.
     struct Page: Sendable {
         /// The rows, each with the JSON text it came in (stored as received).
@@ -24,10 +32,11 @@ extension SyncContext {
     /// operations do not stop the pull; an unavailable server, a 401 or a cancellation do); fetch the
     /// items marked to be fetched again; then keyset pages by `(updatedAt, id)`, each applied with
     /// its cursor in one transaction while the next page downloads. Pages start at `pageSize` rows and
-    /// grow, up to `maxPageSize`, while the pull waits for the network rather than for the store.
+    /// grow, up to `maxPageSize`, while the pull waits for the network rather than for the store. `push` is the
+    /// client's push (``SyncContext/push()``, one at a time).
     func pull(
         _ table: TableName, filter: ODataExpression?, queryID: QueryID?, pageSize: Int, maxPageSize: Int,
-        ahead: Bool, progress: (@Sendable (PullProgress) -> Void)?
+        ahead: Bool, progress: (@Sendable (PullProgress) -> Void)?, push: () async throws -> PushResult
     ) async throws -> PullSummary {
         var summary = PullSummary(appliedCount: 0, skippedCount: 0, requestCount: 1)
         do {
@@ -57,7 +66,7 @@ extension SyncContext {
                 return try !writer.allAttachments().isEmpty
             }
             // The files of rows the pull deleted.
-            if holdsFiles { try await removeUnnamedAttachments() }
+            if holdsFiles { try await attachments.removeUnnamedAttachments() }
         } catch SyncStop.unavailable(let error) {
             throw PullError.serverUnavailable(error)
         } catch SyncStop.unauthorized {
@@ -112,7 +121,9 @@ extension SyncContext {
         var log = logger
         log[metadataKey: SyncLogKey.table] = "\(table)"
         log.debug("Pull started")
-        let clock = retry.clock
+        // The pace compares real durations (the network's, the store's): measured on the continuous clock, not on
+        // the injected one, which decides only how long a retry waits (a test's ImmediateClock measures nothing).
+        let clock = ContinuousClock()
         let sinceStart = clock.stopwatch()
         var page = try await fetch(table, filter: filter, after: cursor, pageSize: pacing.size, count: true)
         let change = try await scopeChange(table, token: page.scopeToken, pulledBefore: cursor != nil)
@@ -210,11 +221,11 @@ extension SyncContext {
         return Page(items: next.items + second.items.dropFirst(), isLast: second.isLast)
     }
 
-    /// Applies a page as ``apply(_:to:cursor:queryID:)`` does, and times it on the injected clock.
+    /// Applies a page as ``apply(_:to:cursor:queryID:)`` does, and times it.
     private func timedApply(
         _ items: [(value: JSONValue, text: String)], to table: TableName, cursor: PullCursor, queryID: QueryID?
     ) async throws -> (count: Int, skipped: Int, time: Duration) {
-        let time = retry.clock.stopwatch()
+        let time = ContinuousClock().stopwatch()
         let (applied, skipped) = try await apply(items, to: table, cursor: cursor, queryID: queryID)
         return (applied, skipped, time())
     }
@@ -283,6 +294,6 @@ extension SyncContext {
                 if let queryID { try writer.setCursor(nil, for: table, queryID: queryID) }
             }
         }
-        try await removeUnnamedAttachments()
+        try await attachments.removeUnnamedAttachments()
     }
 }

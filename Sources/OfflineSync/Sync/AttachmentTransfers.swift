@@ -2,12 +2,24 @@ import Foundation
 import Logging
 import SyncCore
 import SyncOData
+import SyncSQLite
 
 #if canImport(CryptoKit)
     import CryptoKit
 #else
     import Crypto
 #endif
+
+/// Attaches, uploads, downloads and evicts the files of rows, each transfer as its plan (``UploadPlan``,
+/// ``DownloadPlan``) decides.
+struct AttachmentTransfers: SyncRunner {
+    let parts: SyncParts
+    /// Parts, cache and progress of attached files.
+    let attachmentSettings: AttachmentSettings
+    /// The downloads of files running now, by hash: a second caller waits for the first instead of writing the same
+    /// part file.
+    let downloads = Locked<[String: Task<Void, any Error>]>([:])
+}
 
 /// The client's settings for files (from ``SyncClient/Configuration``).
 struct AttachmentSettings: Sendable {
@@ -19,8 +31,8 @@ struct AttachmentSettings: Sendable {
 /// Files attached to rows (docs/attachments.md): attached in the row's own transaction, uploaded in parts before any
 /// operation of a push goes (so the server never holds a row naming a file it lacks), downloaded in parts when asked
 /// or after a pull, evicted past the cache's limit (never one waiting to go), removed when no row names them.
-extension SyncContext {
-    nonisolated var files: AttachmentFiles { AttachmentFiles(directory: store.attachmentDirectory) }
+extension AttachmentTransfers {
+    var files: AttachmentFiles { AttachmentFiles(directory: store.attachmentDirectory) }
 
     /// Attaches a stored file to `field` of the item `id`: the row's change, its queued update and the file's record,
     /// in one transaction.
@@ -31,7 +43,7 @@ extension SyncContext {
                 throw LocalWriteError(.notFound, table: table, itemID: id)
             }
             row[field] = .string(attachment.hash)
-            let stored = try Self.apply(.update, row, in: table, writer: writer)
+            let stored = try SyncContext.apply(.update, row, in: table, writer: writer)
             try writer.addAttachmentField(field, in: table)
             var record =
                 try writer.attachment(attachment.hash)
@@ -136,7 +148,7 @@ extension SyncContext {
         }
     }
 
-    private nonisolated func report(
+    private func report(
         _ direction: TransferProgress.Direction, _ hash: String, _ done: Int, _ size: Int, _ files: Int, _ total: Int,
         _ also: (@Sendable (TransferProgress) -> Void)? = nil
     ) {
@@ -169,17 +181,21 @@ extension SyncContext {
             return files.url(hash)
         }
         do {
-            if let running = downloads[hash] {
-                try await running.value
-            } else {
+            let (task, started) = downloads.withLock { running -> (Task<Void, any Error>, Bool) in
+                if let task = running[hash] { return (task, false) }
                 let task = Task { try await download(hash, table: table, index: index, of: total, progress: progress) }
-                downloads[hash] = task
-                defer { downloads[hash] = nil }
+                running[hash] = task
+                return (task, true)
+            }
+            if started {
+                defer { downloads.withLock { $0[hash] = nil } }
                 try await withTaskCancellationHandler {
                     try await task.value
                 } onCancel: {
                     task.cancel()
                 }
+            } else {
+                try await task.value
             }
         } catch SyncStop.unavailable(let error) {
             throw error

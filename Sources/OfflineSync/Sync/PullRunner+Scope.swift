@@ -9,7 +9,7 @@ import SyncCore
 /// just joined sit behind every cursor. So the pull lists the ids in scope, removes the other rows (not those with
 /// pending operations: the push before the pull has reported their refusals, and the app decides), and starts every
 /// query of the table over. docs/sharing.md tells the whole story.
-extension SyncContext {
+extension PullRunner {
     /// The response header that carries the caller's scope token.
     static let scopeHeader = "X-Sync-Scope"
 

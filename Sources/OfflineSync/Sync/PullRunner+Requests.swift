@@ -4,7 +4,7 @@ import SyncCore
 import SyncOData
 
 /// The requests of a pull: the page query after a cursor, its answer read in either dialect, a page asked ahead.
-extension SyncContext {
+extension PullRunner {
     /// What a pull reads from each row; the rest is stored as the text that arrived.
     static let pulledFields: Set<String> = ["id", "updatedAt", "deleted", "version"]
 

@@ -2,7 +2,7 @@ import Foundation
 import Logging
 import SyncCore
 
-extension SyncContext {
+extension PushRunner {
     /// Pushes `operations` (of distinct items, none re-creating its item) through the server's batch endpoint
     /// (docs/batch.md), as many per request as its limits allow, and records each outcome as a single push
     /// would: every answer is decided by the same rules (PROTOCOL.md §7), successes are stored together.

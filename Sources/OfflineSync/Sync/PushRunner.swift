@@ -3,7 +3,16 @@ import Logging
 import SyncCore
 import SyncOData
 
-extension SyncContext {
+/// Sends the queue (PROTOCOL.md §7) — alone or in batches as ``PushPlan`` decides, each reply decided by
+/// ``PushDecision`` — and applies resolutions. ``SyncContext`` runs one push at a time.
+struct PushRunner: SyncRunner {
+    let parts: SyncParts
+    let conflictHandler: ConflictHandler?
+    /// The files a row's change names go first.
+    let attachments: AttachmentTransfers
+}
+
+extension PushRunner {
     /// What happened to one operation.
     enum PushOutcome {
         case pushed
@@ -27,7 +36,7 @@ extension SyncContext {
         logger.debug("Push started")
         do {
             // A row's change goes only once the files it names are on the server.
-            try await uploadAttachments()
+            try await attachments.uploadAttachments()
             while true {
                 let position = after
                 let operations = try await store.read { reader in try reader.operations(after: position, limit: 200) }
@@ -59,7 +68,7 @@ extension SyncContext {
         logger.debug(
             "Push finished",
             metadata: [SyncLogKey.operations: "\(result.pushedCount)", SyncLogKey.failed: "\(result.errors.count)"])
-        try await removeUnnamedAttachments()
+        try await attachments.removeUnnamedAttachments()
         if !result.errors.isEmpty {
             logger.info("Push left refused operations", metadata: [SyncLogKey.failed: "\(result.errors.count)"])
             throw PushError.operationsFailed(result)
@@ -165,18 +174,6 @@ extension SyncContext {
         guard decision == .fetchServerItem else { return decision }
         let server = try await fetchServerRow(operation.table, operation.itemID, logger: logger)
         return PushDecision.decide(kind, status: reply.status, replyItem: item, server: server, sent: sent)
-    }
-
-    /// The server's current row of an item, tombstones included (PROTOCOL.md §5, §7).
-    func fetchServerRow(_ table: TableName, _ id: ItemID, logger: Logger) async throws -> PushDecision.ServerRow {
-        let url = endpoint.url(table, id: id, query: endpoint.wire.includeDeletedParameter)
-        let reply = try await sendRetrying(logger: logger) {
-            try await endpoint.send("GET", url, features: ["OL"])
-        } isTransient: { reply in
-            isTransientStatus(reply.status) || (reply.status == 200 && reply.item == nil)
-        }
-        if reply.status == 200, let item = reply.item { return .row(item) }
-        return .absent
     }
 
     private func send(_ kind: OperationKind, _ operation: PendingOperation, body: JSONValue?, version: Version?)
