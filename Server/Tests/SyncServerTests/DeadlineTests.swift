@@ -26,7 +26,9 @@ import Testing
             }
         }
         #expect(timedOut.withLock { $0 })
-        #expect(ContinuousClock.now - started < .seconds(5))
+        // Never resumed, the work would hold the test forever: returning at all is the point. The bound is wide, as a
+        // busy 2-core machine delays the timer's task by seconds (5.5 s seen while a build ran).
+        #expect(ContinuousClock.now - started < .seconds(60))
     }
 
     @Test func anExemptDeadlineWaitsForTheWork() async throws {
