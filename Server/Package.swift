@@ -163,6 +163,7 @@ let package = Package(
         .target(
             name: "TestSupport",
             dependencies: [
+                "SyncServer",
                 .product(name: "SyncCore", package: client),
                 .product(name: "OfflineSyncTesting", package: client),
                 .product(name: "Subprocess", package: "swift-subprocess"),

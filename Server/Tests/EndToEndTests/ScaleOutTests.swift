@@ -259,38 +259,6 @@ struct HTTP {
     }
 }
 
-/// The PostgreSQL server that `SYNC_TEST_POSTGRES_URL` names (`.ci/with-postgres` starts one).
-enum PostgresServer {
-    static let url: String? = ProcessInfo.processInfo.environment["SYNC_TEST_POSTGRES_URL"].flatMap {
-        $0.isEmpty ? nil : $0
-    }
-
-    /// Whether to run: where a server is given, and always in CI (where its absence fails the test).
-    static let isRequired: Bool = {
-        if url != nil { return true }
-        if ProcessInfo.processInfo.environment["CI"] != nil { return true }
-        print("ScaleOutTests: skipped: SYNC_TEST_POSTGRES_URL is not set (run `.ci/with-postgres swift test`)")
-        return false
-    }()
-
-    /// Runs `body` with the URL of a fresh database, dropped afterwards.
-    static func withDatabase(_ body: (String) async throws -> Void) async throws {
-        let server = try #require(url, "SYNC_TEST_POSTGRES_URL is not set: CI runs the tests through .ci/with-postgres")
-        let admin = try DatabaseURL(parsing: server)
-        var components = try #require(URLComponents(string: server))
-        let name = "scaleout_" + UUID().uuidString.lowercased().replacingOccurrences(of: "-", with: "")
-        try await admin.execute("CREATE DATABASE \"\(name)\"")
-        components.path = "/" + name
-        do {
-            try await body(try #require(components.string))
-        } catch {
-            try? await admin.execute("DROP DATABASE \"\(name)\" WITH (FORCE)")
-            throw error
-        }
-        try await admin.execute("DROP DATABASE \"\(name)\" WITH (FORCE)")
-    }
-}
-
 extension Sequence {
     func asyncMap<T>(_ transform: (Element) async throws -> T) async rethrows -> [T] {
         var results: [T] = []
