@@ -48,6 +48,10 @@ public final class SyncClient: Sendable {
         public var tokenProvider: TokenProvider?
         /// Decides conflicts during a push. Default: none (a push with conflicts fails and parks them).
         public var conflictHandler: ConflictHandler?
+        /// What a conflicting update does with a field both sides changed, by table name (any case): the field's
+        /// ``FieldConflictPolicy``. Fields changed on one side only always merge by themselves; a table not named
+        /// here surfaces both-sides changes as a conflict (then ``conflictHandler`` decides, if set).
+        public var fieldConflicts: [String: FieldConflictPolicy] = [:]
         /// Rows of a pull's first page request. Default 1000 (the client follows a server's smaller page).
         public var pullPageSize = 1000
         /// The most rows a pull asks in one request: its pages grow from ``pullPageSize`` (by the ratio of the
@@ -154,6 +158,9 @@ public final class SyncClient: Sendable {
         context = SyncContext(
             store: store, endpoint: endpoint, account: credentials.account, logger: configuration.logger,
             conflictHandler: configuration.conflictHandler,
+            fieldConflicts: Dictionary(
+                configuration.fieldConflicts.map { ($0.key.lowercased(), $0.value) },
+                uniquingKeysWith: { _, last in last }),
             retry: RetryPolicy(
                 limit: configuration.retryLimit, clock: configuration.clock, jitter: configuration.jitter),
             now: configuration.now,

@@ -33,6 +33,19 @@ public struct OperationError: Sendable, Hashable, Identifiable {
         self.serverItem = serverItem
     }
 
+    /// For a conflicting update, the row as the server last gave it before the local change (the base of the
+    /// three-way merge); nil when not known (an insert, a delete, an update imported from the Azure SDK's store).
+    public var baseItem: JSONValue? { operation.base }
+
+    /// The user fields changed both locally and on the server since ``baseItem``, to different values, in name
+    /// order: what the conflict is about (empty when the base is not known, or for a delete on either side).
+    public var conflictingFields: [String] {
+        guard let base = operation.base, let mine = sentItem, let theirs = serverItem, !theirs.isDeleted else {
+            return []
+        }
+        return FieldMerge.merge(base: base, mine: mine, theirs: theirs).conflicts
+    }
+
     /// Whether this is a conflict — 409 or 412, or 404 on an update (the item was deleted on the
     /// server; a v3 server answers 410) — rather than a refusal of the change itself. Both stay parked
     /// until resolved.

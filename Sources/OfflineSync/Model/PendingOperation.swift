@@ -49,6 +49,11 @@ public struct PendingOperation: Sendable, Hashable, Identifiable {
     /// their version of an item deleted elsewhere): the push undeletes the item, or inserts it when the
     /// server has no trace of it, before sending the change.
     public internal(set) var recreatesItem: Bool
+    /// For an update, the row as the server last gave it before the local changes the operation carries (the
+    /// *base* of a three-way merge): what the app changed is the difference between the local row and it. Nil
+    /// for inserts and deletes, and for an update whose base is not known (one imported from the Azure SDK's
+    /// store): such an update sends the whole row and meets a conflict as a whole.
+    var base: JSONValue?
 
     /// Whether the operation was sent and its outcome is unknown: it is *frozen* (PROTOCOL.md §7) — never collapsed
     /// with a later local write, and every retry sends exactly what the first attempt sent, even after a crash.
@@ -66,7 +71,7 @@ public struct PendingOperation: Sendable, Hashable, Identifiable {
     ///   - recreatesItem: Whether the push re-creates an item the server deleted.
     init(
         id: Int64, table: TableName, itemID: ItemID, kind: OperationKind, item: JSONValue? = nil,
-        attempt: Attempt? = nil, recreatesItem: Bool = false
+        attempt: Attempt? = nil, recreatesItem: Bool = false, base: JSONValue? = nil
     ) {
         self.id = id
         self.table = table
@@ -75,5 +80,6 @@ public struct PendingOperation: Sendable, Hashable, Identifiable {
         self.item = item
         self.attempt = attempt
         self.recreatesItem = recreatesItem
+        self.base = base
     }
 }

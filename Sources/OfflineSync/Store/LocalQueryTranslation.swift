@@ -36,7 +36,7 @@ enum OperationCoding {
         [
             "id": .int(operation.id), "table": .string(operation.table.rawValue),
             "itemID": .string(operation.itemID.rawValue), "kind": .string(operation.kind.rawValue),
-            "item": operation.item ?? .null,
+            "item": operation.item ?? .null, "base": operation.base ?? .null,
         ]
     }
 
@@ -45,7 +45,9 @@ enum OperationCoding {
             let itemID = json["itemID"]?.stringValue, let kind = json["kind"]?.stringValue.flatMap(OperationKind.init)
         else { throw ValueError(kind: "stored operation", reason: "it is incomplete") }
         let item = json["item"].flatMap { $0 == .null ? nil : $0 }
-        return PendingOperation(id: id, table: try TableName(table), itemID: try ItemID(itemID), kind: kind, item: item)
+        return PendingOperation(
+            id: id, table: try TableName(table), itemID: try ItemID(itemID), kind: kind, item: item,
+            base: json["base"].flatMap { $0 == .null ? nil : $0 })
     }
 
     static func json(_ attempt: PendingOperation.Attempt) -> JSONValue {

@@ -88,11 +88,12 @@ class LocalStoreReader {
     }
 
     private static let operationColumns =
-        "\"id\", \"tableName\", \"itemID\", \"kind\", \"item\", \"attempt\", \"recreatesItem\""
+        "\"id\", \"tableName\", \"itemID\", \"kind\", \"item\", \"attempt\", \"recreatesItem\", \"base\""
 
     private func operation(_ row: Row) throws -> PendingOperation {
         let itemText: String? = row["item"]
         let attemptText: String? = row["attempt"]
+        let baseText: String? = row["base"]
         let kindText: String = row["kind"]
         // Never guessed: an operation of a kind this version does not know (a newer SDK wrote it) is not sent as
         // something else.
@@ -110,7 +111,7 @@ class LocalStoreReader {
             kind: kind,
             item: try itemText.map { try JSONValue(parsing: $0) },
             attempt: try attemptText.map { try OperationCoding.attempt(from: try JSONValue(parsing: $0)) },
-            recreatesItem: row["recreatesItem"])
+            recreatesItem: row["recreatesItem"], base: try baseText.map { try JSONValue(parsing: $0) })
     }
 
     /// Pending operations in queue order, after `sequence` when given, at most `limit` of them.
@@ -273,25 +274,30 @@ final class LocalStoreWriter: LocalStoreReader {
             arguments: StatementArguments(sqlValues: arguments))
     }
 
-    /// Appends an operation to the queue, giving it the next sequence number.
-    func enqueue(_ kind: OperationKind, itemID: ItemID, in table: TableName, item: JSONValue?) throws
-        -> PendingOperation
+    /// Appends an operation to the queue, giving it the next sequence number; an update with its base row.
+    func enqueue(_ kind: OperationKind, itemID: ItemID, in table: TableName, item: JSONValue?, base: JSONValue? = nil)
+        throws -> PendingOperation
     {
         try db.cachedStatement(
-            sql: "INSERT INTO \"sync_operations\" (\"tableName\", \"itemID\", \"kind\", \"item\") VALUES (?, ?, ?, ?)"
-        ).execute(arguments: [table.canonical, itemID.rawValue, kind.rawValue, item?.serialized()])
-        return PendingOperation(id: db.lastInsertedRowID, table: table, itemID: itemID, kind: kind, item: item)
+            sql: """
+                INSERT INTO "sync_operations" ("tableName", "itemID", "kind", "item", "base") VALUES (?, ?, ?, ?, ?)
+                """
+        ).execute(arguments: [table.canonical, itemID.rawValue, kind.rawValue, item?.serialized(), base?.serialized()])
+        return PendingOperation(
+            id: db.lastInsertedRowID, table: table, itemID: itemID, kind: kind, item: item, base: base)
     }
 
     /// Saves an operation's changed kind, item, attempt or re-creation mark.
     func updateOperation(_ operation: PendingOperation) throws {
         try db.execute(
             sql: """
-                UPDATE "sync_operations" SET "kind" = ?, "item" = ?, "attempt" = ?, "recreatesItem" = ? WHERE "id" = ?
+                UPDATE "sync_operations" SET "kind" = ?, "item" = ?, "attempt" = ?, "recreatesItem" = ?, "base" = ?
+                WHERE "id" = ?
                 """,
             arguments: [
                 operation.kind.rawValue, operation.item?.serialized(),
-                operation.attempt.map { OperationCoding.json($0).serialized() }, operation.recreatesItem, operation.id,
+                operation.attempt.map { OperationCoding.json($0).serialized() }, operation.recreatesItem,
+                operation.base?.serialized(), operation.id,
             ])
     }
 

@@ -229,6 +229,11 @@ public final class SQLiteLocalStore: LocalStore {
                     );
                     """)
         }
+        // The base row of each pending update (issue 47): the three-way merge of a conflict, and a v2 update that
+        // sends only what changed.
+        migrator.registerMigration("v4: base rows of updates") { db in
+            try db.execute(sql: #"ALTER TABLE "sync_operations" ADD COLUMN "base" TEXT"#)
+        }
         return migrator
     }
 

@@ -54,7 +54,8 @@ extension PushRunner {
                 let operation = pending.removeFirst()
                 let reply = Self.reply(answer)
                 let decision = try await decide(
-                    operation.kind, operation, reply, sent: operation.attempt?.item, logger: logger)
+                    operation.kind, operation, reply, sent: Self.body(of: operation, sendsChanges: true), logger: logger
+                )
                 if case .succeeded(let serverItem) = decision {
                     succeeded.append((operation, serverItem))
                     continue
@@ -113,7 +114,7 @@ extension PushRunner {
         if operation.kind != .insert, let version = attempt?.version {
             request["headers"] = ["If-Match": .string(version.entityTag)]
         }
-        if operation.kind != .delete, let item = attempt?.item { request["body"] = item }
+        if operation.kind != .delete, let body = Self.body(of: operation, sendsChanges: true) { request["body"] = body }
         return .object(request)
     }
 

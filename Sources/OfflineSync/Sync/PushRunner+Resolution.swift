@@ -46,6 +46,9 @@ extension PushRunner {
                 }
                 current.attempt = nil
                 current.recreatesItem = error.isConflict && current.kind != .delete && !serverIsLive
+                // Mine goes over the server's row: what changed is what differs from it (a delete or an insert
+                // again sends the whole row).
+                current.base = current.kind == .update && serverIsLive ? server : nil
                 try writer.updateOperation(current)
                 try writer.removeError(operationID: current.id)
                 return false

@@ -8,6 +8,8 @@ import SyncOData
 struct PushRunner: SyncRunner {
     let parts: SyncParts
     let conflictHandler: ConflictHandler?
+    /// The policy of each table (by canonical name) for fields changed on both sides; absent: surface them.
+    let fieldConflicts: [String: FieldConflictPolicy]
     /// The files a row's change names go first.
     let attachments: AttachmentTransfers
 }
@@ -134,7 +136,7 @@ extension PushRunner {
         log[metadataKey: SyncLogKey.table] = "\(operation.table)"
         var kind = operation.kind
         var version = attempt.version
-        let sent = attempt.item
+        let sent = Self.body(of: operation, sendsChanges: endpoint.wire.updateSendsChanges)
         if operation.recreatesItem {
             let recreation = endpoint.wire.recreation
             let url = endpoint.url(
@@ -176,6 +178,18 @@ extension PushRunner {
         return PushDecision.decide(kind, status: reply.status, replyItem: item, server: server, sent: sent)
     }
 
+    /// What an operation's frozen attempt sends: an update over a known base, under a dialect whose updates change
+    /// fields (v2's `PATCH`), sends the id and the fields changed since the base — a cleared field as an explicit
+    /// null, which a row without the field would not say; otherwise the row. Derived from the frozen row and the
+    /// base, so a retry after a lost reply or a crash sends the same bytes.
+    static func body(of operation: PendingOperation, sendsChanges: Bool) -> JSONValue? {
+        guard let item = operation.attempt?.item else { return nil }
+        guard sendsChanges, operation.kind == .update, !operation.recreatesItem, let base = operation.base else {
+            return item
+        }
+        return FieldMerge.patch(item, since: base)
+    }
+
     private func send(_ kind: OperationKind, _ operation: PendingOperation, body: JSONValue?, version: Version?)
         async throws -> HTTPResponseData
     {
@@ -204,6 +218,13 @@ extension PushRunner {
         cleared.attempt = nil
         cleared.recreatesItem = false
         let settled = cleared
+        if error.isConflict, try await merge(settled, with: error.serverItem, status: error.status) {
+            // Merged by itself: it goes again over the server's version, with no conflict shown.
+            if resolutionsLeft > 0, let again = try await store.read({ try $0.operation(settled.id) }) {
+                return try await pushOne(again, resolutionsLeft: resolutionsLeft - 1)
+            }
+            return .resolved
+        }
         let recorded = OperationError(
             operation: settled, status: error.status, message: error.message, sentItem: error.sentItem,
             serverItem: error.serverItem)
@@ -222,6 +243,40 @@ extension PushRunner {
             if resolution != .leave { return .resolved }
         }
         return .failed(recorded)
+    }
+
+    /// Merges a conflicting update with the server's row, field by field over its base (``FieldMerge``): fields
+    /// changed on one side only keep that side's value, and fields changed on both sides are decided by the table's
+    /// ``FieldConflictPolicy`` — unless it surfaces them. The merged row becomes the local row, with the server's
+    /// version, and the operation waits to go again with the server's row as its base. Not merged: another kind, an
+    /// update whose base is not known, a server row deleted or absent, a newer operation of the item waiting.
+    ///
+    /// - Returns: Whether it merged.
+    private func merge(_ operation: PendingOperation, with theirs: JSONValue?, status: Int) async throws -> Bool {
+        guard operation.kind == .update, operation.base != nil, let theirs, !theirs.isDeleted,
+            status == 409 || status == 412
+        else { return false }
+        let policy = fieldConflicts[operation.table.canonical] ?? .surface
+        let merged = try await store.write { writer -> Bool in
+            guard var current = try writer.operation(operation.id), current.kind == .update, let base = current.base,
+                try writer.lastOperation(for: operation.itemID, in: operation.table)?.id == current.id,
+                let mine = try writer.item(operation.itemID, in: operation.table),
+                let merged = FieldMerge.merge(base: base, mine: mine, theirs: theirs, policy: policy)
+            else { return false }
+            try writer.upsert(merged, in: operation.table)
+            current.attempt = nil
+            current.recreatesItem = false
+            current.base = theirs
+            try writer.updateOperation(current)
+            try writer.removeError(operationID: current.id)
+            return true
+        }
+        if merged {
+            logger.debug(
+                "A conflict merged by itself",
+                metadata: [SyncLogKey.table: "\(operation.table)", "sync.item": "\(operation.itemID)"])
+        }
+        return merged
     }
 
     /// Removes a pushed operation and stores the server's item, unless a newer operation for the item
@@ -256,6 +311,11 @@ extension PushRunner {
                 }
                 row["version"] = version
                 try writer.upsert(row, in: table)
+                // The newer update's changes are now those since the server's row.
+                if newer.kind == .update, newer.attempt == nil, newer.base != nil {
+                    newer.base = serverItem
+                    try writer.updateOperation(newer)
+                }
             }
         } else if let serverItem, !serverItem.isDeleted {
             try writer.upsert(serverItem, in: table)

@@ -17,7 +17,7 @@ actor SyncContext {
 
     init(
         store: any LocalStore, endpoint: TableEndpoint, account: AccountGuard, logger: Logger,
-        conflictHandler: ConflictHandler?,
+        conflictHandler: ConflictHandler?, fieldConflicts: [String: FieldConflictPolicy] = [:],
         retry: RetryPolicy, now: @escaping @Sendable () -> Date, attachments settings: AttachmentSettings
     ) {
         let parts = SyncParts(
@@ -25,7 +25,8 @@ actor SyncContext {
         let attachments = AttachmentTransfers(parts: parts, attachmentSettings: settings)
         self.parts = parts
         self.attachments = attachments
-        pusher = PushRunner(parts: parts, conflictHandler: conflictHandler, attachments: attachments)
+        pusher = PushRunner(
+            parts: parts, conflictHandler: conflictHandler, fieldConflicts: fieldConflicts, attachments: attachments)
         puller = PullRunner(parts: parts, attachments: attachments)
     }
 
@@ -87,13 +88,18 @@ actor SyncContext {
         // The queue.
         switch decision {
         case .append(let newKind):
-            _ = try writer.enqueue(newKind, itemID: id, in: table, item: newKind == .delete ? stored : nil)
+            // An update's base: the row before this write — the server's as last pulled or pushed, or, behind an
+            // operation already sent, the row that one sent (its completion gives the server's row instead).
+            _ = try writer.enqueue(
+                newKind, itemID: id, in: table, item: newKind == .delete ? stored : nil,
+                base: newKind == .update ? existing : nil)
         case .keep:
             break  // the push sends the row as it is then
         case .change(let newKind):
             guard var operation = pending else { break }
             operation.kind = newKind
             operation.item = newKind == .delete ? stored : nil
+            operation.base = nil  // a delete and an insert again: its base is not known (the whole row goes)
             try writer.updateOperation(operation)
         case .remove:
             if let operation = pending { try writer.removeOperation(operation.id) }

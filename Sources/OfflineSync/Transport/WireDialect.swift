@@ -13,6 +13,8 @@ protocol WireDialect: Sendable {
     var includeDeletedParameter: String { get }
     /// The method of an update: v2 sends the fields, v3 replaces the item.
     var updateMethod: String { get }
+    /// Whether an update sends only the fields that changed (v2's `PATCH`), rather than the whole row (v3's `PUT`).
+    var updateSendsChanges: Bool { get }
     /// Whether pushes may go through the batch endpoint (docs/batch.md, which speaks v2).
     var batches: Bool { get }
     /// The member of a page object that holds its rows.
@@ -52,6 +54,7 @@ struct AzureMobileAppsWire: WireDialect {
     var odata: ODataDialect { .v2 }
     var includeDeletedParameter: String { "__includeDeleted=true" }
     var updateMethod: String { "PATCH" }
+    var updateSendsChanges: Bool { true }
     var batches: Bool { true }
     var pageRows: String { "results" }
     func authorization(_ token: String) -> (field: String, value: String) { ("X-ZUMO-AUTH", token) }
@@ -72,6 +75,7 @@ struct DatasyncWire: WireDialect {
     var odata: ODataDialect { .v3 }
     var includeDeletedParameter: String { "__includedeleted=true" }
     var updateMethod: String { "PUT" }
+    var updateSendsChanges: Bool { false }
     var batches: Bool { false }
     var pageRows: String { "items" }
     func authorization(_ token: String) -> (field: String, value: String) { ("Authorization", "Bearer " + token) }

@@ -1,0 +1,173 @@
+import Foundation
+import OfflineSync
+import OfflineSyncTesting
+import SyncServer
+import TestSupport
+import Testing
+
+/// A to-do item whose due date is optional: synthesized `Codable` leaves a nil one out of the JSON.
+struct DatedItem: Codable, Sendable, Equatable {
+    var id: String
+    var text: String
+    var complete: Bool
+    var due: String?
+}
+
+/// Edits of different fields merge by themselves (issue 47), on every wire and in both sync orders; a field changed
+/// on both sides is a conflict that names it and carries base, mine and theirs, or the table's policy decides it;
+/// a typed model's nil clears the field on the server.
+@Suite(.onEveryWire) struct MergeTests {
+    /// A has the item "milk" synced to B; then A changes `textA` and B, offline, `change` — and they sync in `order`.
+    static func twoDevices(
+        _ url: URL, _ workspace: Workspace, configureB: (inout SyncClient.Configuration) -> Void = { _ in }
+    ) async throws -> (a: SyncClient, b: SyncClient) {
+        let a = try await SyncClient.make(url, workspace: workspace, store: "a.sqlite")
+        let b = try await SyncClient.make(url, workspace: workspace, store: "b.sqlite") {
+            $0.protocol = Wire.current.protocol(ofClient: 1)
+            configureB(&$0)
+        }
+        try await a.syncTable("TodoItem", of: DatedItem.self).insert(
+            DatedItem(id: "t", text: "milk", complete: false, due: "2026-12-01"))
+        try await a.push()
+        try await b.syncTable("TodoItem", of: DatedItem.self).pull(queryID: "all")
+        return (a, b)
+    }
+
+    static func edit(_ client: SyncClient, _ change: (inout DatedItem) -> Void) async throws {
+        let table = try client.syncTable("TodoItem", of: DatedItem.self)
+        var item = try #require(try await table.item(id: ItemID("t")))
+        change(&item)
+        try await table.update(item)
+    }
+
+    static func server(_ client: SyncClient) async throws -> JSONValue? {
+        try await client.table("TodoItem", of: JSONValue.self).item(id: ItemID("t"))
+    }
+
+    @Test(arguments: [true, false])
+    func editsOfDifferentFieldsMergeWhicheverDeviceSyncsFirst(aFirst: Bool) async throws {
+        let workspace = try Workspace()
+        try await LiveServer.run(in: workspace) { url in
+            let (a, b) = try await Self.twoDevices(url, workspace)
+            try await Self.edit(a) { $0.text = "oat milk" }
+            try await Self.edit(b) { $0.complete = true }
+            for device in aFirst ? [a, b, a] : [b, a, b] {
+                try await device.push()
+                try await device.syncTable("TodoItem", of: DatedItem.self).pull(queryID: "all")
+            }
+            let expected = DatedItem(id: "t", text: "oat milk", complete: true, due: "2026-12-01")
+            for device in [a, b] {
+                #expect(try await device.operationErrors().isEmpty)
+                #expect(try await device.pendingOperations().isEmpty)
+                #expect(try await device.syncTable("TodoItem", of: DatedItem.self).item(id: ItemID("t")) == expected)
+            }
+            let server = try #require(try await Self.server(a))
+            #expect(server["text"] == "oat milk")
+            #expect(server["complete"] == true)
+        }
+    }
+
+    @Test func aFieldChangedOnBothSidesIsAConflictWithBaseMineAndTheirs() async throws {
+        let workspace = try Workspace()
+        try await LiveServer.run(in: workspace) { url in
+            let (a, b) = try await Self.twoDevices(url, workspace)
+            try await Self.edit(a) { $0.text = "oat milk" }
+            try await a.push()
+            try await Self.edit(b) {
+                $0.text = "soy milk"
+                $0.complete = true
+            }
+            let error = await #expect(throws: PushError.self) { try await b.push() }
+            guard case .operationsFailed(let result)? = error else { Issue.record("expected a conflict"); return }
+            let conflict = try #require(result.errors.first)
+            #expect(conflict.isConflict)
+            #expect(conflict.conflictingFields == ["text"])
+            #expect(conflict.baseItem?["text"] == "milk")
+            #expect(conflict.sentItem?["text"] == "soy milk")
+            #expect(conflict.serverItem?["text"] == "oat milk")
+            // Parked as before: keeping mine pushes it whole over the server's version.
+            try await b.resolve(conflict, with: .keepMine(nil))
+            try await b.push()
+            #expect(try await Self.server(a)?["text"] == "soy milk")
+            #expect(try await Self.server(a)?["complete"] == true)
+        }
+    }
+
+    @Test(arguments: ["serverWins", "clientWins", "resolve"])
+    func theTablesPolicyDecidesFieldsChangedOnBothSides(policy: String) async throws {
+        let workspace = try Workspace()
+        try await LiveServer.run(in: workspace) { url in
+            let (a, b) = try await Self.twoDevices(url, workspace) {
+                $0.fieldConflicts["todoitem"] =
+                    switch policy {
+                    case "serverWins": .serverWins
+                    case "clientWins": .clientWins
+                    default:
+                        .resolve { _, _, mine, theirs in
+                            .string("\(theirs.stringValue ?? ""), \(mine.stringValue ?? "")")
+                        }
+                    }
+            }
+            try await Self.edit(a) { $0.text = "oat milk" }
+            try await a.push()
+            try await Self.edit(b) {
+                $0.text = "soy milk"
+                $0.complete = true
+            }
+            try await b.push()
+            #expect(try await b.operationErrors().isEmpty)
+            let server = try #require(try await Self.server(a))
+            #expect(server["complete"] == true)  // changed on one side: merged whatever the policy
+            let text: JSONValue =
+                switch policy {
+                case "serverWins": "oat milk"
+                case "clientWins": "soy milk"
+                default: "oat milk, soy milk"
+                }
+            #expect(server["text"] == text)
+            #expect(try await b.syncTable("TodoItem", of: JSONValue.self).item(id: ItemID("t"))?["text"] == text)
+        }
+    }
+
+    @Test func aDeleteAgainstAChangeStaysAConflict() async throws {
+        let workspace = try Workspace()
+        try await LiveServer.run(in: workspace) { url in
+            let (a, b) = try await Self.twoDevices(url, workspace)
+            try await a.syncTable("TodoItem", of: DatedItem.self).delete(id: ItemID("t"))
+            try await a.push()
+            try await Self.edit(b) { $0.complete = true }
+            await #expect(throws: PushError.self) { try await b.push() }
+            #expect(try await b.operationErrors().first?.conflictingFields == [])
+        }
+    }
+
+    /// Before issue 47 a v2 `PATCH` left the field out, the server kept its date and the next pull brought it back.
+    @Test func aTypedModelsNilClearsTheFieldOnTheServer() async throws {
+        let workspace = try Workspace()
+        try await LiveServer.run(in: workspace) { url in
+            try await Self.clearingADueDate(url, workspace)
+        }
+    }
+
+    @Test func aTypedModelsNilClearsTheFieldOnAPostgreSQLServer() async throws {
+        guard PostgresServer.isRequired else { return }
+        try await PostgresServer.withDatabase { database in
+            let workspace = try Workspace()
+            try await LiveServer.run(in: workspace, configure: { $0.database = .postgres(url: database) }) { url in
+                try await Self.clearingADueDate(url, workspace)
+            }
+        }
+    }
+
+    static func clearingADueDate(_ url: URL, _ workspace: Workspace) async throws {
+        let (a, b) = try await twoDevices(url, workspace)
+        try await edit(a) { $0.due = nil }
+        try await a.push()
+        #expect(try await server(a)?["due"] == .null)
+        try await a.syncTable("TodoItem", of: DatedItem.self).pull(queryID: "all")
+        try await b.syncTable("TodoItem", of: DatedItem.self).pull(queryID: "all")
+        for device in [a, b] {
+            #expect(try await device.syncTable("TodoItem", of: DatedItem.self).item(id: ItemID("t"))?.due == nil)
+        }
+    }
+}
