@@ -152,6 +152,8 @@ struct Conflicts: AsyncParsableCommand {
                                 "message": error.message.map(JSONValue.string) ?? .null,
                                 "choices": .array(Self.choices(error).map { .string($0.flag) }),
                                 "mine": error.sentItem ?? .null, "server": error.serverItem ?? .null,
+                                "base": error.baseItem ?? .null,
+                                "fields": .array(error.conflictingFields.map(JSONValue.string)),
                             ]
                         }))
             }
@@ -160,6 +162,10 @@ struct Conflicts: AsyncParsableCommand {
                 let id = TodoApp.short(error.operation.itemID.rawValue)
                 print("\(id)  \(error): \(Self.reason(error))")
                 if !error.isConflict, let message = error.message { print("    server said: \(message)") }
+                if !error.conflictingFields.isEmpty {
+                    print("    both changed: \(error.conflictingFields.joined(separator: ", "))")
+                    print("    before: \(Self.describe(error.baseItem))")
+                }
                 print("    mine:   \(Self.describe(error.sentItem))")
                 print("    server: \(Self.describe(error.serverItem, known: error.isConflict))")
                 for choice in Self.choices(error) { print("    todo resolve \(id) \(choice.flag)   \(choice.meaning)") }
@@ -174,6 +180,7 @@ struct Conflicts: AsyncParsableCommand {
         if error.operation.kind == .delete { return "someone changed the item you deleted" }
         if server == nil || server?.isDeleted == true { return "someone deleted the item you changed" }
         if error.operation.kind == .insert { return "the server already has an item with this id" }
+        if !error.conflictingFields.isEmpty { return "you and someone else changed the same thing" }
         return "someone changed the item since you last synced"
     }
 

@@ -117,7 +117,11 @@ import Testing
             let sideBySide = try await b.run("conflicts").output
             #expect(
                 sideBySide.contains("mine:   [ ] Buy almond milk") && sideBySide.contains("server: [ ] Buy oat milk"))
-            #expect(sideBySide.contains("someone changed the item since you last synced"))
+            // Both changed the text: the conflict names it and shows what it was (issue 47).
+            #expect(sideBySide.contains("you and someone else changed the same thing"))
+            #expect(sideBySide.contains("both changed: text") && sideBySide.contains("before: [ ] Buy milk"))
+            #expect(conflicts.first?["fields"] == ["text"])
+            #expect(conflicts.first?["base"]?["text"]?.stringValue?.hasPrefix("Buy milk") == true)
             #expect(sideBySide.contains("todo resolve \(milk.prefix(8)) --take-server"))
 
             // B takes the server's version; everyone agrees.

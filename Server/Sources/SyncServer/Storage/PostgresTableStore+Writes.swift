@@ -25,8 +25,7 @@ extension PostgresTableStore {
     {
         try await scope.showing {
             let cached = try schemas.require(table)
-            let owner = try StoreSQL.writeOwner(scope, schema: cached)
-            let fields = StoreSQL.withoutOwner(fields, schema: cached)
+            let (owner, fields) = try StoreSQL.ownedFields(fields, scope, schema: cached)
             // A claim of a group takes the locked path: the table locked, the group checked, then the row written.
             if scope.claimedGroup == nil, let plan = try? cached.plan(fields), !plan.changesSchema {
                 let first = Self.stampParameterCount(cached) + 1
@@ -98,8 +97,7 @@ extension PostgresTableStore {
     ) async throws -> JSONValue {
         try await scope.showing {
             let cached = try schemas.require(table)
-            let owner = try StoreSQL.writeOwner(scope, schema: cached)
-            let fields = StoreSQL.withoutOwner(fields, schema: cached)
+            let (owner, fields) = try StoreSQL.ownedFields(fields, scope, schema: cached)
             if let plan = try? cached.plan(fields), !plan.changesSchema {
                 let first = Self.stampParameterCount(cached) + 1
                 let changes = plan.values + StoreSQL.deletedAssignment(fields, schema: cached)

@@ -10,8 +10,7 @@ extension SQLiteTableStore {
     {
         try await scope.showing {
             let known = try schemas.require(table)
-            let owner = try StoreSQL.writeOwner(scope, schema: known)
-            let fields = StoreSQL.withoutOwner(fields, schema: known)
+            let (owner, fields) = try StoreSQL.ownedFields(fields, scope, schema: known)
             let (now, schemas) = (self.now, self.schemas)
             let (item, schema) = try await write { db in
                 var schema = try Self.committedSchema(known, in: db)
@@ -44,8 +43,7 @@ extension SQLiteTableStore {
     ) async throws -> JSONValue {
         try await scope.showing {
             let known = try schemas.require(table)
-            _ = try StoreSQL.writeOwner(scope, schema: known)
-            let fields = StoreSQL.withoutOwner(fields, schema: known)
+            let fields = try StoreSQL.ownedFields(fields, scope, schema: known).fields
             let now = self.now
             let (item, schema) = try await write { db in
                 var schema = try Self.committedSchema(known, in: db)

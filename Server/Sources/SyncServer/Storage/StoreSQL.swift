@@ -43,7 +43,6 @@ enum StoreSQL {
         return item[TableConfiguration.ownerColumn]?.stringValue == owner
     }
 
-    /// Drops a write's value for the owner column of a per-user table: the server sets it.
     /// The `deleted` flag an update sets, when its fields give one and the table keeps tombstones (a replace
     /// under v3 stores the flag it is given, PROTOCOL-v3.md §3; v2 never passes it).
     static func deletedAssignment(_ fields: [String: JSONValue], schema: TableSchema) -> [(
@@ -55,11 +54,19 @@ enum StoreSQL {
         return [(SystemProperty.deleted.rawValue, .bool(flag))]
     }
 
-    static func withoutOwner(_ fields: [String: JSONValue], schema: TableSchema) -> [String: JSONValue] {
-        guard schema.configuration.perUser else { return fields }
+    /// The prologue of an insert or an update, in both stores: the owner it stamps or is scoped to
+    /// (``writeOwner(_:schema:)``), and its fields without a value for a per-user table's owner column (the server
+    /// sets it).
+    ///
+    /// - Throws: ``TableStoreError/invalidItem(_:)`` for a per-user table and no owner.
+    static func ownedFields(_ fields: [String: JSONValue], _ scope: RowScope, schema: TableSchema)
+        throws(TableStoreError) -> (owner: String?, fields: [String: JSONValue])
+    {
+        let owner = try writeOwner(scope, schema: schema)
+        guard schema.configuration.perUser else { return (owner, fields) }
         var fields = fields
         fields[TableConfiguration.ownerColumn] = nil
-        return fields
+        return (owner, fields)
     }
 
     /// The columns to read, named one by one: a cached `SELECT *` statement would keep the column
