@@ -11,7 +11,7 @@ struct Credentials: Sendable {
     /// Checks that each request is for the account whose data the store holds.
     let account: AccountGuard
 
-    init(store: any LocalStore, tokenProvider: TokenProvider?, accountID: String?) {
+    init(store: SQLiteLocalStore, tokenProvider: TokenProvider?, accountID: String?) {
         installationID = InstallationID(store: store)
         self.tokenProvider = tokenProvider
         account = AccountGuard(store: store, configured: accountID)
@@ -36,13 +36,13 @@ final class AccountGuard: Sendable {
     /// The setting that holds the store's account.
     static let key = "account"
 
-    private let store: any LocalStore
+    private let store: SQLiteLocalStore
     private let configured: String?
     /// The store's account as this client last checked it (outer nil: not checked yet); a pull's pages are
     /// kept only while the store still belongs to it.
     private let checked = Locked<String??>(nil)
 
-    init(store: any LocalStore, configured: String?) {
+    init(store: SQLiteLocalStore, configured: String?) {
         self.store = store
         self.configured = configured
     }
@@ -95,10 +95,10 @@ final class AccountGuard: Sendable {
 
 /// The installation id kept in the store, read (or created) once, on first use.
 final class InstallationID: Sendable {
-    private let store: any LocalStore
+    private let store: SQLiteLocalStore
     private let cached = Locked<String?>(nil)
 
-    init(store: any LocalStore) { self.store = store }
+    init(store: SQLiteLocalStore) { self.store = store }
 
     func value() async throws -> String {
         if let id = cached.withLock({ $0 }) { return id }

@@ -114,7 +114,7 @@ public final class SyncClient: Sendable {
     /// The backend.
     public let url: URL
     /// The local store (apps go through the tables and the client; the store's queue is theirs alone).
-    let store: any LocalStore
+    let store: SQLiteLocalStore
     let context: SyncContext
     let endpoint: TableEndpoint
     /// The installation id and the account's checked token, which every request carries.
@@ -139,12 +139,7 @@ public final class SyncClient: Sendable {
     ///   - url: The backend's base URL (tables are under `/tables`).
     ///   - store: The local store.
     ///   - configuration: Settings.
-    public convenience init(url: URL, store: SQLiteLocalStore, configuration: Configuration = Configuration()) {
-        self.init(url: url, anyStore: store, configuration: configuration)
-    }
-
-    /// A client on any store of the `LocalStore` role (tests wrap the SQLite store to inject faults).
-    init(url: URL, anyStore store: any LocalStore, configuration: Configuration = Configuration()) {
+    public init(url: URL, store: SQLiteLocalStore, configuration: Configuration = Configuration()) {
         self.url = url
         self.store = store
         self.configuration = configuration

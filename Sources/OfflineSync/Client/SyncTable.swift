@@ -170,7 +170,7 @@ public struct SyncTable<Item: Codable & Sendable>: Sendable {
 
     /// Relays a store observation, each value transformed, until the consumer stops.
     private func observed<Source: Sendable & Equatable, Value: Sendable>(
-        _ start: @escaping @Sendable (any LocalStore) throws -> AsyncThrowingStream<Source, any Error>,
+        _ start: @escaping @Sendable (SQLiteLocalStore) throws -> AsyncThrowingStream<Source, any Error>,
         transform: @escaping @Sendable (Source) throws -> Value
     ) -> AsyncThrowingStream<Value, any Error> {
         let store = client.store

@@ -4,7 +4,7 @@ import SyncOData
 import SyncSQL
 import SyncSQLite
 
-/// What ``LocalStore`` lets its callers read: one `Database` connection of ``SQLiteLocalStore``, inside a read or
+/// What ``SQLiteLocalStore`` lets its callers read: one `Database` connection of ``SQLiteLocalStore``, inside a read or
 /// transaction that GRDB holds open for the duration of the call (valid only during it).
 class LocalStoreReader {
     let db: Database
@@ -199,7 +199,7 @@ class LocalStoreReader {
     }
 }
 
-/// What ``LocalStore`` lets a write transaction change, beside what it reads.
+/// What ``SQLiteLocalStore`` lets a write transaction change, beside what it reads.
 final class LocalStoreWriter: LocalStoreReader {
     /// Creates the table's rows table if it has none yet (so that an observation of the table sees its first row).
     func prepareTable(_ table: TableName) throws {

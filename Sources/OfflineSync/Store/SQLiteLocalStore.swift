@@ -21,17 +21,22 @@ import SyncSQLite
 /// turns through a lock file beside the store (`PATH.lock`), so no edit is lost and no operation is
 /// sent twice at once.
 ///
+/// The engine reads and writes it only through ``LocalStoreReader`` and ``LocalStoreWriter``, in transactions: every
+/// local change runs in one `write(_:)`, so a crash leaves the row and the queue both changed or both unchanged.
+///
 /// For example:
 /// ```swift
 /// let store = try SQLiteLocalStore(named: "todo")     // in Application Support (Linux: ~/.local/share)
 /// let client = SyncClient(url: serverURL, store: store)
 /// ```
-public final class SQLiteLocalStore: LocalStore {
+public final class SQLiteLocalStore: Sendable {
     let pool: DatabasePool
     /// Tables whose row table is known to exist (committed).
     let knownTables = Locked<Set<String>>([])
     /// The file whose lock serializes pushes across clients and processes.
     let lockPath: String
+    /// The folder of the files attached to rows (made when first needed).
+    ///
     /// The folder of the files attached to rows (`PATH.attachments`), made when the first one is attached or
     /// downloaded.
     let attachmentDirectory: URL
@@ -237,6 +242,11 @@ public final class SQLiteLocalStore: LocalStore {
         return migrator
     }
 
+    /// Runs `body` in one write transaction: all its changes are kept, or none if it throws.
+    ///
+    /// - Parameter body: The work, given a writer valid only during the call.
+    /// - Returns: What `body` returns.
+    /// - Throws: What `body` throws, or a store failure.
     func write<T: Sendable>(_ body: @escaping @Sendable (LocalStoreWriter) throws -> T) async throws -> T {
         do {
             return try await pool.write { db in try body(LocalStoreWriter(db: db, store: self)) }
@@ -245,6 +255,11 @@ public final class SQLiteLocalStore: LocalStore {
         }
     }
 
+    /// Runs `body` on a consistent snapshot.
+    ///
+    /// - Parameter body: The work, given a reader valid only during the call.
+    /// - Returns: What `body` returns.
+    /// - Throws: What `body` throws, or a store failure.
     func read<T: Sendable>(_ body: @escaping @Sendable (LocalStoreReader) throws -> T) async throws -> T {
         do {
             return try await pool.read { db in try body(LocalStoreWriter(db: db, store: self)) }
@@ -253,6 +268,17 @@ public final class SQLiteLocalStore: LocalStore {
         }
     }
 
+    /// Observes what `fetch` reads from `tables`: emits its value at once, then again after each committed
+    /// change to those tables whose result differs from the last one emitted (changes to other tables, or ones
+    /// that leave the result as it was, emit nothing). Quick commits may be merged into one value; the last
+    /// value always reflects the last commit.
+    ///
+    /// - Parameters:
+    ///   - tables: The sync tables `fetch` reads (made ready to be observed even before their first row).
+    ///   - fetch: Reads the value, on a consistent snapshot.
+    /// - Returns: The values, until the consumer stops iterating (or its task is cancelled); the stream
+    ///   finishes with ``LocalStoreError`` when the store fails, or with what `fetch` throws.
+    ///
     /// Observes with GRDB's `ValueObservation`, which tracks exactly the rows tables `fetch` reads, in this
     /// process and in others that write the same file.
     func observe<T: Sendable & Equatable>(
@@ -279,6 +305,15 @@ public final class SQLiteLocalStore: LocalStore {
         return stream
     }
 
+    /// Runs `body` while this client holds the store's push lock: one push at a time per store, across
+    /// every client and process that opened it, so that two pushes never send the same operation.
+    /// Waits while another holder has it. The lock is let go when `body` ends, and by the system when
+    /// the process dies.
+    ///
+    /// - Parameter body: The push.
+    /// - Returns: What `body` returns.
+    /// - Throws: What `body` throws, ``LocalStoreError`` when the lock cannot be taken, or
+    ///   `CancellationError` when the task is cancelled while waiting (the lock was not taken).
     func withPushLock<T: Sendable>(_ body: @Sendable () async throws -> T) async throws -> T {
         let descriptor = open(lockPath, O_RDWR | O_CREAT | O_CLOEXEC, 0o644)
         guard descriptor >= 0 else {
@@ -295,6 +330,13 @@ public final class SQLiteLocalStore: LocalStore {
         return try await body()
     }
 
+    /// Erases everything the store holds — every table's rows, the queue, operation errors, cursors, items to
+    /// fetch again, settings and attached files — so that no byte of it is left in the store's files. `check` runs first, in
+    /// the same transaction: what it throws stops the erase with nothing erased.
+    ///
+    /// - Parameter check: Reads the store before it is erased (a sign-out refuses while changes wait).
+    /// - Throws: What `check` throws; ``LocalStoreError`` when the store cannot be erased.
+    ///
     /// Deletes every row of every table, with `secure_delete` so that freed space is zeroed, then rebuilds the
     /// file (`VACUUM`) and empties the `-wal` (a `TRUNCATE` checkpoint, which waits for other connections'
     /// reads to end, as long as the busy timeout). The tables themselves stay (other clients on the file keep

@@ -16,7 +16,7 @@ actor SyncContext {
     private var currentPush: Task<PushResult, any Error>?
 
     init(
-        store: any LocalStore, endpoint: TableEndpoint, account: AccountGuard, logger: Logger,
+        store: SQLiteLocalStore, endpoint: TableEndpoint, account: AccountGuard, logger: Logger,
         conflictHandler: ConflictHandler?, fieldConflicts: [String: FieldConflictPolicy] = [:],
         retry: RetryPolicy, now: @escaping @Sendable () -> Date, attachments settings: AttachmentSettings
     ) {
@@ -30,7 +30,7 @@ actor SyncContext {
         puller = PullRunner(parts: parts, attachments: attachments)
     }
 
-    nonisolated var store: any LocalStore { parts.store }
+    nonisolated var store: SQLiteLocalStore { parts.store }
 
     // MARK: Local writes
 

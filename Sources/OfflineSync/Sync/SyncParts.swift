@@ -5,7 +5,7 @@ import SyncCore
 /// The parts every sync runner shares: the local store, the transport, the store's account, the retries and their
 /// clock, the logger and the wall clock. ``SyncContext`` makes them once per client.
 struct SyncParts: Sendable {
-    let store: any LocalStore
+    let store: SQLiteLocalStore
     let endpoint: TableEndpoint
     /// The store's account, which a pulled page or a resolution confirms in the transaction that keeps it.
     let account: AccountGuard
@@ -22,7 +22,7 @@ protocol SyncRunner: Sendable {
 }
 
 extension SyncRunner {
-    var store: any LocalStore { parts.store }
+    var store: SQLiteLocalStore { parts.store }
     var endpoint: TableEndpoint { parts.endpoint }
     var account: AccountGuard { parts.account }
     var logger: Logger { parts.logger }
