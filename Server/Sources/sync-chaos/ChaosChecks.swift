@@ -222,4 +222,72 @@ extension ChaosRun {
         }
         return failures
     }
+
+    /// How many items had their text changed by one device and their `complete` by another (by 8-character prefix).
+    static func sharedRows(_ devices: [Device]) -> Int {
+        var text: [String: Set<Int>] = [:]
+        var done: [String: Set<Int>] = [:]
+        for device in devices {
+            for edit in device.edits { text[String(edit.id.prefix(8)), default: []].insert(device.index) }
+            for change in device.completions { done[String(change.id.prefix(8)), default: []].insert(device.index) }
+        }
+        return text.filter { short, editors in done[short].map { !$0.subtracting(editors).isEmpty } ?? false }.count
+    }
+
+    /// A run by fields (``ChaosRun/Settings/fields``, issue 47): a device met no conflict on an item whose field it
+    /// changes no other device changed (unless someone deleted the item), and its last acknowledged change of a field
+    /// only it changed is on the server (or a later one, killed after it committed) — whatever the other field's
+    /// changes did meanwhile. Items are keyed by the 8-character prefix `todo add` prints.
+    static func checkFields(rows: [JSONValue], devices: [Device]) -> [String] {
+        var failures: [String] = []
+        var live: [String: JSONValue] = [:]
+        for row in rows where !row.isDeleted { if let id = row["id"]?.stringValue { live[id] = row } }
+        let deleted = devices.reduce(into: Set<String>()) { $0.formUnion($1.deletes.map { String($0.prefix(8)) }) }
+        var textWriters: [String: Set<Int>] = [:]
+        var completeWriters: [String: Set<Int>] = [:]
+        for device in devices {
+            for edit in device.edits { textWriters[String(edit.id.prefix(8)), default: []].insert(device.index) }
+            for change in device.completions {
+                completeWriters[String(change.id.prefix(8)), default: []].insert(device.index)
+            }
+        }
+        for device in devices {
+            let writers = device.editsCompletion ? completeWriters : textWriters
+            let field = device.editsCompletion ? "done" : "text"
+            for id in device.conflicted {
+                let short = String(id.prefix(8))
+                guard !deleted.contains(short), writers[short, default: []].subtracting([device.index]).isEmpty else {
+                    continue
+                }
+                failures.append("\(device.name) met a conflict on \(short), whose \(field) no other device changed")
+            }
+            // The values this device set, per item, from its last acknowledged one on.
+            var allowed: [String: Set<String>] = [:]
+            if device.editsCompletion {
+                for (id, changes) in Dictionary(grouping: device.completions, by: \.id) {
+                    guard let last = changes.lastIndex(where: \.acknowledged) else { continue }
+                    allowed[id] = Set(changes[last...].map { String($0.complete) })
+                }
+            } else {
+                for (id, edits) in Dictionary(grouping: device.edits, by: \.id) {
+                    guard let last = edits.lastIndex(where: \.acknowledged) else { continue }
+                    allowed[id] = Set(edits[last...].map(\.text))
+                }
+            }
+            for (id, values) in allowed.sorted(by: { $0.key < $1.key }) {
+                let short = String(id.prefix(8))
+                guard writers[short] == [device.index], !deleted.contains(short), !device.yielded.contains(id),
+                    let row = live[id]
+                else { continue }
+                let value =
+                    device.editsCompletion
+                    ? String(row["complete"]?.boolValue ?? false) : row["text"]?.stringValue ?? ""
+                if !values.contains(value) {
+                    failures.append(
+                        "\(device.name)'s acknowledged \(field) change of \(short) was lost (server: \(value))")
+                }
+            }
+        }
+        return failures
+    }
 }

@@ -26,6 +26,8 @@ struct ChaosCommand: AsyncParsableCommand {
     var shared = false
     @Flag(help: "Attach files of 1–8 MB to items (some devices killed mid-attach or mid-upload); check every file.")
     var attachments = false
+    @Flag(help: "Even-numbered devices edit only text, odd ones only done/not done, of any item: the edits must merge.")
+    var fields = false
     @Option(
         name: .customLong("protocol"),
         help:
@@ -38,8 +40,8 @@ struct ChaosCommand: AsyncParsableCommand {
     var directory: String?
 
     func validate() throws {
-        guard [perUser, shared, attachments].filter({ $0 }).count <= 1 else {
-            throw ValidationError("--per-user, --shared and --attachments are separate runs")
+        guard [perUser, shared, attachments, fields].filter({ $0 }).count <= 1 else {
+            throw ValidationError("--per-user, --shared, --attachments and --fields are separate runs")
         }
         guard devices >= 1, devices <= 32 else { throw ValidationError("--devices is 1 to 32") }
         guard steps >= 1, steps <= 10_000 else { throw ValidationError("--steps is 1 to 10000") }
@@ -59,7 +61,8 @@ struct ChaosCommand: AsyncParsableCommand {
             devices: devices, steps: steps, faultRate: faultRate, timeLimit: timeLimit,
             todo: binaries.appendingPathComponent("todo").path,
             server: binaries.appendingPathComponent("sync-server").path, directory: folder, perUser: perUser,
-            shared: shared, attachments: attachments, protocols: wireProtocol, latencyMilliseconds: latencyMs)
+            shared: shared, attachments: attachments, fields: fields, protocols: wireProtocol,
+            latencyMilliseconds: latencyMs)
         var failed = 0
         for seed in seed {
             let report = try await ChaosRun(seed: seed, settings: settings).run()

@@ -33,6 +33,9 @@ struct ChaosRun {
         /// Whether the devices attach files of 1–8 MB to items (docs/examples/attachments.json), some killed
         /// mid-attach or mid-upload; each file must end on the server and on every device that opens it, byte-exact.
         var attachments = false
+        /// Whether devices edit one field each of any item (even-numbered devices the text, odd ones `complete`):
+        /// edits of different fields must merge by themselves (issue 47) — no conflict, and each survives.
+        var fields = false
         /// What the devices speak.
         var protocols = Protocols.v2
         /// The wait the proxy adds to each request it forwards, in milliseconds.
@@ -143,6 +146,9 @@ struct ChaosRun {
                 try FileManager.default.createDirectory(at: device.files!, withIntermediateDirectories: true)
             }
         }
+        if settings.fields {
+            for device in devices { (device.byFields, device.editsCompletion) = (true, device.index % 2 == 1) }
+        }
         if settings.shared {
             for device in devices {
                 device.user = "user-\(device.index)"
@@ -209,6 +215,7 @@ struct ChaosRun {
         } else {
             report.failures += try await Self.check(rows: rows, devices: devices)
         }
+        if settings.fields { report.failures += Self.checkFields(rows: rows, devices: devices) }
         var fileLine: String?
         if settings.attachments {
             let (problems, line) = try await Self.checkAttachments(
@@ -226,6 +233,7 @@ struct ChaosRun {
         report.lines = [
             "seed \(seed): \(settings.devices) devices × \(settings.steps) steps speaking \(settings.protocols.rawValue)"
                 + "\(settings.perUser ? " (one user, per-user table)" : "")"
+                + "\(settings.fields ? " (one field each: \(devices.map(\.completions.count).reduce(0, +)) done/not done, \(devices.map(\.edits.count).reduce(0, +)) text edits, \(Self.sharedRows(devices)) rows changed in both fields by different devices)" : "")"
                 + "\(settings.shared ? " (a user each, shared lists: \(devices.map(\.shares).reduce(0, +)) shares, \(devices.map(\.unshares).reduce(0, +)) unshares)" : ""), "
                 + "\(devices.map(\.commands).reduce(0, +)) todo commands, \(devices.map(\.syncs).reduce(0, +)) syncs",
             "  requests through the proxy: \(passed + faults.values.reduce(0, +)) (\(pagesAhead) pages asked ahead); faults: "

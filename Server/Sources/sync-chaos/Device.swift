@@ -17,6 +17,11 @@ final class Device: @unchecked Sendable {  // @unchecked: used by one thread at 
     var acknowledgedAdds: [String] = []
     /// Every edit started, in order: item id, the unique text it set, and whether `todo` acknowledged it.
     var edits: [(id: String, text: String, acknowledged: Bool)] = []
+    /// In a run by fields (``ChaosRun/Settings/fields``): whether this device edits only `complete` (else only text).
+    var byFields = false
+    var editsCompletion = false
+    /// Every `complete`/`reopen` started, in order: item id, the value it set, and whether `todo` acknowledged it.
+    var completions: [(id: String, complete: Bool, acknowledged: Bool)] = []
     /// Ids of items a delete was started for (acknowledged or killed).
     var deletes: Set<String> = []
     /// Ids of items whose conflict this device resolved by taking the server's version.
@@ -88,6 +93,18 @@ final class Device: @unchecked Sendable {  // @unchecked: used by one thread at 
         if files != nil, roll < 0.15 {
             return try await attach(killAfter: roll < 0.03 ? 20 + Int(random.next() % 200) : nil)
         }
+        if byFields {
+            // Mostly edits of a few shared rows, and syncs seldom enough that devices edit them at once.
+            switch roll {
+            case ..<0.08: try await add(killAfter: nil)
+            case ..<0.68: try await edit(killAfter: nil)
+            case ..<0.70: try await delete()
+            case ..<0.85: _ = try await sync(killAfter: nil)
+            case ..<0.92: _ = try await sync(killAfter: 5 + Int(random.next() % 400))
+            default: try await edit(killAfter: 15 + Int(random.next() % 45))
+            }
+            return
+        }
         switch roll {
         case ..<0.28: try await add(killAfter: nil)
         case ..<0.50: try await edit(killAfter: nil)
@@ -117,11 +134,20 @@ final class Device: @unchecked Sendable {  // @unchecked: used by one thread at 
     /// Edits an item: half the time one of the last three this device added (people edit what they
     /// just wrote), else any item it has.
     func edit(killAfter: Int?) async throws {
-        let ids = try await items().keys.sorted()
+        let items = try await items()
+        let ids = items.keys.sorted()
         guard !ids.isEmpty else { return try await add(killAfter: killAfter) }
         let recent = acknowledgedAdds.suffix(3).compactMap { short in ids.first { $0.hasPrefix(short) } }
-        let pool = !recent.isEmpty && random.nextDouble() < 0.5 ? recent : ids
+        // By fields, one of the first few items: the point is that devices meet on the same rows.
+        let pool = byFields ? Array(ids.prefix(6)) : !recent.isEmpty && random.nextDouble() < 0.5 ? recent : ids
         let id = pool[Int(random.next() % UInt64(pool.count))]
+        if editsCompletion {
+            let complete = !(items[id]?.hasSuffix("|true") ?? false)
+            let result = try await run([complete ? "complete" : "reopen", id], killAfter: killAfter)
+            if killAfter != nil, result.wasKilled { killedWrites += 1 }
+            completions.append((id, complete, result.status == 0))
+            return
+        }
         let text = uniqueText("e")
         let result = try await run(["edit", id, text], killAfter: killAfter)
         if killAfter != nil, result.wasKilled { killedWrites += 1 }
