@@ -44,6 +44,21 @@ extension SyncClient {
     }
 }
 
+extension SyncClient {
+    /// Two devices on one server, `a.sqlite` and `b.sqlite`: A speaks the wire's dialect, B that of a second client
+    /// (``Wire/protocol(ofClient:)``), configured further by `configureB`.
+    static func pair(
+        _ url: URL, workspace: Workspace, configureB: (inout SyncClient.Configuration) -> Void = { _ in }
+    ) async throws -> (a: SyncClient, b: SyncClient) {
+        let a = try await make(url, workspace: workspace, store: "a.sqlite")
+        let b = try await make(url, workspace: workspace, store: "b.sqlite") {
+            $0.protocol = Wire.current.protocol(ofClient: 1)
+            configureB(&$0)
+        }
+        return (a, b)
+    }
+}
+
 /// What the clients a test makes speak: the protocol's dialect and how pushes go. Set by ``OnEveryWire``.
 struct Wire: Sendable, CustomStringConvertible {
     var `protocol` = SyncClient.ProtocolVersion.v2

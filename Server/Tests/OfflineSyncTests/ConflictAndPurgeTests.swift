@@ -8,11 +8,7 @@ import Testing
     static func makeConflict(
         _ url: URL, _ workspace: Workspace, configureB: (inout SyncClient.Configuration) -> Void = { _ in }
     ) async throws -> (a: SyncClient, b: SyncClient) {
-        let a = try await SyncClient.make(url, workspace: workspace, store: "a.sqlite")
-        let b = try await SyncClient.make(url, workspace: workspace, store: "b.sqlite") {
-            $0.protocol = Wire.current.protocol(ofClient: 1)
-            configureB(&$0)
-        }
+        let (a, b) = try await SyncClient.pair(url, workspace: workspace, configureB: configureB)
         try await a.syncTable("TodoItem", of: TodoItem.self).insert(
             TodoItem(id: "t", text: "original", complete: false))
         try await a.push()

@@ -17,15 +17,11 @@ struct DatedItem: Codable, Sendable, Equatable {
 /// on both sides is a conflict that names it and carries base, mine and theirs, or the table's policy decides it;
 /// a typed model's nil clears the field on the server.
 @Suite(.onEveryWire) struct MergeTests {
-    /// A has the item "milk" synced to B; then A changes `textA` and B, offline, `change` — and they sync in `order`.
+    /// Two devices with the item "milk" (due 2026-12-01) on both.
     static func twoDevices(
         _ url: URL, _ workspace: Workspace, configureB: (inout SyncClient.Configuration) -> Void = { _ in }
     ) async throws -> (a: SyncClient, b: SyncClient) {
-        let a = try await SyncClient.make(url, workspace: workspace, store: "a.sqlite")
-        let b = try await SyncClient.make(url, workspace: workspace, store: "b.sqlite") {
-            $0.protocol = Wire.current.protocol(ofClient: 1)
-            configureB(&$0)
-        }
+        let (a, b) = try await SyncClient.pair(url, workspace: workspace, configureB: configureB)
         try await a.syncTable("TodoItem", of: DatedItem.self).insert(
             DatedItem(id: "t", text: "milk", complete: false, due: "2026-12-01"))
         try await a.push()
