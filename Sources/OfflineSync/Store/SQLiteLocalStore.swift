@@ -21,7 +21,7 @@ import SyncSQLite
 /// turns through a lock file beside the store (`PATH.lock`), so no edit is lost and no operation is
 /// sent twice at once.
 ///
-/// The engine reads and writes it only through ``LocalStoreReader`` and ``LocalStoreWriter``, in transactions: every
+/// The engine reads and writes it only in transactions (a reader or a writer valid for one call): every
 /// local change runs in one `write(_:)`, so a crash leaves the row and the queue both changed or both unchanged.
 ///
 /// For example:
