@@ -217,7 +217,9 @@ extension ChaosRun {
                 }
             }
             for id in device.conflicted where writers[String(id.prefix(8))] == [device.index] {
-                failures.append("\(device.name) met a conflict on \(id.prefix(8)), which no other device wrote")
+                failures.append(
+                    "\(device.name) met a conflict on \(id.prefix(8)), which no other device wrote "
+                        + "(shown: \(device.shownFor[id] ?? "?"))")
             }
         }
         return failures

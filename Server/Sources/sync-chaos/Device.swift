@@ -28,6 +28,8 @@ final class Device: @unchecked Sendable {  // @unchecked: used by one thread at 
     var yielded: Set<String> = []
     /// Ids of items this device was shown a conflict or refusal for.
     var conflicted: Set<String> = []
+    /// What it was shown for each of them, last: the operation, the status and the server's message (for a report).
+    var shownFor: [String: String] = [:]
     var commands = 0
     var syncs = 0
     var killedSyncs = 0
@@ -266,6 +268,9 @@ final class Device: @unchecked Sendable {  // @unchecked: used by one thread at 
             }
             conflictsShown += 1
             conflicted.insert(id)
+            shownFor[id] =
+                "\(conflict["operation"]?.stringValue ?? "?") \(conflict["status"]?.serialized() ?? "?")"
+                + (conflict["message"]?.stringValue.map { ": \($0.prefix(120))" } ?? "")
             let letGo = choices.filter { $0.stringValue != "--keep-mine" }
             let offered = settling && keptWhileSettling.contains(id) && !letGo.isEmpty ? letGo : choices
             let choice = offered[Int(random.next() % UInt64(offered.count))].stringValue ?? ""

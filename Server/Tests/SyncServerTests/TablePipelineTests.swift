@@ -134,4 +134,26 @@ import Testing
                 } == .internalServerError)
         }
     }
+
+    /// The v2 dialect's reading of a `PATCH`, as a value: what changes, and which precondition with which answer.
+    @Test func aV2PatchReadsAsAChangeWithItsPrecondition() throws {
+        let id = try ItemID("a")
+        let body: [String: JSONValue] = ["id": "a", "text": "x", "deleted": true, "version": "v1"]
+        let byBody = try TableController.v2Change(id: id, body: body, ifMatch: nil, includeDeleted: false)
+        guard case .change(let fields) = byBody.action else { Issue.record("not a change"); return }
+        #expect(fields["deleted"] == nil && fields["id"] == nil && fields["text"] == "x")
+        #expect(byBody.precondition == .version(Version("v1")))
+        #expect(byBody.conflictAnswer.status == .conflict)  // a body version fails as 409
+        let byHeader = try TableController.v2Change(
+            id: id, body: body, ifMatch: .version(Version("v2")), includeDeleted: true)
+        #expect(byHeader.precondition == .version(Version("v2")))
+        #expect(byHeader.conflictAnswer.status == .preconditionFailed)  // If-Match wins, as 412
+        #expect(byHeader.includeDeleted)
+        #expect(byHeader.effect == .change)
+        let none = try TableController.v2Change(id: id, body: ["text": "x"], ifMatch: nil, includeDeleted: false)
+        #expect(none.precondition == nil)
+        #expect(throws: APIError.self) {
+            try TableController.v2Change(id: id, body: ["version": 3], ifMatch: nil, includeDeleted: false)
+        }
+    }
 }

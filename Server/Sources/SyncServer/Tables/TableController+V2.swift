@@ -44,21 +44,34 @@ extension TableController {
         let call = TableCall(context)
         let (_, item) = try await write(.change, call) { _, id in
             let id = try Self.item(id)
-            var fields = try await changeFields(request, id: id)
-            fields[SystemProperty.deleted.rawValue] = nil  // v2 changes the flag by DELETE and undelete only
-            fields[SystemProperty.id.rawValue] = nil
-            var write = WriteRequest(id: id, action: .change(fields), precondition: try ifMatch(request))
-            if write.precondition == nil, let version = fields[SystemProperty.version.rawValue] {
-                guard let text = version.stringValue else {
-                    throw APIError.badRequest("Invalid item: 'version' must be a string")
-                }
-                write.precondition = .version(Version(text))
-                write.conflictAnswer = .conflict
-            }
-            write.includeDeleted = try includesDeleted(request)
-            return write
+            return try Self.v2Change(
+                id: id, body: try await changeFields(request, id: id), ifMatch: try ifMatch(request),
+                includeDeleted: try includesDeleted(request))
         }
         return JSONResponse.item(.ok, item)
+    }
+
+    /// What a v2 `PATCH` asks, as the pipeline's write (no I/O): the body's fields change, but for `deleted` (v2
+    /// changes the flag by DELETE and undelete only) and `id`; the precondition is `If-Match` (a failure answered 412)
+    /// or else the body's `version` (409, as the Node.js server answers).
+    ///
+    /// - Throws: ``APIError`` 400 when the body's `version` is not a string.
+    static func v2Change(id: ItemID, body: [String: JSONValue], ifMatch: Precondition?, includeDeleted: Bool) throws
+        -> WriteRequest
+    {
+        var fields = body
+        fields[SystemProperty.deleted.rawValue] = nil
+        fields[SystemProperty.id.rawValue] = nil
+        var write = WriteRequest(id: id, action: .change(fields), precondition: ifMatch)
+        if ifMatch == nil, let version = body[SystemProperty.version.rawValue] {
+            guard let text = version.stringValue else {
+                throw APIError.badRequest("Invalid item: 'version' must be a string")
+            }
+            write.precondition = .version(Version(text))
+            write.conflictAnswer = .conflict
+        }
+        write.includeDeleted = includeDeleted
+        return write
     }
 
     /// `DELETE /tables/T/{id}`: the item, now a tombstone (or gone without soft delete).
