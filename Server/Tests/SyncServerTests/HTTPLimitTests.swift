@@ -120,6 +120,28 @@ import Testing
         }
     }
 
+    /// A request that asks the server to close the connection gets an answer that says it will (RFC 9112 §9.6): the
+    /// chaos test's proxy asks it for its clients, and a client that did not see it sent its next request on the
+    /// closing connection — which the server met as bytes of no request (400 "not valid HTTP/1.1").
+    @Test func anAnswerToARequestThatAsksToCloseSaysItCloses() async throws {
+        try await withServer { port, _ in
+            for asked in ["Connection: close", "connection: CLOSE", "Connection: TE, close"] {
+                let reply = try await RawConnection.exchange(
+                    port: port, "GET /tables/TodoItem HTTP/1.1\r\n\(Self.headers)\(asked)\r\n\r\n")
+                #expect(reply.status == 200, "\(asked)")
+                #expect(reply.text.contains("\r\nConnection: close\r\n"), "\(asked)")
+                #expect(reply.closed, "\(asked)")
+            }
+            // A request that keeps the connection gets no such word (nor one naming keep-alive too, which NIO keeps).
+            let connection = try await RawConnection(port: port)
+            await connection.send("GET /health HTTP/1.1\r\nHost: localhost\r\n\r\n")
+            let head = String(decoding: await connection.receiveHead(), as: UTF8.self)
+            #expect(head.hasPrefix("HTTP/1.1 200"))
+            #expect(!head.lowercased().contains("connection: close"))
+            await connection.close()
+        }
+    }
+
     @Test func connectionsPastTheCapAre503AndTheServerStillAnswers() async throws {
         try await withServer({
             $0.maxConnections = 4; $0.idleTimeout = .seconds(30)

@@ -137,6 +137,12 @@ final class RequestPartGuard: ChannelDuplexHandler, RemovableChannelHandler {
     var failedInBody = false
     /// A close asked for while a response was still being sent, done once its last byte has reached the socket.
     var deferredClose: (mode: CloseMode, promise: EventLoopPromise<Void>?)?
+    /// For each request whose head came and whose answer's head has not been written, in order: whether it asked the
+    /// server to close the connection after its answer (`Connection: close`).
+    var closesAfter: [Bool] = []
+    /// Whether the response being sent said `Connection: close`: the connection closes once its last byte is out,
+    /// whatever the HTTP codec decided (it reads the option's case and place less liberally than RFC 9110 §7.6.1).
+    var closingAfterResponse = false
 
     init(_ state: ConnectionGuard) { self.state = state }
 
@@ -155,7 +161,8 @@ final class RequestPartGuard: ChannelDuplexHandler, RemovableChannelHandler {
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
         switch unwrapInboundIn(data) {
-        case .head:
+        case .head(let request):
+            closesAfter.append(Self.asksToClose(request.headerFields[values: .connection]))
             requestsStarted += 1
             state.answered = false
             if case .head = state.phase { state.enter(.body) }  // a pipelined head the raw guard did not scan
@@ -175,9 +182,17 @@ final class RequestPartGuard: ChannelDuplexHandler, RemovableChannelHandler {
             return
         }
         switch unwrapOutboundIn(data) {
-        case .head:
+        case .head(var response):
             state.startSending()
-            return context.write(data, promise: promise)
+            // The server closes after answering a request that asked it to: the answer says so (RFC 9112 §9.6), so
+            // that a client — or a proxy that asked on a client's behalf — does not send the next request on it.
+            let closes = closesAfter.isEmpty ? false : closesAfter.removeFirst()
+            guard closes, response.status.code >= 200, response.headerFields[.connection] == nil else {
+                return context.write(data, promise: promise)
+            }
+            response.headerFields[.connection] = "close"
+            closingAfterResponse = true
+            return context.write(wrapOutboundOut(.head(response)), promise: promise)
         case .body:
             return context.write(data, promise: promise)
         case .end:
@@ -190,6 +205,9 @@ final class RequestPartGuard: ChannelDuplexHandler, RemovableChannelHandler {
             if let (mode, closed) = self.deferredClose {
                 self.deferredClose = nil
                 context.close(mode: mode, promise: closed)
+            } else if self.closingAfterResponse {
+                self.closingAfterResponse = false
+                context.close(promise: nil)
             }
         }
         // Answered before its own request's body was read (413, 501, a malformed body): the rest is not worth
@@ -210,6 +228,19 @@ final class RequestPartGuard: ChannelDuplexHandler, RemovableChannelHandler {
             state.enter(readingRequest ? .body : .idle)
         }
         context.write(data, promise: promise)
+    }
+
+    /// Whether `Connection` field values make the server close after the answer, read as bytes: they name the `close`
+    /// option (any case, in a list) and not `keep-alive`, which NIO's HTTP/1 server lets win over it.
+    static func asksToClose(_ values: [String]) -> Bool {
+        let isSpace = { (byte: UInt8) in byte == UInt8(ascii: " ") || byte == UInt8(ascii: "\t") }
+        let options = values.flatMap { value in
+            value.utf8.split(separator: UInt8(ascii: ",")).map { token in
+                let bytes = Array(token.drop(while: isSpace))
+                return bytes[..<(bytes.lastIndex { !isSpace($0) }.map { $0 + 1 } ?? 0)].map { $0 | 0x20 }
+            }
+        }
+        return options.contains(Array("close".utf8)) && !options.contains(Array("keep-alive".utf8))
     }
 
     func errorCaught(context: ChannelHandlerContext, error: any Error) {
