@@ -1,5 +1,4 @@
 import Foundation
-import Logging
 import SyncCore
 
 /// When and how long to wait before trying a request again.
