@@ -163,6 +163,50 @@ import Testing
         }
     }
 
+    /// Issue 47 (sync-chaos --fields, seeds 2 and 5): an insert whose reply was lost lands, another device changes
+    /// the item, and the retry meets 409 with a row that no longer holds every field sent. It was shown as a conflict
+    /// on an item only this device had made, and keeping mine sent the whole row back over the other device's
+    /// change. The insert landed: the server's row is the item, and a newer local edit of another field merges over
+    /// it with the insert as its base.
+    @Test(.onEveryWire, arguments: [false, true])
+    func anInsertWhoseReplyWasLostMeetsAnotherDevicesChangeWithoutAConflict(newerEdit: Bool) async throws {
+        let workspace = try Workspace()
+        try await LiveServer.run(in: workspace) { url in
+            let transport = ScriptedTransport(forwardingTo: URLSessionTransport(), [.forwardThenFail(.timedOut)])
+            let mine = try await SyncClient.make(url, workspace: workspace, store: "mine.sqlite") {
+                $0.transport = transport
+                $0.retryLimit = 0
+            }
+            let other = try await SyncClient.make(url, workspace: workspace, store: "other.sqlite") {
+                $0.protocol = Wire.current.protocol(ofClient: 1)
+            }
+            let table = try mine.syncTable("TodoItem")
+            try await table.insert(["id": "t", "text": "milk", "complete": false])
+            await #expect(throws: PushError.self) { try await mine.push() }
+            let theirs = try other.syncTable("TodoItem")
+            try await theirs.pull(queryID: "all")
+            var seen = try #require(try await theirs.item(id: ItemID("t")))
+            seen["text"] = "oat milk"
+            try await theirs.update(seen)
+            try await other.push()
+            if newerEdit {
+                var row = try #require(try await table.item(id: ItemID("t")))
+                row["complete"] = true
+                try await table.update(row)
+            }
+            try await mine.push()
+            #expect(try await mine.operationErrors().isEmpty)
+            #expect(try await mine.pendingOperations().isEmpty)
+            let server = try #require(try await other.table("TodoItem", of: JSONValue.self).item(id: ItemID("t")))
+            #expect(server["text"] == "oat milk")
+            #expect(server["complete"] == .bool(newerEdit))
+            let local = try #require(try await table.item(id: ItemID("t")))
+            #expect(local["text"] == "oat milk")
+            #expect(local["complete"] == .bool(newerEdit))
+            #expect(local.version == server.version)
+        }
+    }
+
     /// Point 6: the client always asked `$top=1000`, and every pull failed with 400 after its push.
     @Test func aPullFollowsAServerWithASmallerMaxTopAndRemembersIt() async throws {
         let workspace = try Workspace()

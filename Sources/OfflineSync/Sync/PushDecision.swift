@@ -10,7 +10,7 @@ import SyncCore
 /// | insert, update | 2xx with the item | succeeded |
 /// | insert, update | 2xx without a readable item | retry (the reply was cut short or is unreadable) |
 /// | delete | 2xx, 404 or 410 | succeeded (404, 410: already gone) |
-/// | insert | 409 | the server's row (fetched by id when the body lacks `version`/`updatedAt`): live and holding every field sent (the server may add its own, as a per-user table's `userId`) → succeeded (a lost reply's retry); else conflict |
+/// | insert | 409 | the server's row (fetched by id when the body lacks `version`/`updatedAt`): live and holding every field sent (the server may add its own, as a per-user table's `userId`) → succeeded (a lost reply's retry); live, and an earlier send of the insert may have been applied (`resent`) → succeeded (the insert landed and another device changed the item since: the server's row is the item, and later local edits merge over it with the insert as their base); else conflict |
 /// | update | 409, 412 | the server's row as above: live and holding every field sent → succeeded; else conflict |
 /// | update | 404, 410 | conflict with the server's tombstone, fetched by id (or none) |
 /// | delete | 409, 412 | the server's row as above: deleted → succeeded; else conflict |
@@ -47,9 +47,13 @@ enum PushDecision: Sendable, Equatable {
     ///   - replyItem: The reply body's item, if it is one.
     ///   - server: What is known of the server's row (see ``serverRow(status:replyBody:replyItem:)``).
     ///   - sent: The body sent (nil for a delete).
+    ///   - resent: Whether an earlier send of the same attempt may have been applied (its reply was lost, or the
+    ///     process stopped before reading it). An insert's id is the client's own, so its 409 then means the
+    ///     insert landed — another device's insert of the same id is the case this cannot tell apart.
     /// - Returns: The decision.
     static func decide(
-        _ kind: OperationKind, status: Int, replyItem: JSONValue?, server: ServerRow, sent: JSONValue?
+        _ kind: OperationKind, status: Int, replyItem: JSONValue?, server: ServerRow, sent: JSONValue?,
+        resent: Bool = false
     ) -> PushDecision {
         if isTransientStatus(status) { return .retry }
         if status == 401 { return .unauthorized }
@@ -77,7 +81,7 @@ enum PushDecision: Sendable, Equatable {
         switch kind {
         // An insert's row may come back with fields the server adds itself (the owner of a per-user
         // table): holding every field sent is the same row.
-        case .insert: converged = !row.isDeleted && holdsEveryField(row, of: sent)
+        case .insert: converged = !row.isDeleted && (resent || holdsEveryField(row, of: sent))
         case .update: converged = status != 404 && status != 410 && !row.isDeleted && holdsEveryField(row, of: sent)
         case .delete: converged = row.isDeleted
         }

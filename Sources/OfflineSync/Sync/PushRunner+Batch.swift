@@ -13,13 +13,17 @@ extension PushRunner {
     func pushBatch(_ operations: [PendingOperation], result: inout PushResult, blocked: inout Set<String>)
         async throws
     {
+        // Sent by an earlier push that read no reply: a 409 on such an insert means it landed.
+        let sentBefore = Set(operations.filter(\.isAttempted).map(\.id))
         var pending = try await store.write { writer in
             try operations.compactMap { try Self.freeze($0.id, writer: writer) }
         }[...]
         while let first = pending.first {
             if Task.isCancelled { throw SyncStop.cancelled }
             guard let limits = endpoint.batchOffer.limits else {
-                Self.record(try await pushOne(first, resolutionsLeft: 1), of: first, in: &result, blocked: &blocked)
+                let outcome = try await pushOne(
+                    first, resolutionsLeft: 1, sentBefore: sentBefore.contains(first.id))
+                Self.record(outcome, of: first, in: &result, blocked: &blocked)
                 pending = pending.dropFirst()
                 continue
             }
@@ -35,8 +39,10 @@ extension PushRunner {
             let body: JSONValue = ["requests": .array(requests)]
             let count = requests.count
             // A success without a readable list of answers was cut short: sent again, as a single push would be.
+            var sends = 0
             let reply = try await sendRetrying(logger: logger) {
-                try await endpoint.send("POST", endpoint.batchURL, body: body, features: ["OL"])
+                sends += 1
+                return try await endpoint.send("POST", endpoint.batchURL, body: body, features: ["OL"])
             } isTransient: { reply in
                 isTransientStatus(reply.status)
                     || ((200..<300).contains(reply.status) && Self.answers(reply, count) == nil)
@@ -54,8 +60,8 @@ extension PushRunner {
                 let operation = pending.removeFirst()
                 let reply = Self.reply(answer)
                 let decision = try await decide(
-                    operation.kind, operation, reply, sent: Self.body(of: operation, sendsChanges: true), logger: logger
-                )
+                    operation.kind, operation, reply, sent: Self.body(of: operation, sendsChanges: true),
+                    resent: sends > 1 || sentBefore.contains(operation.id), logger: logger)
                 if case .succeeded(let serverItem) = decision {
                     succeeded.append((operation, serverItem))
                     continue
@@ -64,7 +70,10 @@ extension PushRunner {
                 succeeded = []
                 let outcome =
                     switch decision {
-                    case .retry, .unauthorized: try await pushOne(operation, resolutionsLeft: 1)
+                    case .retry: try await pushOne(operation, resolutionsLeft: 1, sentBefore: true)
+                    case .unauthorized:
+                        try await pushOne(
+                            operation, resolutionsLeft: 1, sentBefore: sends > 1 || sentBefore.contains(operation.id))
                     default: try await settle(operation, decision, reply, resolutionsLeft: 1)
                     }
                 Self.record(outcome, of: operation, in: &result, blocked: &blocked)

@@ -53,7 +53,8 @@ extension PushRunner {
                     if placement == .skipped { continue }
                     if Task.isCancelled { throw SyncStop.cancelled }
                     if placement == .alone {
-                        let outcome = try await pushOne(operation, resolutionsLeft: 1)
+                        let outcome = try await pushOne(
+                            operation, resolutionsLeft: 1, sentBefore: operation.isAttempted)
                         Self.record(outcome, of: operation, in: &result, blocked: &plan.blocked)
                     }
                 }
@@ -80,10 +81,16 @@ extension PushRunner {
 
     /// Freezes one operation (what it sends is kept before it is sent), sends it until a definitive
     /// reply, and records the outcome.
-    func pushOne(_ queued: PendingOperation, resolutionsLeft: Int) async throws -> PushOutcome {
+    ///
+    /// - Parameters:
+    ///   - queued: The operation.
+    ///   - resolutionsLeft: How many times a resolution or a merge may send it again in this push.
+    ///   - sentBefore: Whether an earlier send of its attempt may have been applied: an earlier push sent it and
+    ///     read no reply (it was attempted when read from the queue), or a batch's answer for it was transient.
+    func pushOne(_ queued: PendingOperation, resolutionsLeft: Int, sentBefore: Bool) async throws -> PushOutcome {
         let prepared = try await store.write { writer in try Self.freeze(queued.id, writer: writer) }
         guard let operation = prepared, let attempt = operation.attempt else { return .skipped }
-        let (decision, reply) = try await exchange(operation, attempt)
+        let (decision, reply) = try await exchange(operation, attempt, sentBefore: sentBefore)
         return try await settle(operation, decision, reply, resolutionsLeft: resolutionsLeft)
     }
 
@@ -128,9 +135,10 @@ extension PushRunner {
     }
 
     /// Sends an operation until a definitive reply: re-creates the item first when asked, retries
-    /// transient failures, and fetches the server's row when the reply lacks it.
-    private func exchange(_ operation: PendingOperation, _ attempt: PendingOperation.Attempt) async throws
-        -> (PushDecision, HTTPResponseData)
+    /// transient failures, and fetches the server's row when the reply lacks it. `sentBefore`: an earlier send of
+    /// the attempt may have been applied (see ``PushDecision/decide(_:status:replyItem:server:sent:resent:)``).
+    private func exchange(_ operation: PendingOperation, _ attempt: PendingOperation.Attempt, sentBefore: Bool)
+        async throws -> (PushDecision, HTTPResponseData)
     {
         var log = logger
         log[metadataKey: SyncLogKey.table] = "\(operation.table)"
@@ -154,28 +162,33 @@ extension PushRunner {
             case .refused: return (.refused, reply)
             }
         }
+        var sends = 0
         let reply = try await sendRetrying(logger: log) {
-            try await send(kind, operation, body: sent, version: version)
+            sends += 1
+            return try await send(kind, operation, body: sent, version: version)
         } isTransient: { reply in
             PushDecision.decide(kind, status: reply.status, replyItem: reply.item, server: .unknown, sent: sent)
                 == .retry
         }
-        return (try await decide(kind, operation, reply, sent: sent, logger: log), reply)
+        let resent = sentBefore || sends > 1
+        return (try await decide(kind, operation, reply, sent: sent, resent: resent, logger: log), reply)
     }
 
     /// What a reply to `operation` (sent as `kind`, with `sent`) decides, fetching the server's row when the
     /// reply does not carry it.
     func decide(
         _ kind: OperationKind, _ operation: PendingOperation, _ reply: HTTPResponseData, sent: JSONValue?,
-        logger: Logger
+        resent: Bool = false, logger: Logger
     ) async throws -> PushDecision {
         let item = reply.item
         let decision = PushDecision.decide(
             kind, status: reply.status, replyItem: item,
-            server: PushDecision.serverRow(status: reply.status, replyBody: reply.json, replyItem: item), sent: sent)
+            server: PushDecision.serverRow(status: reply.status, replyBody: reply.json, replyItem: item), sent: sent,
+            resent: resent)
         guard decision == .fetchServerItem else { return decision }
         let server = try await fetchServerRow(operation.table, operation.itemID, logger: logger)
-        return PushDecision.decide(kind, status: reply.status, replyItem: item, server: server, sent: sent)
+        return PushDecision.decide(
+            kind, status: reply.status, replyItem: item, server: server, sent: sent, resent: resent)
     }
 
     /// What an operation's frozen attempt sends: an update over a known base, under a dialect whose updates change
@@ -221,7 +234,7 @@ extension PushRunner {
         if error.isConflict, try await merge(settled, with: error.serverItem, status: error.status) {
             // Merged by itself: it goes again over the server's version, with no conflict shown.
             if resolutionsLeft > 0, let again = try await store.read({ try $0.operation(settled.id) }) {
-                return try await pushOne(again, resolutionsLeft: resolutionsLeft - 1)
+                return try await pushOne(again, resolutionsLeft: resolutionsLeft - 1, sentBefore: false)
             }
             return .resolved
         }
@@ -238,7 +251,7 @@ extension PushRunner {
             if resolutionsLeft > 0, resolution.retries,
                 let again = try await store.read({ try $0.operation(settled.id) })
             {
-                return try await pushOne(again, resolutionsLeft: resolutionsLeft - 1)
+                return try await pushOne(again, resolutionsLeft: resolutionsLeft - 1, sentBefore: false)
             }
             if resolution != .leave { return .resolved }
         }
