@@ -261,7 +261,9 @@ extension ChaosRun {
                 guard !deleted.contains(short), writers[short, default: []].subtracting([device.index]).isEmpty else {
                     continue
                 }
-                failures.append("\(device.name) met a conflict on \(short), whose \(field) no other device changed")
+                failures.append(
+                    "\(device.name) met a conflict on \(short), whose \(field) no other device changed "
+                        + "(shown: \(device.shownFor[id] ?? "?"))")
             }
             // The values this device set, per item, from its last acknowledged one on.
             var allowed: [String: Set<String>] = [:]

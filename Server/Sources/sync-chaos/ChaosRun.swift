@@ -242,7 +242,8 @@ struct ChaosRun {
                 + "\(devices.map(\.killedWrites).reduce(0, +)) mid-write, \(chaos.serverKills) server (SIGKILL, restarted); "
                 + "\(chaos.partitions) partitions",
             "  conflicts shown and resolved: \(devices.map(\.conflictsShown).reduce(0, +)) "
-                + "(\(Self.merged(devices.map(\.resolutions)).sorted { $0.key < $1.key }.map { "\($0.value) \($0.key)" }.joined(separator: ", ")))",
+                + "(\(Self.merged(devices.map(\.resolutions)).sorted { $0.key < $1.key }.map { "\($0.value) \($0.key)" }.joined(separator: ", ")))"
+                + "; changes merged with other devices' edits by themselves: \(devices.map(\.merges).reduce(0, +))",
             "  server rows: \(rows.count) (\(rows.filter { !$0.isDeleted }.count) live); settled in \(rounds) round(s); "
                 + String(format: "%.1f s of chaos, %.1f s in all", chaosSeconds, Date().timeIntervalSince(started)),
             "  result: " + (report.failures.isEmpty ? "PASS" : "FAIL (\(report.failures.count) problem(s))"),

@@ -35,6 +35,8 @@ final class Device: @unchecked Sendable {  // @unchecked: used by one thread at 
     var killedSyncs = 0
     var killedWrites = 0
     var conflictsShown = 0
+    /// Changes `todo sync` reported merged with other devices' edits, with no conflict shown.
+    var merges = 0
     var resolutions: [String: Int] = [:]
     /// What the last sync's `resolveWhatIsShown` picked: each change's id, status and choice (for a failure report).
     var lastResolutions: [String] = []
@@ -246,6 +248,12 @@ final class Device: @unchecked Sendable {  // @unchecked: used by one thread at 
         lastResolutions = []
         let result = try await run(["sync"], killAfter: killAfter)
         if killAfter != nil, result.wasKilled { killedSyncs += 1 }
+        // "…: sent N change(s), M merged with other devices' edits, received …"
+        if let merged = result.output.split(separator: ", ").first(where: {
+            $0.hasSuffix(" merged with other devices' edits")
+        }) {
+            merges += Int(merged.prefix { $0.isNumber }) ?? 0
+        }
         if result.status == 1, settling || random.nextDouble() < 0.5 {
             try await resolveWhatIsShown(settling: settling)
         }

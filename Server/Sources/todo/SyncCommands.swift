@@ -5,12 +5,12 @@ import OfflineSync
 extension TodoApp {
     /// Push; refused changes are not an error here (``waitingLine()`` reports them), an unreachable
     /// server or refused credentials are.
-    func pushAll() async throws -> Int {
+    func pushAll() async throws -> PushResult {
         do {
-            return try await client.push().pushedCount
+            return try await client.push()
         } catch let error as PushError {
             switch error {
-            case .operationsFailed(let result): return result.pushedCount
+            case .operationsFailed(let result): return result
             case .serverUnavailable(let reason, _): throw try await unavailable(reason)
             case .unauthorized: throw try await unauthorized()
             case .cancelled: throw TodoError("Cancelled")
@@ -72,12 +72,19 @@ struct Sync: AsyncParsableCommand {
         try await perform(options) { app in
             let sent = try await app.pushAll()
             let summary = try await app.pullAll()
-            print("Synced with \(app.serverURL): sent \(sent) change(s), received \(summary.appliedCount) item(s).")
+            print(
+                "Synced with \(app.serverURL): sent \(sent.pushedCount) change(s)\(Self.merges(sent)), "
+                    + "received \(summary.appliedCount) item(s).")
             if summary.removedCount > 0 {
                 print("Removed \(summary.removedCount) row(s) of lists no longer shared with you.")
             }
             try await app.failIfChangesWait()
         }
+    }
+
+    /// ", N merged with other devices' edits" when a push merged changes by themselves; nothing otherwise.
+    static func merges(_ result: PushResult) -> String {
+        result.mergedCount > 0 ? ", \(result.mergedCount) merged with other devices' edits" : ""
     }
 }
 
@@ -86,7 +93,8 @@ struct Push: AsyncParsableCommand {
     @OptionGroup var options: GlobalOptions
     func run() async throws {
         try await perform(options) { app in
-            print("Sent \(try await app.pushAll()) change(s).")
+            let sent = try await app.pushAll()
+            print("Sent \(sent.pushedCount) change(s)\(Sync.merges(sent)).")
             try await app.failIfChangesWait()
         }
     }

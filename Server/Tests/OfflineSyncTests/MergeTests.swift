@@ -47,10 +47,12 @@ struct DatedItem: Codable, Sendable, Equatable {
             let (a, b) = try await Self.twoDevices(url, workspace)
             try await Self.edit(a) { $0.text = "oat milk" }
             try await Self.edit(b) { $0.complete = true }
+            var merges: [Int] = []
             for device in aFirst ? [a, b, a] : [b, a, b] {
-                try await device.push()
+                merges.append(try await device.push().mergedCount)
                 try await device.syncTable("TodoItem", of: DatedItem.self).pull(queryID: "all")
             }
+            #expect(merges == [0, 1, 0])
             let expected = DatedItem(id: "t", text: "oat milk", complete: true, due: "2026-12-01")
             for device in [a, b] {
                 #expect(try await device.operationErrors().isEmpty)
@@ -67,7 +69,10 @@ struct DatedItem: Codable, Sendable, Equatable {
         let workspace = try Workspace()
         try await LiveServer.run(in: workspace) { url in
             let (a, b) = try await Self.twoDevices(url, workspace)
-            try await Self.edit(a) { $0.text = "oat milk" }
+            try await Self.edit(a) {
+                $0.text = "oat milk"
+                $0.due = "2026-12-24"
+            }
             try await a.push()
             try await Self.edit(b) {
                 $0.text = "soy milk"
@@ -81,11 +86,43 @@ struct DatedItem: Codable, Sendable, Equatable {
             #expect(conflict.baseItem?["text"] == "milk")
             #expect(conflict.sentItem?["text"] == "soy milk")
             #expect(conflict.serverItem?["text"] == "oat milk")
-            // Parked as before: keeping mine pushes it whole over the server's version.
+            // Parked as before. Keeping mine pushes my changes over the server's row: the due date only the other
+            // device changed keeps its value (the whole local row sent it back to 2026-12-01, found by
+            // sync-chaos --fields: a done change lost to another device's keep-mine).
             try await b.resolve(conflict, with: .keepMine(nil))
             try await b.push()
-            #expect(try await Self.server(a)?["text"] == "soy milk")
-            #expect(try await Self.server(a)?["complete"] == true)
+            let server = try #require(try await Self.server(a))
+            #expect(server["text"] == "soy milk")
+            #expect(server["complete"] == true)
+            #expect(server["due"] == "2026-12-24")
+        }
+    }
+
+    /// A newer edit waits behind an update sent with no reply read; the update's retry meets another device's
+    /// change of another field. It was shown as a conflict (the merge left items with a newer edit alone); now the
+    /// merge carries both edits (sync-chaos --fields: "a conflict on an item whose field no other device changed").
+    @Test func aNewerEditBehindAnUnansweredUpdateMergesToo() async throws {
+        let workspace = try Workspace()
+        try await LiveServer.run(in: workspace) { url in
+            let transport = ScriptedTransport(forwardingTo: URLSessionTransport())
+            let (a, b) = try await Self.twoDevices(url, workspace) {
+                $0.transport = transport
+                $0.retryLimit = 0
+            }
+            try await Self.edit(b) { $0.complete = true }
+            transport.append([.fail(.timedOut)])
+            await #expect(throws: PushError.self) { try await b.push() }
+            #expect(try await b.pendingOperations().map(\.isAttempted) == [true])
+            try await Self.edit(b) { $0.due = nil }
+            try await Self.edit(a) { $0.text = "oat milk" }
+            try await a.push()
+            try await b.push()
+            #expect(try await b.operationErrors().isEmpty)
+            #expect(try await b.pendingOperations().isEmpty)
+            let expected = DatedItem(id: "t", text: "oat milk", complete: true, due: nil)
+            #expect(try await b.syncTable("TodoItem", of: DatedItem.self).item(id: ItemID("t")) == expected)
+            try await a.syncTable("TodoItem", of: DatedItem.self).pull(queryID: "all")
+            #expect(try await a.syncTable("TodoItem", of: DatedItem.self).item(id: ItemID("t")) == expected)
         }
     }
 

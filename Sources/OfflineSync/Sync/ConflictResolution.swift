@@ -6,8 +6,10 @@ public enum ConflictResolution: Sendable, Hashable {
     case takeServerItem
     /// Drop the operation and the local row.
     case discard
-    /// Keep the operation and push it again with `item` (by default the local row carrying the
-    /// server's `version`, so the next attempt passes the precondition: client wins).
+    /// Keep the operation and push it again with `item`, which carries the server's `version` so that the next
+    /// attempt passes the precondition (client wins). Nil: the local row — for an update whose base is known
+    /// (<doc:HandlingConflicts>), the server's row with every field changed locally since the base set to the local
+    /// value, so that the fields only another device changed keep that device's values.
     case keepMine(JSONValue?)
     /// Change the operation's kind (for example a 409 insert becomes an update) and push it again,
     /// with `item` as for ``keepMine(_:)``.

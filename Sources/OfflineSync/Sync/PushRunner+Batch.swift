@@ -100,7 +100,9 @@ extension PushRunner {
         blocked: inout Set<String>
     ) {
         switch outcome {
-        case .pushed: result.pushedCount += 1
+        case .pushed(let merged):
+            result.pushedCount += 1
+            if merged { result.mergedCount += 1 }
         case .failed(let error):
             result.errors.append(error)
             blocked.insert(operation.key)

@@ -7,7 +7,8 @@ extension PushRunner {
     /// discarding drop the operation, store the server's copy from the error, and mark the item to be
     /// fetched again, since the server may have changed it since (and a pull skipped its rows while
     /// the operation waited); keeping mine and changing the kind queue the change again, re-creating
-    /// the item when the server deleted it.
+    /// the item when the server deleted it. Keeping mine without an item, for an update whose base is known, keeps
+    /// the changes made since the base over the server's row (``FieldMerge`` with the client winning).
     ///
     /// - Returns: Whether the item was marked to be fetched again.
     @discardableResult
@@ -35,6 +36,11 @@ extension PushRunner {
                 if current.kind == .insert, error.status == 409, serverIsLive { current.kind = .update }
                 let local = current.kind == .delete ? current.item : try writer.item(operation.itemID, in: table)
                 var mine = item ?? local ?? error.sentItem ?? .object(["id": .string(operation.itemID.rawValue)])
+                if item == nil, current.kind == .update, let base = current.base, let local, let server, serverIsLive {
+                    // My changes since the base win; the fields only the server changed keep its values (a whole
+                    // local row would send my stale copies of them back).
+                    mine = FieldMerge.merge(base: base, mine: local, theirs: server, policy: .clientWins) ?? local
+                }
                 if item == nil, let serverVersion = server?["version"] { mine["version"] = serverVersion }
                 mine["id"] = .string(operation.itemID.rawValue)
                 if current.kind == .delete {

@@ -17,7 +17,8 @@ struct PushRunner: SyncRunner {
 extension PushRunner {
     /// What happened to one operation.
     enum PushOutcome {
-        case pushed
+        /// Accepted; `merged`: after a conflict merged by itself (``merge(_:with:status:)``).
+        case pushed(merged: Bool)
         case failed(OperationError)
         /// A conflict handler settled it without pushing (server wins, discard).
         case resolved
@@ -103,7 +104,7 @@ extension PushRunner {
     {
         if case .succeeded(let serverItem) = decision {
             try await complete(operation, serverItem: serverItem)
-            return .pushed
+            return .pushed(merged: false)
         }
         // What else a definitive reply decides: a conflict, with the server's row, or a refusal, with none.
         var serverItem: JSONValue?
@@ -234,7 +235,9 @@ extension PushRunner {
         if error.isConflict, try await merge(settled, with: error.serverItem, status: error.status) {
             // Merged by itself: it goes again over the server's version, with no conflict shown.
             if resolutionsLeft > 0, let again = try await store.read({ try $0.operation(settled.id) }) {
-                return try await pushOne(again, resolutionsLeft: resolutionsLeft - 1, sentBefore: false)
+                let outcome = try await pushOne(again, resolutionsLeft: resolutionsLeft - 1, sentBefore: false)
+                if case .pushed = outcome { return .pushed(merged: true) }
+                return outcome
             }
             return .resolved
         }
@@ -261,8 +264,9 @@ extension PushRunner {
     /// Merges a conflicting update with the server's row, field by field over its base (``FieldMerge``): fields
     /// changed on one side only keep that side's value, and fields changed on both sides are decided by the table's
     /// ``FieldConflictPolicy`` — unless it surfaces them. The merged row becomes the local row, with the server's
-    /// version, and the operation waits to go again with the server's row as its base. Not merged: another kind, an
-    /// update whose base is not known, a server row deleted or absent, a newer operation of the item waiting.
+    /// version, and the operation waits to go again with the server's row as its base, carrying a newer edit of the
+    /// item waiting behind it too. Not merged: another kind, an update whose base is not known, a server row deleted
+    /// or absent, a newer delete of the item waiting.
     ///
     /// - Returns: Whether it merged.
     private func merge(_ operation: PendingOperation, with theirs: JSONValue?, status: Int) async throws -> Bool {
@@ -272,10 +276,14 @@ extension PushRunner {
         let policy = fieldConflicts[operation.table.canonical] ?? .surface
         let merged = try await store.write { writer -> Bool in
             guard var current = try writer.operation(operation.id), current.kind == .update, let base = current.base,
-                try writer.lastOperation(for: operation.itemID, in: operation.table)?.id == current.id,
+                let last = try writer.lastOperation(for: operation.itemID, in: operation.table),
+                last.id == current.id || (last.kind == .update && last.attempt == nil),
                 let mine = try writer.item(operation.itemID, in: operation.table),
                 let merged = FieldMerge.merge(base: base, mine: mine, theirs: theirs, policy: policy)
             else { return false }
+            // A newer edit waiting behind this one: the local row holds both, so the merge carries both, and this
+            // operation, no longer frozen, sends them (as a later edit collapses into an update not yet sent).
+            if last.id != current.id { try writer.removeOperation(last.id) }
             try writer.upsert(merged, in: operation.table)
             current.attempt = nil
             current.recreatesItem = false

@@ -6,15 +6,20 @@ public struct PushResult: Sendable, Hashable {
     public var pushedCount: Int
     /// Operations the server refused in this push, kept with their operations.
     public var errors: [OperationError]
+    /// Of the operations accepted, those that met a conflict first and were merged field by field with the
+    /// server's row with no conflict shown (<doc:HandlingConflicts>): the changes of other devices they kept.
+    public var mergedCount: Int
 
     /// Creates a result.
     ///
     /// - Parameters:
     ///   - pushedCount: Operations accepted.
     ///   - errors: Operations refused.
-    public init(pushedCount: Int = 0, errors: [OperationError] = []) {
+    ///   - mergedCount: Operations accepted after a merge.
+    public init(pushedCount: Int = 0, errors: [OperationError] = [], mergedCount: Int = 0) {
         self.pushedCount = pushedCount
         self.errors = errors
+        self.mergedCount = mergedCount
     }
 }
 
