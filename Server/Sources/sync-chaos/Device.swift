@@ -278,7 +278,10 @@ final class Device: @unchecked Sendable {  // @unchecked: used by one thread at 
             conflicted.insert(id)
             shownFor[id] =
                 "\(conflict["operation"]?.stringValue ?? "?") \(conflict["status"]?.serialized() ?? "?")"
-                + (conflict["message"]?.stringValue.map { ": \($0.prefix(120))" } ?? "")
+                + " mine \(conflict["mine"]?["version"]?.serialized() ?? "-")"
+                + " server \(conflict["server"]?["version"]?.serialized() ?? "-")"
+                + " base \(conflict["base"]?["version"]?.serialized() ?? "-")"
+                + (conflict["message"]?.stringValue.map { ": \($0.prefix(300))" } ?? "")
             let letGo = choices.filter { $0.stringValue != "--keep-mine" }
             let offered = settling && keptWhileSettling.contains(id) && !letGo.isEmpty ? letGo : choices
             let choice = offered[Int(random.next() % UInt64(offered.count))].stringValue ?? ""
