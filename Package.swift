@@ -33,6 +33,8 @@ let package = Package(
     products: [
         /// The SDK apps import: sync tables, the operation queue, push, pull, purge and conflicts.
         .library(name: "OfflineSync", targets: ["OfflineSync"]),
+        /// An encrypted local store (opt-in; docs/encryption.md).
+        .library(name: "OfflineSyncEncryption", targets: ["OfflineSyncEncryption"]),
         /// Test doubles for apps' own tests (a manual clock, an immediate clock).
         .library(name: "OfflineSyncTesting", targets: ["OfflineSyncTesting"]),
         /// The wire model alone (JSON values, ids, versions, dates), shared with the server.
@@ -72,9 +74,29 @@ let package = Package(
             ],
             swiftSettings: swiftSettings
         ),
+        // Opt-in: an encrypted local store (docs/encryption.md). Adds swift-crypto's CryptoExtras (scrypt).
+        .target(
+            name: "OfflineSyncEncryption",
+            dependencies: [
+                "OfflineSync",
+                .product(name: "GRDB", package: "GRDB.swift"),
+                .product(name: "GRDBSQLite", package: "GRDB.swift"),
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "CryptoExtras", package: "swift-crypto"),
+            ],
+            swiftSettings: swiftSettings
+        ),
         .target(
             name: "OfflineSyncTesting",
             dependencies: ["OfflineSync", "SyncCore", .product(name: "GRDB", package: "GRDB.swift")],
+            swiftSettings: swiftSettings
+        ),
+        .testTarget(
+            name: "OfflineSyncEncryptionTests",
+            dependencies: [
+                "OfflineSyncEncryption", "OfflineSync", "SyncCore", .product(name: "GRDB", package: "GRDB.swift"),
+                .product(name: "Crypto", package: "swift-crypto"),
+            ],
             swiftSettings: swiftSettings
         ),
         .testTarget(

@@ -1,0 +1,69 @@
+import Crypto
+import Foundation
+
+/// The authenticated encryption of one unit of a store's files (docs/encryption.md): a database page, the page a WAL
+/// frame carries, or a page a rollback journal saves. A unit of `size` bytes holds `size - 28` bytes of ciphertext,
+/// then the 12-byte nonce and the 16-byte tag of AES-256-GCM in the 28 bytes SQLite reserves at the end of each page.
+/// The associated data binds the unit to its place: the file's role and the unit's position in that file.
+struct PageCipher: Sendable {
+    /// The bytes at the end of each page that SQLite leaves to the cipher: nonce and tag.
+    static let reservedBytes = 28
+    /// The page size of every encrypted store.
+    static let pageSize = 4096
+
+    /// Which file of a store a unit belongs to (a byte of the associated data).
+    enum Role: UInt8, Sendable {
+        case database = 1
+        case wal = 2
+        case journal = 3
+    }
+
+    let key: SymmetricKey
+
+    /// The associated data of a unit: "OSE1", the role, and the position (page number or file offset), big-endian.
+    static func associatedData(_ role: Role, _ position: UInt64) -> [UInt8] {
+        var bytes: [UInt8] = Array("OSE1".utf8)
+        bytes.append(role.rawValue)
+        for shift in stride(from: 56, through: 0, by: -8) {
+            bytes.append(UInt8(truncatingIfNeeded: position >> UInt64(shift)))
+        }
+        return bytes
+    }
+
+    /// Encrypts the unit in `page` in place: its first `count - 28` bytes become ciphertext, the last 28 the nonce
+    /// and tag. A fresh random nonce each time.
+    func seal(_ page: UnsafeMutableRawBufferPointer, role: Role, position: UInt64) throws {
+        let body = page.count - Self.reservedBytes
+        guard body > 0 else { throw PageCipherError.unitTooSmall }
+        let sealed = try AES.GCM.seal(
+            UnsafeRawBufferPointer(rebasing: page[0..<body]), using: key, nonce: AES.GCM.Nonce(),
+            authenticating: Self.associatedData(role, position))
+        sealed.ciphertext.withUnsafeBytes {
+            UnsafeMutableRawBufferPointer(rebasing: page[0..<body]).copyMemory(from: $0)
+        }
+        Array(sealed.nonce).withUnsafeBytes {
+            UnsafeMutableRawBufferPointer(rebasing: page[body..<(body + 12)]).copyMemory(from: $0)
+        }
+        sealed.tag.withUnsafeBytes {
+            UnsafeMutableRawBufferPointer(rebasing: page[(body + 12)...]).copyMemory(from: $0)
+        }
+    }
+
+    /// Decrypts the unit in `page` in place (its reserved bytes are left as they are). Throws when it does not
+    /// authenticate: another key, a changed byte, or a unit from another place.
+    func open(_ page: UnsafeMutableRawBufferPointer, role: Role, position: UInt64) throws {
+        let body = page.count - Self.reservedBytes
+        guard body > 0 else { throw PageCipherError.unitTooSmall }
+        let box = try AES.GCM.SealedBox(
+            nonce: AES.GCM.Nonce(data: UnsafeRawBufferPointer(rebasing: page[body..<(body + 12)])),
+            ciphertext: UnsafeRawBufferPointer(rebasing: page[0..<body]),
+            tag: UnsafeRawBufferPointer(rebasing: page[(body + 12)...]))
+        let plain = try AES.GCM.open(box, using: key, authenticating: Self.associatedData(role, position))
+        plain.withUnsafeBytes { UnsafeMutableRawBufferPointer(rebasing: page[0..<body]).copyMemory(from: $0) }
+    }
+}
+
+/// A unit smaller than its nonce and tag.
+enum PageCipherError: Error {
+    case unitTooSmall
+}

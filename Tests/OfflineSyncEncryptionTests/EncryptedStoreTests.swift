@@ -1,0 +1,149 @@
+import Crypto
+import Foundation
+import OfflineSync
+import SyncCore
+import Testing
+
+@testable import OfflineSyncEncryption
+
+/// The encrypted store (issue 48): nothing readable in its files, the same rows back with the key, a wrong key and a
+/// changed page each a typed error, never wrong rows.
+@Suite struct EncryptedStoreTests {
+    static let canary = "CANARY-7f3a9c"
+    static let url = URL(fileURLWithPath: "/")  // never reached: these tests write locally only
+
+    /// A fresh folder for one test's store.
+    static func folder() throws -> URL {
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("enc-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        return folder
+    }
+
+    static var key: StoreKey { get throws { try StoreKey.raw([UInt8](repeating: 7, count: 32)) } }
+
+    /// Writes `count` rows with the canary and a queue of changes (inserts, updates, a delete).
+    static func fill(_ path: String, key: StoreKey, count: Int = 200) async throws {
+        let store = try SQLiteLocalStore.encrypted(path: path, key: key)
+        let client = SyncClient(url: url, store: store)
+        let table = try client.syncTable("TodoItem")
+        for index in 0..<count {
+            try await table.insert(["id": .string("item-\(index)"), "text": .string("\(canary) \(index)")])
+        }
+        try await table.update(["id": "item-1", "text": .string("\(canary) changed")])
+        try await table.delete(["id": "item-2"])
+    }
+
+    /// Every byte of every file in the folder, with its name.
+    static func files(in folder: URL) throws -> [(String, Data)] {
+        try FileManager.default.contentsOfDirectory(atPath: folder.path).sorted().compactMap { name in
+            FileManager.default.contents(atPath: folder.appendingPathComponent(name).path).map { (name, $0) }
+        }
+    }
+
+    @Test func noFileHoldsTheCanaryOrSQLitesHeaderAndTheKeyReadsItAllBack() async throws {
+        let folder = try Self.folder()
+        let path = folder.appendingPathComponent("store.sqlite").path
+        try await Self.fill(path, key: try Self.key)
+        let files = try Self.files(in: folder)
+        #expect(files.map(\.0).contains("store.sqlite"))
+        #expect(files.map(\.0).contains("store.sqlite-key"))
+        for (name, bytes) in files {
+            #expect(bytes.range(of: Data(Self.canary.utf8)) == nil, "\(name) holds the canary")
+            #expect(bytes.range(of: Data("SQLite format 3".utf8)) == nil, "\(name) holds SQLite's header")
+            #expect(bytes.range(of: Data("TodoItem".utf8)) == nil, "\(name) holds a table's name")
+        }
+        let store = try SQLiteLocalStore.encrypted(path: path, key: try Self.key)
+        let client = SyncClient(url: Self.url, store: store)
+        let rows = try await client.syncTable("TodoItem").items()
+        #expect(rows.count == 199)
+        #expect(rows.contains { $0["text"] == .string("\(Self.canary) changed") })
+        #expect(try await client.pendingOperations().count == 199)
+    }
+
+    @Test func aWrongKeyIsATypedErrorAndChangesNothing() async throws {
+        let folder = try Self.folder()
+        let path = folder.appendingPathComponent("store.sqlite").path
+        try await Self.fill(path, key: try Self.key, count: 3)
+        let before = try Self.files(in: folder).map(\.1)
+        let other = try StoreKey.raw([UInt8](repeating: 8, count: 32))
+        #expect(throws: StoreEncryptionError.wrongKey(path: try EncryptedStoreFiles.fullPath(path))) {
+            try SQLiteLocalStore.encrypted(path: path, key: other)
+        }
+        #expect(try Self.files(in: folder).map(\.1) == before)
+    }
+
+    @Test func aPlainStoreOpenedWithAKeyIsATypedError() async throws {
+        let folder = try Self.folder()
+        let path = folder.appendingPathComponent("plain.sqlite").path
+        let client = SyncClient(url: Self.url, store: try SQLiteLocalStore(path: path))
+        try await client.syncTable("TodoItem").insert(["id": "a", "text": "plain"])
+        #expect(throws: StoreEncryptionError.notEncrypted(path: try EncryptedStoreFiles.fullPath(path))) {
+            try SQLiteLocalStore.encrypted(path: path, key: try Self.key)
+        }
+    }
+
+    @Test func aPassphraseOpensTheStoreAndAnotherDoesNot() async throws {
+        let folder = try Self.folder()
+        let path = folder.appendingPathComponent("store.sqlite").path
+        try await Self.fill(path, key: try StoreKey.passphrase("correct horse"), count: 3)
+        let store = try SQLiteLocalStore.encrypted(path: path, key: try StoreKey.passphrase("correct horse"))
+        #expect(try await SyncClient(url: Self.url, store: store).syncTable("TodoItem").items().count == 2)
+        #expect(throws: StoreEncryptionError.self) {
+            try SQLiteLocalStore.encrypted(path: path, key: try StoreKey.passphrase("battery staple"))
+        }
+    }
+
+    /// One bit flipped in a page of the database, or two pages swapped: an error, never other rows.
+    @Test(arguments: ["flip", "swap"])
+    func aChangedDatabasePageIsAnErrorNeverWrongRows(change: String) async throws {
+        let folder = try Self.folder()
+        let path = folder.appendingPathComponent("store.sqlite").path
+        try await Self.fill(path, key: try Self.key, count: 300)
+        // Checkpointed into the database: the WAL is gone once the last connection closes.
+        var bytes = try #require(FileManager.default.contents(atPath: path))
+        let pages = bytes.count / PageCipher.pageSize
+        #expect(pages > 3)
+        let size = PageCipher.pageSize
+        let target = pages - 1
+        if change == "flip" {
+            bytes[target * size + 100] ^= 0x01
+        } else {
+            let a = bytes[(1 * size)..<(2 * size)]
+            let b = bytes[(target * size)..<((target + 1) * size)]
+            bytes.replaceSubrange((target * size)..<((target + 1) * size), with: a)
+            bytes.replaceSubrange((1 * size)..<(2 * size), with: b)
+        }
+        try bytes.write(to: URL(fileURLWithPath: path))
+        do {
+            let store = try SQLiteLocalStore.encrypted(path: path, key: try Self.key)
+            let rows = try await SyncClient(url: Self.url, store: store).syncTable("TodoItem").items()
+            Issue.record("read \(rows.count) rows from a changed store")
+        } catch {
+            // The open or the read failed; the VFS names the page.
+            let full = try EncryptedStoreFiles.fullPath(path)
+            let failure = EncryptingVFS.takeFailure(full) ?? (error as? StoreEncryptionError)
+            guard case .tampered(let file, let page)? = failure else {
+                Issue.record("not a tampered page: \(error)")
+                return
+            }
+            #expect(file == full)
+            #expect(page == UInt64(change == "flip" ? target + 1 : 2) || page == UInt64(target + 1))
+        }
+    }
+
+    @Test func aPageSealsAndOpensOnlyAtItsPlace() throws {
+        let cipher = PageCipher(key: .init(data: [UInt8](repeating: 1, count: 32)))
+        var page = [UInt8](repeating: 0x41, count: PageCipher.pageSize)
+        try page.withUnsafeMutableBytes { try cipher.seal($0, role: .database, position: 3) }
+        #expect(!page.prefix(100).allSatisfy { $0 == 0x41 })
+        var moved = page
+        #expect(throws: (any Error).self) {
+            try moved.withUnsafeMutableBytes { try cipher.open($0, role: .database, position: 4) }
+        }
+        #expect(throws: (any Error).self) {
+            try moved.withUnsafeMutableBytes { try cipher.open($0, role: .wal, position: 3) }
+        }
+        try page.withUnsafeMutableBytes { try cipher.open($0, role: .database, position: 3) }
+        #expect(page.prefix(PageCipher.pageSize - PageCipher.reservedBytes).allSatisfy { $0 == 0x41 })
+    }
+}
