@@ -31,28 +31,22 @@ extension EncryptingVFS {
             return state.write(UnsafeRawBufferPointer(start: buffer, count: Int(amount)), at: Int(offset))
         },
         xTruncate: { file, size in
-            guard let state = EncryptingVFS.state(file) else { return IOError.truncate }
-            return state.innerMethods?.xTruncate?(state.inner, size) ?? IOError.truncate
+            EncryptingVFS.forward(file, IOError.truncate) { $0.xTruncate?($1, size) }
         },
         xSync: { file, flags in
-            guard let state = EncryptingVFS.state(file) else { return IOError.fsync }
-            return state.innerMethods?.xSync?(state.inner, flags) ?? IOError.fsync
+            EncryptingVFS.forward(file, IOError.fsync) { $0.xSync?($1, flags) }
         },
         xFileSize: { file, size in
-            guard let state = EncryptingVFS.state(file) else { return IOError.fstat }
-            return state.innerMethods?.xFileSize?(state.inner, size) ?? IOError.fstat
+            EncryptingVFS.forward(file, IOError.fstat) { $0.xFileSize?($1, size) }
         },
         xLock: { file, lock in
-            guard let state = EncryptingVFS.state(file) else { return IOError.lock }
-            return state.innerMethods?.xLock?(state.inner, lock) ?? IOError.lock
+            EncryptingVFS.forward(file, IOError.lock) { $0.xLock?($1, lock) }
         },
         xUnlock: { file, lock in
-            guard let state = EncryptingVFS.state(file) else { return IOError.unlock }
-            return state.innerMethods?.xUnlock?(state.inner, lock) ?? IOError.unlock
+            EncryptingVFS.forward(file, IOError.unlock) { $0.xUnlock?($1, lock) }
         },
         xCheckReservedLock: { file, result in
-            guard let state = EncryptingVFS.state(file) else { return IOError.checkReservedLock }
-            return state.innerMethods?.xCheckReservedLock?(state.inner, result) ?? IOError.checkReservedLock
+            EncryptingVFS.forward(file, IOError.checkReservedLock) { $0.xCheckReservedLock?($1, result) }
         },
         xFileControl: { file, operation, argument in
             guard let state = EncryptingVFS.state(file) else { return SQLITE_NOTFOUND }
@@ -64,31 +58,37 @@ extension EncryptingVFS {
             return state.innerMethods?.xFileControl?(state.inner, operation, argument) ?? SQLITE_NOTFOUND
         },
         xSectorSize: { file in
-            guard let state = EncryptingVFS.state(file) else { return 4096 }
-            return state.innerMethods?.xSectorSize?(state.inner) ?? 4096
+            EncryptingVFS.forward(file, 4096) { $0.xSectorSize?($1) }
         },
         xDeviceCharacteristics: { file in
-            guard let state = EncryptingVFS.state(file) else { return 0 }
-            return state.innerMethods?.xDeviceCharacteristics?(state.inner) ?? 0
+            EncryptingVFS.forward(file, 0) { $0.xDeviceCharacteristics?($1) }
         },
         xShmMap: { file, region, size, extend, pointer in
-            guard let state = EncryptingVFS.state(file) else { return IOError.shmMap }
-            return state.innerMethods?.xShmMap?(state.inner, region, size, extend, pointer) ?? IOError.shmMap
+            EncryptingVFS.forward(file, IOError.shmMap) { $0.xShmMap?($1, region, size, extend, pointer) }
         },
         xShmLock: { file, offset, count, flags in
-            guard let state = EncryptingVFS.state(file) else { return IOError.shmLock }
-            return state.innerMethods?.xShmLock?(state.inner, offset, count, flags) ?? IOError.shmLock
+            EncryptingVFS.forward(file, IOError.shmLock) { $0.xShmLock?($1, offset, count, flags) }
         },
         xShmBarrier: { file in
             guard let state = EncryptingVFS.state(file) else { return }
             state.innerMethods?.xShmBarrier?(state.inner)
         },
         xShmUnmap: { file, delete in
-            guard let state = EncryptingVFS.state(file) else { return SQLITE_OK }
-            return state.innerMethods?.xShmUnmap?(state.inner, delete) ?? SQLITE_OK
+            EncryptingVFS.forward(file, SQLITE_OK) { $0.xShmUnmap?($1, delete) }
         },
         xFetch: nil,
         xUnfetch: nil)
+}
+
+extension EncryptingVFS {
+    /// Calls the platform file's method `call` picks for `file`, or answers `fallback` when there is none.
+    static func forward(
+        _ file: UnsafeMutablePointer<sqlite3_file>?, _ fallback: Int32,
+        _ call: (sqlite3_io_methods, UnsafeMutablePointer<sqlite3_file>) -> Int32?
+    ) -> Int32 {
+        guard let state = state(file), let methods = state.innerMethods else { return fallback }
+        return call(methods, state.inner) ?? fallback
+    }
 }
 
 /// One unit of a file: where it starts and its position for the associated data.
