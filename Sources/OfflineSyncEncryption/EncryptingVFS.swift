@@ -17,7 +17,6 @@ enum EncryptingVFS {
 
         func cipher(for path: String) -> PageCipher? { lock.withLock { stores[path] } }
         func register(_ path: String, _ cipher: PageCipher) { lock.withLock { stores[path] = cipher } }
-        func unregister(_ path: String) { lock.withLock { _ = stores.removeValue(forKey: path) } }
         /// Records a page that did not authenticate, for the store's database path.
         func fail(_ path: String, _ error: StoreEncryptionError) { lock.withLock { failures[path] = error } }
         /// The last failure recorded for the store, cleared.
@@ -31,9 +30,6 @@ enum EncryptingVFS {
         try install()
         registry.register(path, cipher)
     }
-
-    /// Forgets a store: files opened later are the platform's own.
-    static func unregister(_ path: String) { registry.unregister(path) }
 
     /// The last page of the store's files that did not authenticate since the last call, if any.
     static func takeFailure(_ path: String) -> StoreEncryptionError? { registry.takeFailure(path) }

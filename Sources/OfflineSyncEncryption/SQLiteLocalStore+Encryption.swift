@@ -20,7 +20,7 @@ extension SQLiteLocalStore {
     ///   costs about 0.1 s of key derivation).
     public static func encrypted(path: String, key: StoreKey) throws -> SQLiteLocalStore {
         let full = try EncryptedStoreFiles.fullPath(path)
-        let cipher = try EncryptedStoreFiles.prepare(full, key: key)
+        try EncryptedStoreFiles.prepare(full, key: key)
         do {
             return try SQLiteLocalStore(path: full)
         } catch {
