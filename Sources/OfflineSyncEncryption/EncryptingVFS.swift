@@ -39,7 +39,9 @@ enum EncryptingVFS {
     private static let installation = Installation()
 
     /// The VFS structures, made and registered once per process.
-    final class Installation: @unchecked Sendable {  // @unchecked: `vfs` set once, behind `lock`.
+    final class Installation: @unchecked Sendable {  // @unchecked: set once behind `lock`, before SQLite can call us.
+        // `base` and `methods` are read without the lock by the VFS's functions: SQLite calls them only after
+        // `sqlite3_vfs_register` (under SQLite's own mutex) published the VFS that the writes under `lock` preceded.
         let lock = NSLock()
         var vfs: UnsafeMutablePointer<sqlite3_vfs>?
         var base: UnsafeMutablePointer<sqlite3_vfs>?
@@ -52,7 +54,9 @@ enum EncryptingVFS {
     static func install() throws {
         try installation.lock.withLock {
             guard installation.vfs == nil else { return }
-            guard let base = sqlite3_vfs_find(nil) else { throw StoreEncryptionError.invalidKey("SQLite has no VFS") }
+            guard let base = sqlite3_vfs_find(nil) else {
+                throw StoreEncryptionError.vfsUnavailable("SQLite has no default VFS")
+            }
             let vfs = UnsafeMutablePointer<sqlite3_vfs>.allocate(capacity: 1)
             vfs.initialize(to: base.pointee)
             let name = strdup("offlinesync-encrypted")
@@ -65,7 +69,7 @@ enum EncryptingVFS {
             installation.base = base
             installation.methods = methods
             let code = sqlite3_vfs_register(vfs, 1)
-            guard code == SQLITE_OK else { throw StoreEncryptionError.invalidKey("SQLite refused the VFS (\(code))") }
+            guard code == SQLITE_OK else { throw StoreEncryptionError.vfsUnavailable("SQLite refused it (\(code))") }
             installation.vfs = vfs
         }
     }

@@ -15,8 +15,9 @@ extension SQLiteLocalStore {
     /// - Returns: The open store.
     /// - Throws: ``StoreEncryptionError/wrongKey(path:)`` when the store was encrypted with another key,
     ///   ``StoreEncryptionError/notEncrypted(path:)`` when the file is a plain store (or its key file is gone),
-    ///   ``StoreEncryptionError/tampered(file:page:)`` when a page read while opening does not authenticate, and the
-    ///   errors of ``SQLiteLocalStore/init(path:)``. Not cancellable: it returns when the store is open (a passphrase
+    ///   ``StoreEncryptionError/tampered(file:page:)`` when a page read while opening does not authenticate,
+    ///   ``StoreEncryptionError/vfsUnavailable(_:)`` when SQLite refuses the encrypting VFS, and the errors of
+    ///   ``SQLiteLocalStore/init(path:)``. Not cancellable: it returns when the store is open (a passphrase
     ///   costs about 0.1 s of key derivation).
     public static func encrypted(path: String, key: StoreKey) throws -> SQLiteLocalStore {
         let full = try EncryptedStoreFiles.fullPath(path)

@@ -113,6 +113,8 @@ public enum StoreEncryptionError: Error, Sendable, Equatable, CustomStringConver
     case wrongKey(path: String)
     /// The store at the path is not encrypted, or is encrypted but its key header is missing or damaged.
     case notEncrypted(path: String)
+    /// The VFS that encrypts stores could not be installed in SQLite (the reason says why). No store was opened.
+    case vfsUnavailable(String)
     /// A page of a store file did not authenticate: changed, moved, or from another file. `file` is the file's path,
     /// `page` the page number in the database (from 1) or the unit's byte offset in a WAL or journal.
     case tampered(file: String, page: UInt64)
@@ -123,6 +125,7 @@ public enum StoreEncryptionError: Error, Sendable, Equatable, CustomStringConver
         case .invalidKey(let reason): "Invalid store key: \(reason)"
         case .wrongKey(let path): "The key does not open the encrypted store at \(path)"
         case .notEncrypted(let path): "The store at \(path) is not encrypted, or its key file \(path)-key is missing"
+        case .vfsUnavailable(let reason): "The encrypting VFS could not be installed: \(reason)"
         case .tampered(let file, let page): "Page \(page) of \(file) did not authenticate: the file was changed"
         }
     }

@@ -21,8 +21,10 @@ import Testing
 
     static var key: StoreKey { get throws { try StoreKey.raw([UInt8](repeating: 7, count: 32)) } }
 
-    /// Writes `count` rows with the canary and a queue of changes (inserts, updates, a delete).
-    static func fill(_ path: String, key: StoreKey, count: Int = 200) async throws {
+    /// Writes `count` rows with the canary and a queue of changes (inserts, updates, a delete). Returns the client,
+    /// whose store stays open (its WAL in place) while the caller holds it.
+    @discardableResult
+    static func fill(_ path: String, key: StoreKey, count: Int = 200) async throws -> SyncClient {
         let store = try SQLiteLocalStore.encrypted(path: path, key: key)
         let client = SyncClient(url: url, store: store)
         let table = try client.syncTable("TodoItem")
@@ -31,6 +33,16 @@ import Testing
         }
         try await table.update(["id": "item-1", "text": .string("\(canary) changed")])
         try await table.delete(["id": "item-2"])
+        return client
+    }
+
+    /// Checks that no file in `folder` holds the canary, SQLite's header or a table's name.
+    static func expectNothingReadable(in folder: URL) throws {
+        for (name, bytes) in try files(in: folder) {
+            #expect(bytes.range(of: Data(canary.utf8)) == nil, "\(name) holds the canary")
+            #expect(bytes.range(of: Data("SQLite format 3".utf8)) == nil, "\(name) holds SQLite's header")
+            #expect(bytes.range(of: Data("TodoItem".utf8)) == nil, "\(name) holds a table's name")
+        }
     }
 
     /// Every byte of every file in the folder, with its name.
@@ -43,15 +55,18 @@ import Testing
     @Test func noFileHoldsTheCanaryOrSQLitesHeaderAndTheKeyReadsItAllBack() async throws {
         let folder = try Self.folder()
         let path = folder.appendingPathComponent("store.sqlite").path
-        try await Self.fill(path, key: try Self.key)
+        // While the store is open, its WAL holds the latest pages; once closed, they are in the database.
+        do {
+            let writer = try await Self.fill(path, key: try Self.key)
+            let open = try Self.files(in: folder)
+            #expect(open.contains { $0.0 == "store.sqlite-wal" && !$0.1.isEmpty }, "the scan saw no WAL")
+            try Self.expectNothingReadable(in: folder)
+            withExtendedLifetime(writer) {}
+        }
         let files = try Self.files(in: folder)
         #expect(files.map(\.0).contains("store.sqlite"))
         #expect(files.map(\.0).contains("store.sqlite-key"))
-        for (name, bytes) in files {
-            #expect(bytes.range(of: Data(Self.canary.utf8)) == nil, "\(name) holds the canary")
-            #expect(bytes.range(of: Data("SQLite format 3".utf8)) == nil, "\(name) holds SQLite's header")
-            #expect(bytes.range(of: Data("TodoItem".utf8)) == nil, "\(name) holds a table's name")
-        }
+        try Self.expectNothingReadable(in: folder)
         let store = try SQLiteLocalStore.encrypted(path: path, key: try Self.key)
         let client = SyncClient(url: Self.url, store: store)
         let rows = try await client.syncTable("TodoItem").items()

@@ -46,11 +46,12 @@ extension SyncClient {
 
 extension SyncClient {
     /// Two devices on one server, `a.sqlite` and `b.sqlite`: A speaks the wire's dialect, B that of a second client
-    /// (``Wire/protocol(ofClient:)``), configured further by `configureB`.
+    /// (``Wire/protocol(ofClient:)``), configured further by `configureA` and `configureB`.
     static func pair(
-        _ url: URL, workspace: Workspace, configureB: (inout SyncClient.Configuration) -> Void = { _ in }
+        _ url: URL, workspace: Workspace, configureA: (inout SyncClient.Configuration) -> Void = { _ in },
+        configureB: (inout SyncClient.Configuration) -> Void = { _ in }
     ) async throws -> (a: SyncClient, b: SyncClient) {
-        let a = try await make(url, workspace: workspace, store: "a.sqlite")
+        let a = try await make(url, workspace: workspace, store: "a.sqlite", configure: configureA)
         let b = try await make(url, workspace: workspace, store: "b.sqlite") {
             $0.protocol = Wire.current.protocol(ofClient: 1)
             configureB(&$0)

@@ -26,7 +26,10 @@ struct ChaosCommand: AsyncParsableCommand {
     var shared = false
     @Flag(help: "Attach files of 1–8 MB to items (some devices killed mid-attach or mid-upload); check every file.")
     var attachments = false
-    @Flag(help: "Even-numbered devices edit only text, odd ones only done/not done, of any item: the edits must merge.")
+    @Flag(
+        help:
+            "Even-numbered devices edit only text, odd ones only done/not done, of the first six items: the edits must merge."
+    )
     var fields = false
     @Option(
         name: .customLong("protocol"),

@@ -33,8 +33,9 @@ struct ChaosRun {
         /// Whether the devices attach files of 1–8 MB to items (docs/examples/attachments.json), some killed
         /// mid-attach or mid-upload; each file must end on the server and on every device that opens it, byte-exact.
         var attachments = false
-        /// Whether devices edit one field each of any item (even-numbered devices the text, odd ones `complete`):
-        /// edits of different fields must merge by themselves (issue 47) — no conflict, and each survives.
+        /// Whether devices edit one field each of the first six items (even-numbered devices the text, odd ones
+        /// `complete`): edits of different fields must merge by themselves (issue 47) — no conflict, and each
+        /// survives.
         var fields = false
         /// What the devices speak.
         var protocols = Protocols.v2

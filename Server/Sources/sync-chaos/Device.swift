@@ -17,8 +17,9 @@ final class Device: @unchecked Sendable {  // @unchecked: used by one thread at 
     var acknowledgedAdds: [String] = []
     /// Every edit started, in order: item id, the unique text it set, and whether `todo` acknowledged it.
     var edits: [(id: String, text: String, acknowledged: Bool)] = []
-    /// In a run by fields (``ChaosRun/Settings/fields``): whether this device edits only `complete` (else only text).
+    /// Whether this is a run by fields (``ChaosRun/Settings/fields``): edits of one field of the first six items.
     var byFields = false
+    /// In a run by fields: whether this device edits only `complete` (else only the text).
     var editsCompletion = false
     /// Every `complete`/`reopen` started, in order: item id, the value it set, and whether `todo` acknowledged it.
     var completions: [(id: String, complete: Bool, acknowledged: Bool)] = []

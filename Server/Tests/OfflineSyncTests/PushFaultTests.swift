@@ -131,13 +131,12 @@ import Testing
         let workspace = try Workspace()
         try await LiveServer.run(in: workspace) { url in
             let transport = ScriptedTransport(forwardingTo: URLSessionTransport())
-            let mine = try await SyncClient.make(url, workspace: workspace, store: "mine.sqlite") {
-                $0.transport = transport
-                $0.retryLimit = 0
-            }
-            let other = try await SyncClient.make(url, workspace: workspace, store: "other.sqlite") {
-                $0.protocol = Wire.current.protocol(ofClient: 1)
-            }
+            let (mine, other) = try await SyncClient.pair(
+                url, workspace: workspace,
+                configureA: {
+                    $0.transport = transport
+                    $0.retryLimit = 0
+                })
             let table = try mine.syncTable("TodoItem")
             try await table.insert(["id": "t", "text": "first"])
             try await mine.push()
@@ -173,13 +172,12 @@ import Testing
         let workspace = try Workspace()
         try await LiveServer.run(in: workspace) { url in
             let transport = ScriptedTransport(forwardingTo: URLSessionTransport(), [.forwardThenFail(.timedOut)])
-            let mine = try await SyncClient.make(url, workspace: workspace, store: "mine.sqlite") {
-                $0.transport = transport
-                $0.retryLimit = 0
-            }
-            let other = try await SyncClient.make(url, workspace: workspace, store: "other.sqlite") {
-                $0.protocol = Wire.current.protocol(ofClient: 1)
-            }
+            let (mine, other) = try await SyncClient.pair(
+                url, workspace: workspace,
+                configureA: {
+                    $0.transport = transport
+                    $0.retryLimit = 0
+                })
             let table = try mine.syncTable("TodoItem")
             try await table.insert(["id": "t", "text": "milk", "complete": false])
             await #expect(throws: PushError.self) { try await mine.push() }

@@ -4,8 +4,8 @@ import SyncOData
 import SyncSQL
 import SyncSQLite
 
-/// What ``SQLiteLocalStore`` lets its callers read: one `Database` connection of ``SQLiteLocalStore``, inside a read or
-/// transaction that GRDB holds open for the duration of the call (valid only during it).
+/// What ``SQLiteLocalStore`` lets its callers read: one of its `Database` connections, inside a read or transaction
+/// that GRDB holds open for the duration of the call (valid only during it).
 class LocalStoreReader {
     let db: Database
     let store: SQLiteLocalStore

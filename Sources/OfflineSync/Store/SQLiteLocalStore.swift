@@ -35,8 +35,6 @@ public final class SQLiteLocalStore: Sendable {
     let knownTables = Locked<Set<String>>([])
     /// The file whose lock serializes pushes across clients and processes.
     let lockPath: String
-    /// The folder of the files attached to rows (made when first needed).
-    ///
     /// The folder of the files attached to rows (`PATH.attachments`), made when the first one is attached or
     /// downloaded.
     let attachmentDirectory: URL

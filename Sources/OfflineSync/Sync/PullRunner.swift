@@ -156,10 +156,11 @@ extension PullRunner {
             var applied: (count: Int, skipped: Int, time: Duration)?
             if lastApply == nil, !isLast {
                 // The first page is applied before the next is asked, to size that one by the two times.
-                applied = try await timedApply(items, to: table, cursor: last, queryID: queryID)
-                if pacing.grow(afterFullPage: fullPage, applyTime: applied!.time) {
+                let first = try await timedApply(items, to: table, cursor: last, queryID: queryID)
+                if pacing.grow(afterFullPage: fullPage, applyTime: first.time) {
                     log.debug("Pull pages grow", metadata: [SyncLogKey.pageSize: "\(pacing.size)"])
                 }
+                applied = first
             }
             let (nextSize, fallback) = (pacing.size, pacing.accepted)
             async let next: Page? =
@@ -169,8 +170,13 @@ extension PullRunner {
             // at the same time, so that two pages share each round trip — unless the count says the next is the last.
             let ahead = pacing.asksAhead(isLast: isLast, received: received, total: total)
             async let afterNext: Page? = ahead ? prefetch(table, filter: filter, after: last, pageSize: nextSize) : nil
-            if applied == nil { applied = try await timedApply(items, to: table, cursor: last, queryID: queryID) }
-            let (count, skipped, applyTime) = applied!
+            let done: (count: Int, skipped: Int, time: Duration)
+            if let applied {
+                done = applied
+            } else {
+                done = try await timedApply(items, to: table, cursor: last, queryID: queryID)
+            }
+            let (count, skipped, applyTime) = done
             lastApply = applyTime
             summary.appliedCount += count
             summary.skippedCount += skipped

@@ -32,10 +32,10 @@ extension TableController {
 
     /// The table and file named in the path: 404 for a table without attachment columns, 400 for a name that is not a
     /// SHA-256.
-    private func attachmentTarget(_ context: SyncRequestContext) async throws -> (
+    private func attachmentTarget(_ call: TableCall, _ context: SyncRequestContext) async throws -> (
         TableSchema, AttachmentHash, Attachments
     ) {
-        let schema = try await schema(TableCall(context))
+        let schema = try await schema(call)
         guard let attachments, !schema.configuration.attachmentColumns.isEmpty else {
             throw APIError(.notFound, "\(schema.name) has no attachment columns")
         }
@@ -74,7 +74,7 @@ extension TableController {
     /// arrived (`Upload-Offset`). 401 or 403 for a caller who may neither read nor upload.
     func attachmentStatus(_ request: Request, _ context: SyncRequestContext) async throws -> Response {
         let call = TableCall(context)
-        let (schema, hash, attachments) = try await attachmentTarget(context)
+        let (schema, hash, attachments) = try await attachmentTarget(call, context)
         let reads: Bool
         do {
             reads = try await mayRead(hash, schema, attachments.store, call)
@@ -102,7 +102,7 @@ extension TableController {
 
     func downloadAttachment(_ request: Request, _ context: SyncRequestContext) async throws -> Response {
         let call = TableCall(context)
-        let (schema, hash, attachments) = try await attachmentTarget(context)
+        let (schema, hash, attachments) = try await attachmentTarget(call, context)
         guard try await mayRead(hash, schema, attachments.store, call),
             let size = try await attachments.store.size(of: hash)
         else {
@@ -157,7 +157,7 @@ extension TableController {
 
     func uploadAttachment(_ request: Request, _ context: SyncRequestContext) async throws -> Response {
         let call = TableCall(context)
-        let (schema, hash, attachments) = try await attachmentTarget(context)
+        let (schema, hash, attachments) = try await attachmentTarget(call, context)
         try await authorizeUpload(schema, call)
         let length = try request.headers[.contentLength].map { text in
             guard let value = Int(text), value >= 0 else { throw APIError.badRequest("Content-Length: not a length") }
