@@ -183,7 +183,7 @@ func buildRouter(
     router.add(middleware: LogRequestsMiddleware(.debug))
     if let cors = configuration.cors { router.add(middleware: CORSMiddleware(configuration: cors)) }
     router.add(middleware: UnexpectedErrorMiddleware())
-    router.add(middleware: TransferCodingMiddleware())
+    router.add(middleware: BodyCodingMiddleware())
     let consoleIsOn = configuration.console.isOn(host: configuration.host, authenticates: configuration.auth != nil)
     router.add(middleware: MethodNotAllowedMiddleware(batch: configuration.offersBatch, console: consoleIsOn))
     if let auth = configuration.auth {
