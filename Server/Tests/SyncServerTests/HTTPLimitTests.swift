@@ -96,7 +96,8 @@ import Testing
             let post = "POST /tables/TodoItem HTTP/1.1\r\n\(Self.headers)"
             for coding in ["gzip", "deflate", "br", "gzip, identity"] {
                 let reply = try await RawConnection.exchange(
-                    port: port, post + "Content-Encoding: \(coding)\r\nContent-Length: 2\r\nConnection: close\r\n\r\n{}")
+                    port: port, post + "Content-Encoding: \(coding)\r\nContent-Length: 2\r\nConnection: close\r\n\r\n{}"
+                )
                 #expect(reply.status == 415, "\(coding)")
                 #expect(reply.text.lowercased().contains("accept-encoding: identity"), "\(coding)")
                 #expect(

@@ -17,7 +17,8 @@ struct BodyCodingMiddleware: RouterMiddleware {
         if !transfer.isEmpty, Self.codings(transfer) != ["chunked"] {
             throw APIError(
                 .notImplemented,
-                "Transfer-Encoding \(transfer.joined(separator: ", ")) is not supported; send chunked or Content-Length")
+                "Transfer-Encoding \(transfer.joined(separator: ", ")) is not supported; send chunked or Content-Length"
+            )
         }
         let content = request.headers[values: .contentEncoding]
         if !content.isEmpty, Self.codings(content).contains(where: { $0 != "identity" }) {
