@@ -39,12 +39,14 @@ import Testing
         #expect(value == "done")
     }
 
-    @Test func cancellingTheCallerCancelsTheWork() async throws {
+    /// The deadline and the work are an hour long: in the whole suite a 50 ms sleep once ended after more than 30 s
+    /// (the 30 s deadline came first, 2026-11-28). The time limit ends the test if cancellation does not.
+    @Test(.timeLimit(.minutes(10))) func cancellingTheCallerCancelsTheWork() async throws {
         let cancelled = Locked(false)
         let caller = Task {
-            try await abandoning(after: .seconds(30), throwing: { Expired() }) {
+            try await abandoning(after: .seconds(3600), throwing: { Expired() }) {
                 do {
-                    try await Task.sleep(for: .seconds(30))
+                    try await Task.sleep(for: .seconds(3600))
                 } catch {
                     cancelled.withLock { $0 = true }
                     throw error
