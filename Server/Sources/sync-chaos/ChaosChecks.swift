@@ -194,13 +194,17 @@ extension ChaosRun {
                 }
             }
         }
-        // 4. An item only one device wrote to (added, edited, attached to, deleted) never conflicts, and ends with
+        // 4. An item only one device wrote to (added, edited, completed or reopened, attached to, deleted) never conflicts, and ends with
         //    that device's last acknowledged edit (or a later one that was killed after it committed).
         //    Items are keyed by the 8-character prefix `todo add` prints.
         var writers: [String: Set<Int>] = [:]
         for device in devices {
             for short in device.acknowledgedAdds { writers[short, default: []].insert(device.index) }
             for edit in device.edits { writers[String(edit.id.prefix(8)), default: []].insert(device.index) }
+            // A run by fields: `complete`/`reopen` is an edit too.
+            for change in device.completions {
+                writers[String(change.id.prefix(8)), default: []].insert(device.index)
+            }
             for id in device.deletes { writers[String(id.prefix(8)), default: []].insert(device.index) }
             // An attach is a write of the whole item too.
             for attach in device.attaches { writers[String(attach.id.prefix(8)), default: []].insert(device.index) }

@@ -250,6 +250,13 @@ struct ChaosRun {
             "  result: " + (report.failures.isEmpty ? "PASS" : "FAIL (\(report.failures.count) problem(s))"),
         ]
         if let fileLine { report.lines.insert(fileLine, at: report.lines.count - 1) }
+        if !report.passed {
+            for device in devices {
+                let file = directory.appendingPathComponent("device-\(device.index).history")
+                try? device.history.joined(separator: "\n").write(to: file, atomically: true, encoding: .utf8)
+            }
+            report.lines.append("  each device's commands: \(directory.path)/device-N.history")
+        }
         return report
     }
 

@@ -32,6 +32,9 @@ final class Device: @unchecked Sendable {  // @unchecked: used by one thread at 
     /// What it was shown for each of them, last: the operation, the status and the server's message (for a report).
     var shownFor: [String: String] = [:]
     var commands = 0
+    /// Every command run, in order, with how it ended and the first lines it wrote: written beside the stores when a
+    /// seed fails (`device-N.history`), to trace a problem.
+    var history: [String] = []
     var syncs = 0
     var killedSyncs = 0
     var killedWrites = 0
@@ -70,7 +73,12 @@ final class Device: @unchecked Sendable {  // @unchecked: used by one thread at 
 
     func run(_ arguments: [String], killAfter: Int? = nil) async throws -> CommandResult {
         commands += 1
-        return try await runChild(todo, arguments, environment: environment, killAfter: killAfter)
+        let result = try await runChild(todo, arguments, environment: environment, killAfter: killAfter)
+        let said = (result.output + result.error).split(separator: "\n").prefix(3).joined(separator: " / ")
+        history.append(
+            "\(commands): todo \(arguments.joined(separator: " ")) → "
+                + (result.wasKilled ? "killed" : "\(result.status)") + (said.isEmpty ? "" : ": \(said.prefix(400))"))
+        return result
     }
 
     private func uniqueText(_ kind: String) -> String {
