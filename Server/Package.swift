@@ -130,6 +130,7 @@ let package = Package(
             name: "todo",
             dependencies: [
                 .product(name: "OfflineSync", package: client),
+                .product(name: "OfflineSyncEncryption", package: client),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
             swiftSettings: swiftSettings

@@ -56,8 +56,9 @@ enum EncryptedStoreFiles {
             guard let bytes = manager.contents(atPath: keyPath(database)), let header = KeyHeader(Array(bytes)) else {
                 throw StoreEncryptionError.notEncrypted(path: database)
             }
-            let pageKey = try key.pageKey(header)
-            guard KeyHeader.check(pageKey) == header.check else { throw StoreEncryptionError.wrongKey(path: database) }
+            guard let pageKey = try key.pageKey(header), KeyHeader.check(pageKey) == header.check else {
+                throw StoreEncryptionError.wrongKey(path: database)
+            }
             let cipher = PageCipher(key: pageKey)
             try EncryptingVFS.register(database, cipher: cipher)
             return cipher

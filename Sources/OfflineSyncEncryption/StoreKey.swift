@@ -33,16 +33,19 @@ public struct StoreKey: Sendable {
         return StoreKey(source: .passphrase(text))
     }
 
-    /// The key that encrypts the store's pages, from this key and the store's header.
-    func pageKey(_ header: KeyHeader) throws -> SymmetricKey {
+    /// The key that encrypts the store's pages, from this key and the store's header; nil when the header was made
+    /// for the other kind of key (a raw key against a passphrase's store, or the reverse): a wrong key.
+    func pageKey(_ header: KeyHeader) throws -> SymmetricKey? {
         let master: SymmetricKey
-        switch source {
-        case .raw(let bytes):
+        switch (source, header.derivation) {
+        case (.raw(let bytes), 0):
             master = SymmetricKey(data: bytes)
-        case .passphrase(let text):
+        case (.passphrase(let text), 1):
             master = try KDF.Scrypt.deriveKey(
                 from: Array(text.utf8), salt: header.salt, outputByteCount: 32, rounds: 1 << Int(header.log2Rounds),
                 blockSize: 8, parallelism: 1)
+        default:
+            return nil
         }
         return HKDF<SHA256>.deriveKey(
             inputKeyMaterial: master, salt: header.salt, info: Array("OfflineSync page key v1".utf8),
@@ -69,7 +72,7 @@ struct KeyHeader: Sendable, Equatable {
             derivation: 0, log2Rounds: 0, salt: Array(SymmetricKey(size: .bits128).withUnsafeBytes { Array($0) }),
             check: [])
         if case .passphrase = key.source { (header.derivation, header.log2Rounds) = (1, 15) }
-        let pageKey = try key.pageKey(header)
+        guard let pageKey = try key.pageKey(header) else { throw StoreEncryptionError.invalidKey("no derivation") }
         header.check = Self.check(pageKey)
         return (header, pageKey)
     }
@@ -97,8 +100,9 @@ struct KeyHeader: Sendable, Equatable {
 
     /// Reads a header; nil when `bytes` is not one.
     init?(_ bytes: [UInt8]) {
-        guard bytes.count == Self.size, Array(bytes[0..<8]) == Self.magic, bytes[8] == 1, bytes[9] <= 1,
-            bytes[10] <= 24
+        // Raw: no rounds; scrypt: N from 2^10 to 2^24 (a changed header must not make opening free or endless).
+        guard bytes.count == Self.size, Array(bytes[0..<8]) == Self.magic, bytes[8] == 1,
+            (bytes[9] == 0 && bytes[10] == 0) || (bytes[9] == 1 && (10...24).contains(bytes[10]))
         else { return nil }
         self.init(
             derivation: bytes[9], log2Rounds: bytes[10], salt: Array(bytes[14..<30]), check: Array(bytes[46..<62]))

@@ -87,6 +87,35 @@ import Testing
         #expect(try Self.files(in: folder).map(\.1) == before)
     }
 
+    /// A passphrase against a store made with a raw key, and the reverse: before, the passphrase was stretched with
+    /// the raw key's header (no rounds) and failed inside scrypt with an unexplained CoreCrypto error.
+    @Test func theOtherKindOfKeyIsAWrongKey() async throws {
+        let folder = try Self.folder()
+        let raw = folder.appendingPathComponent("raw.sqlite").path
+        let phrase = folder.appendingPathComponent("phrase.sqlite").path
+        try await Self.fill(raw, key: try Self.key, count: 3)
+        try await Self.fill(phrase, key: try StoreKey.passphrase("correct horse"), count: 3)
+        #expect(throws: StoreEncryptionError.wrongKey(path: try EncryptedStoreFiles.fullPath(raw))) {
+            try SQLiteLocalStore.encrypted(path: raw, key: try StoreKey.passphrase("correct horse"))
+        }
+        #expect(throws: StoreEncryptionError.wrongKey(path: try EncryptedStoreFiles.fullPath(phrase))) {
+            try SQLiteLocalStore.encrypted(path: phrase, key: try Self.key)
+        }
+    }
+
+    /// An encrypted store opened as a plain one: the error says it is encrypted (before: "file is not a database").
+    @Test func anEncryptedStoreOpenedWithoutItsKeySaysSo() async throws {
+        let folder = try Self.folder()
+        let path = folder.appendingPathComponent("store.sqlite").path
+        try await Self.fill(path, key: try Self.key, count: 3)
+        // A copy at a path this process never opened with the key (the VFS knows a store by its path).
+        let copy = try Self.folder().appendingPathComponent("copy.sqlite").path
+        try FileManager.default.copyItem(atPath: path, toPath: copy)
+        try FileManager.default.copyItem(atPath: path + "-key", toPath: copy + "-key")
+        let error = #expect(throws: LocalStoreError.self) { try SQLiteLocalStore(path: copy) }
+        #expect(error?.description.hasSuffix("it is encrypted: open it with its key (OfflineSyncEncryption)") == true)
+    }
+
     @Test func aPlainStoreOpenedWithAKeyIsATypedError() async throws {
         let folder = try Self.folder()
         let path = folder.appendingPathComponent("plain.sqlite").path

@@ -229,6 +229,35 @@ extension ChaosRun {
         return failures
     }
 
+    /// An encrypted run (``ChaosRun/Settings/encrypted``): every file of every device's store (database, WAL, index,
+    /// journal, key file) is scanned for SQLite's header and for each text of the server's rows (the device's own
+    /// adds and edits among them); none may be found. Returns the problems and a line for the report.
+    static func checkEncrypted(directory: URL, devices: Int, rows: [JSONValue]) -> ([String], String) {
+        let texts = Set(rows.compactMap { $0["text"]?.stringValue }.filter { $0.utf8.count >= 5 })
+        let canaries = [Array("SQLite format 3".utf8)] + texts.sorted().map { Array($0.utf8) }
+        var problems: [String] = []
+        var files = 0
+        var bytes = 0
+        let names = (try? FileManager.default.contentsOfDirectory(atPath: directory.path)) ?? []
+        for index in 0..<devices {
+            for name in names.sorted() where name.hasPrefix("device-\(index).sqlite") {
+                guard let data = FileManager.default.contents(atPath: directory.appendingPathComponent(name).path)
+                else { continue }
+                files += 1
+                bytes += data.count
+                for canary in canaries where data.firstRange(of: canary) != nil {
+                    problems.append("\(name) holds \"\(String(decoding: canary, as: UTF8.self))\" in the clear")
+                }
+            }
+        }
+        if files == 0 { problems.append("no device store file was found to scan") }
+        return (
+            problems,
+            "  encrypted stores: \(files) files (\(bytes) bytes) scanned for SQLite's header and \(texts.count) texts: "
+                + "\(problems.isEmpty ? "none found" : "\(problems.count) found")"
+        )
+    }
+
     /// How many items had their text changed by one device and their `complete` by another (by 8-character prefix).
     static func sharedRows(_ devices: [Device]) -> Int {
         var text: [String: Set<Int>] = [:]

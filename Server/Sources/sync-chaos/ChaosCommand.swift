@@ -31,6 +31,8 @@ struct ChaosCommand: AsyncParsableCommand {
             "Even-numbered devices edit only text, odd ones only done/not done, of the first six items: the edits must merge."
     )
     var fields = false
+    @Flag(help: "Encrypt each device's store with a key of its own (todo --key-file); check no file holds a text.")
+    var encrypted = false
     @Option(
         name: .customLong("protocol"),
         help:
@@ -64,7 +66,7 @@ struct ChaosCommand: AsyncParsableCommand {
             devices: devices, steps: steps, faultRate: faultRate, timeLimit: timeLimit,
             todo: binaries.appendingPathComponent("todo").path,
             server: binaries.appendingPathComponent("sync-server").path, directory: folder, perUser: perUser,
-            shared: shared, attachments: attachments, fields: fields, protocols: wireProtocol,
+            shared: shared, attachments: attachments, fields: fields, encrypted: encrypted, protocols: wireProtocol,
             latencyMilliseconds: latencyMs)
         var failed = 0
         for seed in seed {

@@ -37,6 +37,9 @@ struct ChaosRun {
         /// `complete`): edits of different fields must merge by themselves (issue 47) — no conflict, and each
         /// survives.
         var fields = false
+        /// Whether each device's store is encrypted (docs/encryption.md, issue 48), with a key of its own: after the
+        /// run, no store file holds SQLite's header or a text of the server's rows.
+        var encrypted = false
         /// What the devices speak.
         var protocols = Protocols.v2
         /// The wait the proxy adds to each request it forwards, in milliseconds.
@@ -134,12 +137,22 @@ struct ChaosRun {
         in directory: URL, server: ChaosServer, proxy: FaultProxy, users: [String?], stranger: String?
     ) async throws -> Report {
         let started = Date()
+        var keyFiles: [String?] = Array(repeating: nil, count: settings.devices)
+        if settings.encrypted {
+            var random = SplitMix64(seed: seed &* 7_919)
+            for index in keyFiles.indices {
+                let file = directory.appendingPathComponent("device-\(index).key")
+                let hex = (0..<32).map { _ in String(format: "%02x", UInt8(truncatingIfNeeded: random.next())) }
+                try hex.joined().write(to: file, atomically: true, encoding: .utf8)
+                keyFiles[index] = file.path
+            }
+        }
         let devices = (0..<settings.devices).map { index in
             Device(
                 index: index, todo: settings.todo,
                 store: directory.appendingPathComponent("device-\(index).sqlite").path,
                 url: "http://127.0.0.1:\(proxy.port)", seed: seed &* 1_000_003 &+ UInt64(index), token: users[index],
-                protocol: settings.protocols.of(device: index))
+                protocol: settings.protocols.of(device: index), keyFile: keyFiles[index])
         }
         if settings.attachments {
             for device in devices {
@@ -225,6 +238,12 @@ struct ChaosRun {
             report.failures += problems
             fileLine = line
         }
+        var encryptionLine: String?
+        if settings.encrypted {
+            let (problems, line) = Self.checkEncrypted(directory: directory, devices: settings.devices, rows: rows)
+            report.failures += problems
+            encryptionLine = line
+        }
         if let stranger, case let seen = try await server.rows(token: stranger), !seen.isEmpty {
             report.failures.append("another user sees \(seen.count) of this user's rows")
         }
@@ -249,7 +268,9 @@ struct ChaosRun {
                 + String(format: "%.1f s of chaos, %.1f s in all", chaosSeconds, Date().timeIntervalSince(started)),
             "  result: " + (report.failures.isEmpty ? "PASS" : "FAIL (\(report.failures.count) problem(s))"),
         ]
-        if let fileLine { report.lines.insert(fileLine, at: report.lines.count - 1) }
+        for line in [fileLine, encryptionLine].compactMap({ $0 }) {
+            report.lines.insert(line, at: report.lines.count - 1)
+        }
         if !report.passed {
             for device in devices {
                 let file = directory.appendingPathComponent("device-\(device.index).history")

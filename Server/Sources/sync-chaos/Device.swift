@@ -60,12 +60,13 @@ final class Device: @unchecked Sendable {  // @unchecked: used by one thread at 
 
     init(
         index: Int, todo: String, store: String, url: String, seed: UInt64, token: String? = nil,
-        protocol wireProtocol: String = "v2"
+        protocol wireProtocol: String = "v2", keyFile: String? = nil
     ) {
         self.index = index
         self.todo = todo
         environment = ["TODO_STORE": store, "TODO_URL": url, "TODO_PROTOCOL": wireProtocol]
             .merging(token.map { ["TODO_TOKEN": $0] } ?? [:]) { $1 }
+            .merging(keyFile.map { ["TODO_KEY_FILE": $0] } ?? [:]) { $1 }
         random = SplitMix64(seed: seed)
     }
 

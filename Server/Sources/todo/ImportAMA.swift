@@ -40,7 +40,7 @@ struct ImportAMA: AsyncParsableCommand {
         try await perform(options) { app in
             let summary: AzureMobileAppsImport.Summary
             do {
-                summary = try await SQLiteLocalStore(path: app.storePath).importAzureMobileAppsStore(
+                summary = try await app.store.importAzureMobileAppsStore(
                     at: file, tables: [.init("TodoItem", fields: attributes)])
             } catch let error as AzureMobileAppsImport.ImportError {
                 throw TodoError("Not imported: \(error.message)")

@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import OfflineSync
+import OfflineSyncEncryption
 
 /// The tutorial's item; on a server with shared lists, the list it belongs to; on one that keeps files
 /// (docs/attachments.md), the SHA-256 of the file attached to it.
@@ -75,6 +76,13 @@ struct GlobalOptions: ParsableArguments {
         help: "The server's protocol: v2 (Azure Mobile Apps) or v3 (Datasync) (default: $TODO_PROTOCOL, else v2).")
     var wireProtocol: String?
 
+    @Option(
+        help: ArgumentHelp(
+            "A file holding the store's key: the store is encrypted (docs/encryption.md) (default: $TODO_KEY_FILE).",
+            discussion: "64 hex digits are a raw key of 32 bytes (e.g. `openssl rand -hex 32`); any other text is a "
+                + "passphrase, stretched by scrypt each time the store opens (about 0.1 s)."))
+    var keyFile: String?
+
     var storePath: String {
         let path = store ?? ProcessInfo.processInfo.environment["TODO_STORE"] ?? "~/.todo/todo.sqlite"
         return (path as NSString).expandingTildeInPath
@@ -115,15 +123,47 @@ struct GlobalOptions: ParsableArguments {
         } else if let token {
             configuration.tokenProvider = { _ in token }
         }
-        let client = SyncClient(
-            url: server, store: try SQLiteLocalStore(path: storePath), configuration: configuration)
+        let store = try openStore()
+        let client = SyncClient(url: server, store: store, configuration: configuration)
         let user = (tokenFile.flatMap { try? Self.readToken($0) } ?? token).flatMap {
             SyncClient.accountID(ofToken: $0)
         }
         return TodoApp(
-            client: client, storePath: storePath, serverURL: serverURL, hasToken: token != nil || tokenFile != nil,
+            client: client, store: store, storePath: storePath, serverURL: serverURL, hasToken: token != nil || tokenFile != nil,
             user: user,
             signIn: tokenFile.map { "put a new token in \($0)" } ?? "pass a new token with --token or $TODO_TOKEN")
+    }
+
+    /// The store: encrypted with the key in `--key-file` (or `$TODO_KEY_FILE`) when one is named, else plain.
+    func openStore() throws -> SQLiteLocalStore {
+        guard let keyFile = keyFile ?? ProcessInfo.processInfo.environment["TODO_KEY_FILE"], !keyFile.isEmpty else {
+            return try SQLiteLocalStore(path: storePath)
+        }
+        let path = (keyFile as NSString).expandingTildeInPath
+        guard let data = FileManager.default.contents(atPath: path) else {
+            throw TodoError("Cannot read the key file \(path)")
+        }
+        let text = String(decoding: data, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
+        let key = try Self.hexBytes(text).map { try StoreKey.raw($0) } ?? StoreKey.passphrase(text)
+        do {
+            return try SQLiteLocalStore.encrypted(path: storePath, key: key)
+        } catch let error as StoreEncryptionError {
+            throw TodoError("Cannot open the store: \(error)")
+        }
+    }
+
+    /// The 32 bytes that 64 hex digits spell, else nil.
+    static func hexBytes(_ text: String) -> [UInt8]? {
+        let digits = Array(text.utf8)
+        guard digits.count == 64 else { return nil }
+        var bytes: [UInt8] = []
+        for index in stride(from: 0, to: 64, by: 2) {
+            guard let byte = UInt8(String(decoding: digits[index..<index + 2], as: UTF8.self), radix: 16) else {
+                return nil
+            }
+            bytes.append(byte)
+        }
+        return bytes
     }
 
     /// The token in a file, without surrounding white space.
@@ -138,6 +178,8 @@ struct GlobalOptions: ParsableArguments {
 /// The app's work on top of the public OfflineSync API.
 struct TodoApp {
     let client: SyncClient
+    /// The client's store (plain or encrypted).
+    let store: SQLiteLocalStore
     let storePath: String
     let serverURL: String
     /// Whether a token was given (then every command checks it is for the store's account).

@@ -53,9 +53,22 @@ public final class SQLiteLocalStore: Sendable {
             // two fsyncs. At 4,000 pages (a WAL of up to 16 MB): local.insert +12 % (BENCHMARKS.md, issue 35).
             try pool.writeWithoutTransaction { db in try db.execute(sql: "PRAGMA wal_autocheckpoint = 4000") }
             try Self.migrator.migrate(pool)
+        } catch let error as DatabaseError where error.resultCode == .SQLITE_NOTADB && Self.isEncrypted(path) {
+            // Opened without its key: say so rather than SQLite's "file is not a database".
+            throw LocalStoreError(
+                operation: "open \(path)",
+                underlying: ValueError(
+                    kind: "store", reason: "it is encrypted: open it with its key (OfflineSyncEncryption)"))
         } catch {
             throw LocalStoreError(operation: "open \(path)", underlying: error)
         }
+    }
+
+    /// Whether the store at `path` has an encrypted store's key file beside it (docs/encryption.md).
+    private static func isEncrypted(_ path: String) -> Bool {
+        guard let handle = FileHandle(forReadingAtPath: path + "-key") else { return false }
+        defer { try? handle.close() }
+        return (try? handle.read(upToCount: 8)).map { Array($0) == Array("OSYNCKEY".utf8) } ?? false
     }
 
     /// Opens (or creates) the store `name.sqlite` where the platform keeps an app's own data:
