@@ -23,7 +23,9 @@ extension SQLiteLocalStore {
         let full = try EncryptedStoreFiles.fullPath(path)
         try EncryptedStoreFiles.prepare(full, key: key)
         do {
-            return try SQLiteLocalStore(path: full)
+            // Temporary tables, sorts and statement journals in memory: SQLite names no store for them, so the VFS
+            // could not encrypt them, and on disk they would hold rows in the clear.
+            return try SQLiteLocalStore(path: full, connectionSQL: "PRAGMA temp_store = MEMORY")
         } catch {
             if let failure = EncryptingVFS.takeFailure(full) { throw failure }
             throw error

@@ -27,11 +27,19 @@ public extension StatementArguments {
 /// Opens a WAL-mode pool on `path` that waits up to 10 s for a busy database instead of failing at once,
 /// with the functions translated filters call.
 ///
+/// - Parameters:
+///   - path: The database file.
+///   - prepare: Run on each connection as it opens, after the functions are added (e.g. a pragma).
 /// - Throws: GRDB's `DatabaseError` when the file cannot be opened or is not a database.
-public func openDatabasePool(path: String) throws -> DatabasePool {
+public func openDatabasePool(path: String, prepare: (@Sendable (Database) throws -> Void)? = nil) throws
+    -> DatabasePool
+{
     var configuration = Configuration()
     configuration.busyMode = .timeout(10)
-    configuration.prepareDatabase { db in db.add(function: checkedIntegerSQLFunction) }
+    configuration.prepareDatabase { db in
+        db.add(function: checkedIntegerSQLFunction)
+        try prepare?(db)
+    }
     return try DatabasePool(path: path, configuration: configuration)
 }
 

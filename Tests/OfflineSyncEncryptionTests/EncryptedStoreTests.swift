@@ -1,9 +1,10 @@
 import Crypto
 import Foundation
-import OfflineSync
+import GRDB
 import SyncCore
 import Testing
 
+@testable import OfflineSync
 @testable import OfflineSyncEncryption
 
 /// The encrypted store (issue 48): nothing readable in its files, the same rows back with the key, a wrong key and a
@@ -101,6 +102,17 @@ import Testing
         #expect(throws: StoreEncryptionError.wrongKey(path: try EncryptedStoreFiles.fullPath(phrase))) {
             try SQLiteLocalStore.encrypted(path: phrase, key: try Self.key)
         }
+    }
+
+    /// Temporary tables, sorts and statement journals stay in memory on every connection: SQLite opens their files
+    /// with no name, so the VFS cannot tell whose they are, and on disk they would hold rows in the clear.
+    @Test func temporaryFilesStayInMemory() async throws {
+        let folder = try Self.folder()
+        let store = try SQLiteLocalStore.encrypted(
+            path: folder.appendingPathComponent("store.sqlite").path, key: try Self.key)
+        let written = try await store.pool.write { db in try Int.fetchOne(db, sql: "PRAGMA temp_store") }
+        let read = try await store.pool.read { db in try Int.fetchOne(db, sql: "PRAGMA temp_store") }
+        #expect(written == 2 && read == 2)  // 2: MEMORY
     }
 
     /// An encrypted store opened as a plain one: the error says it is encrypted (before: "file is not a database").

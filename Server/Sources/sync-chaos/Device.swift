@@ -78,7 +78,7 @@ final class Device: @unchecked Sendable {  // @unchecked: used by one thread at 
         let said = (result.output + result.error).split(separator: "\n").prefix(3).joined(separator: " / ")
         history.append(
             "\(commands): todo \(arguments.joined(separator: " ")) → "
-                + (result.wasKilled ? "killed" : "\(result.status)") + (said.isEmpty ? "" : ": \(said.prefix(400))"))
+                + (result.wasKilled ? "killed" : "\(result.status)") + (said.isEmpty ? "" : ": \(said.prefix(1500))"))
         return result
     }
 

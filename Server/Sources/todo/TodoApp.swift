@@ -129,7 +129,8 @@ struct GlobalOptions: ParsableArguments {
             SyncClient.accountID(ofToken: $0)
         }
         return TodoApp(
-            client: client, store: store, storePath: storePath, serverURL: serverURL, hasToken: token != nil || tokenFile != nil,
+            client: client, store: store, storePath: storePath, serverURL: serverURL,
+            hasToken: token != nil || tokenFile != nil,
             user: user,
             signIn: tokenFile.map { "put a new token in \($0)" } ?? "pass a new token with --token or $TODO_TOKEN")
     }

@@ -43,11 +43,18 @@ public final class SQLiteLocalStore: Sendable {
     ///
     /// - Parameter path: The SQLite file; its folder must exist.
     /// - Throws: ``LocalStoreError`` when the file cannot be opened or migrated.
-    public init(path: String) throws {
+    public convenience init(path: String) throws {
+        try self.init(path: path, connectionSQL: nil)
+    }
+
+    /// ``init(path:)`` with SQL run on each connection as it opens (the encrypted store's pragmas).
+    package init(path: String, connectionSQL: String?) throws {
         lockPath = path + ".lock"
         attachmentDirectory = URL(fileURLWithPath: path + ".attachments")
         do {
-            pool = try openDatabasePool(path: path)
+            pool = try openDatabasePool(path: path) { db in
+                if let connectionSQL { try db.execute(sql: connectionSQL) }
+            }
             // A local write commits its row, its indexes and its queued operation (about 6 pages, against 2 for a
             // bare row), so SQLite's checkpoint every 1,000 pages came three times as often per write; each costs
             // two fsyncs. At 4,000 pages (a WAL of up to 16 MB): local.insert +12 % (BENCHMARKS.md, issue 35).
