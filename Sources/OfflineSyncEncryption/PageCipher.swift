@@ -49,8 +49,11 @@ struct PageCipher: Sendable {
         }
     }
 
-    /// Decrypts the unit in `page` in place (its reserved bytes are left as they are). Throws when it does not
-    /// authenticate: another key, a changed byte, or a unit from another place.
+    /// Decrypts the unit in `page` in place, its reserved bytes zeroed: SQLite reads them back as it wrote them
+    /// (zeros: a page's reserved bytes are never written by SQLite), so a WAL frame's checksum, computed over the whole
+    /// page, still holds when the log is recovered after a crash — with the nonce and tag left there, recovery stopped
+    /// at the first frame and every commit not yet checkpointed was lost. Throws when it does not authenticate:
+    /// another key, a changed byte, or a unit from another place.
     func open(_ page: UnsafeMutableRawBufferPointer, role: Role, position: UInt64) throws {
         let body = page.count - Self.reservedBytes
         guard body > 0 else { throw PageCipherError.unitTooSmall }
@@ -60,6 +63,7 @@ struct PageCipher: Sendable {
             tag: UnsafeRawBufferPointer(rebasing: page[(body + 12)...]))
         let plain = try AES.GCM.open(box, using: key, authenticating: Self.associatedData(role, position))
         plain.withUnsafeBytes { UnsafeMutableRawBufferPointer(rebasing: page[0..<body]).copyMemory(from: $0) }
+        UnsafeMutableRawBufferPointer(rebasing: page[body...]).initializeMemory(as: UInt8.self, repeating: 0)
     }
 }
 
