@@ -183,6 +183,26 @@ import Testing
         #expect(runs.count == 2 && runs.allSatisfy { !$0.hasSuffix(" by themselves: 0") }, "no change merged")
     }
 
+    /// Encrypted device stores under the same faults and kills (`--encrypted`, issue 48): each device's store has a
+    /// key of its own (`todo --key-file`). Checked besides the usual: no file of any device's store holds SQLite's
+    /// header or a text of the server's rows. Its first runs found commits lost with a killed process (WAL recovery
+    /// stopped at the first frame; `EncryptedStoreTests.commitsInTheWALSurviveACrash`): 3 of 4 runs of seed 1 failed.
+    @Test(.timeLimit(.minutes(3)))
+    func encryptedDeviceStoresUnderFaultsAndKillsConverge() async throws {
+        let result = try await runProduct(
+            "sync-chaos",
+            [
+                "--encrypted", "--seed", "1", "--devices", "4", "--steps", "60", "--time-limit", "120",
+                "--protocol", "mixed",
+            ],
+            environment: [:], timeout: .seconds(170))
+        print(result.output)
+        #expect(result.status == 0, "\(result.output)\(result.error)")
+        #expect(result.output.contains("sync-chaos: 1 of 1 seed(s) passed"))
+        #expect(result.output.contains("texts: none found"))
+        #expect(!result.output.contains(" 0 devices mid-sync"), "no device was killed mid-sync")
+    }
+
     /// Shared lists under faults (`--shared`, issue 32): each device is a user who makes a list, shares it with
     /// the others and stops sharing it at random while every fault, kill and partition goes on. After settling,
     /// every device holds exactly its user's scope (no item or list out of it, none missing), nothing waits, and
