@@ -17,6 +17,7 @@ enum EncryptingVFS {
 
         func cipher(for path: String) -> PageCipher? { lock.withLock { stores[path] } }
         func register(_ path: String, _ cipher: PageCipher) { lock.withLock { stores[path] = cipher } }
+        func unregister(_ path: String) { _ = lock.withLock { stores.removeValue(forKey: path) } }
         /// Records a page that did not authenticate, for the store's database path.
         func fail(_ path: String, _ error: StoreEncryptionError) { lock.withLock { failures[path] = error } }
         /// The last failure recorded for the store, cleared.
@@ -30,6 +31,9 @@ enum EncryptingVFS {
         try install()
         registry.register(path, cipher)
     }
+
+    /// Forgets a store: its files are the platform's own again in this process (it was made plain).
+    static func unregister(_ path: String) { registry.unregister(path) }
 
     /// The last page of the store's files that did not authenticate since the last call, if any.
     static func takeFailure(_ path: String) -> StoreEncryptionError? { registry.takeFailure(path) }

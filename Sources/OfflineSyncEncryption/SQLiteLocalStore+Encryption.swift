@@ -21,6 +21,11 @@ extension SQLiteLocalStore {
     ///   costs about 0.1 s of key derivation).
     public static func encrypted(path: String, key: StoreKey) throws -> SQLiteLocalStore {
         let full = try EncryptedStoreFiles.fullPath(path)
+        do {
+            try StoreReplacement.finish(full)  // a change of key or encryption a crash interrupted
+        } catch {
+            throw LocalStoreError(operation: "open \(full)", underlying: error)
+        }
         try EncryptedStoreFiles.prepare(full, key: key)
         do {
             // Temporary tables, sorts and statement journals in memory: SQLite names no store for them, so the VFS
@@ -50,11 +55,12 @@ enum EncryptedStoreFiles {
 
     /// Checks the key against the store's key file, or creates both for a new store, and registers the store's
     /// cipher with the VFS. Returns the cipher.
+    /// `creating`: whether a missing (or empty) database is made; else it is ``StoreEncryptionError/notEncrypted(path:)``.
     @discardableResult
-    static func prepare(_ database: String, key: StoreKey) throws -> PageCipher {
+    static func prepare(_ database: String, key: StoreKey, creating: Bool = true) throws -> PageCipher {
         let manager = FileManager.default
         let size = (try? manager.attributesOfItem(atPath: database)[.size] as? Int) ?? 0
-        if size > 0 {
+        if size > 0 || !creating {
             guard let bytes = manager.contents(atPath: keyPath(database)), let header = KeyHeader(Array(bytes)) else {
                 throw StoreEncryptionError.notEncrypted(path: database)
             }

@@ -122,6 +122,10 @@ public enum StoreEncryptionError: Error, Sendable, Equatable, CustomStringConver
     /// A page of a store file did not authenticate: changed, moved, or from another file. `file` is the file's path,
     /// `page` the page number in the database (from 1) or the unit's byte offset in a WAL or journal.
     case tampered(file: String, page: UInt64)
+    /// The store is encrypted already (encryption cannot be turned on again: change its key instead).
+    case alreadyEncrypted(path: String)
+    /// A connection has the store open (in this process or another): its files cannot be replaced now.
+    case inUse(path: String)
 
     /// One sentence.
     public var description: String {
@@ -131,6 +135,8 @@ public enum StoreEncryptionError: Error, Sendable, Equatable, CustomStringConver
         case .notEncrypted(let path): "The store at \(path) is not encrypted, or its key file \(path)-key is missing"
         case .vfsUnavailable(let reason): "The encrypting VFS could not be installed: \(reason)"
         case .tampered(let file, let page): "Page \(page) of \(file) did not authenticate: the file was changed"
+        case .alreadyEncrypted(let path): "The store at \(path) is encrypted already"
+        case .inUse(let path): "The store at \(path) is open: close every client of it first"
         }
     }
 }

@@ -44,6 +44,11 @@ public final class SQLiteLocalStore: Sendable {
     /// - Parameter path: The SQLite file; its folder must exist.
     /// - Throws: ``LocalStoreError`` when the file cannot be opened or migrated.
     public convenience init(path: String) throws {
+        do {
+            try StoreReplacement.finish(path)  // a change of encryption a crash interrupted
+        } catch {
+            throw LocalStoreError(operation: "open \(path)", underlying: error)
+        }
         try self.init(path: path, connectionSQL: nil)
     }
 
