@@ -139,6 +139,7 @@ let package = Package(
             name: "sync-bench",
             dependencies: [
                 .product(name: "OfflineSync", package: client),
+                .product(name: "OfflineSyncEncryption", package: client),
                 .product(name: "SyncCore", package: client),
                 .product(name: "SyncOData", package: client),
                 .product(name: "SyncSQL", package: client),

@@ -1,20 +1,23 @@
 import Foundation
 import OfflineSync
+import OfflineSyncEncryption
 import TestSupport
 
 extension Cases {
-    /// `memory.pull`: the peak resident memory of a separate client process that pulls N rows.
-    func memoryPull(rows: Int) async throws -> BenchResult {
+    /// `memory.pull` (`memory.pull.encrypted`): the peak resident memory of a separate client process that pulls N
+    /// rows (into an encrypted store).
+    func memoryPull(rows: Int, encrypted: Bool = false) async throws -> BenchResult {
         let serverPath = path("memory")
         try await BenchServer.seed(path: serverPath, rows: rows)
         let megabytes = try await BenchServer.run(path: serverPath) { server in
             let printed = try await Self.runChild(
-                ["--memory-child", server.url.absoluteString, "--rows", String(rows), "--transport", transport])
+                ["--memory-child", server.url.absoluteString, "--rows", String(rows), "--transport", transport]
+                    + (encrypted ? ["--encrypted-child"] : []))
             guard let printed, let value = Double(printed) else { throw BenchError("the memory child failed") }
             return value
         }
         return BenchResult(
-            name: "memory.pull", ours: megabytes, reference: nil, unit: "MB", higherIsBetter: false, n: rows)
+            name: encrypted ? "memory.pull.encrypted" : "memory.pull", ours: megabytes, reference: nil, unit: "MB", higherIsBetter: false, n: rows)
     }
 
     /// Runs this binary again with `arguments` and returns what it printed, trimmed; nil when it failed.
@@ -25,9 +28,11 @@ extension Cases {
     }
 
     /// In the child: pull every row into a fresh store, then print the peak RSS in MB.
-    static func memoryChild(url: URL, rows: Int, transport: String, directory: URL) async throws {
-        let store = try SQLiteLocalStore(
-            path: directory.appendingPathComponent("child-\(UUID().uuidString).sqlite").path)
+    static func memoryChild(url: URL, rows: Int, transport: String, directory: URL, encrypted: Bool) async throws {
+        let path = directory.appendingPathComponent("child-\(UUID().uuidString).sqlite").path
+        let store =
+            encrypted
+            ? try SQLiteLocalStore.encrypted(path: path, key: try benchKey) : try SQLiteLocalStore(path: path)
         var configuration = SyncClient.Configuration()
         configuration.transport = Self.transport(named: transport)
         let client = SyncClient(url: url, store: store, configuration: configuration)

@@ -38,6 +38,7 @@ struct SyncBenchCommand: AsyncParsableCommand {
     var wireProtocol = "v2"
 
     @Option(help: .hidden) var memoryChild: String?
+    @Flag(help: .hidden) var encryptedChild = false
 
     @Option(help: .hidden) var attachmentChild: String?
 
@@ -66,7 +67,8 @@ struct SyncBenchCommand: AsyncParsableCommand {
         defer { try? FileManager.default.removeItem(at: directory) }
         let rows = self.rows ?? (quick ? 20_000 : 100_000)
         if let memoryChild, let url = URL(string: memoryChild) {
-            return try await Cases.memoryChild(url: url, rows: rows, transport: transport, directory: directory)
+            return try await Cases.memoryChild(
+                url: url, rows: rows, transport: transport, directory: directory, encrypted: encryptedChild)
         }
         if let attachmentChild, let url = URL(string: attachmentChild) {
             return try await Cases.attachmentChild(url: url, size: rows, transport: transport, directory: directory)
@@ -129,7 +131,11 @@ struct SyncBenchCommand: AsyncParsableCommand {
                 results.append(
                     try await cases.serverWriteHook("server.write.aftercommit", hooks: Cases.afterCommitHooks))
             }
+            if wanted("local.insert.encrypted", "local.query.encrypted", "pull.initial.encrypted") {
+                results += try await cases.encryptedTwins(rows: rows).filter { wanted($0.name) }
+            }
             if wanted("memory.pull") { results.append(try await cases.memoryPull(rows: rows)) }
+            if wanted("memory.pull.encrypted") { results.append(try await cases.memoryPull(rows: rows, encrypted: true)) }
             results += try await cases.sharing(rows: rows) { only == nil || only == $0 }
             if wanted("live.latency") { results += try await cases.liveLatency() }
             if wanted("live.subscribers") { results += try await cases.liveSubscribers() }
