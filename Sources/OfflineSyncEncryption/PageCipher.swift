@@ -31,12 +31,14 @@ struct PageCipher: Sendable {
     }
 
     /// Encrypts the unit in `page` in place: its first `count - 28` bytes become ciphertext, the last 28 the nonce
-    /// and tag. A fresh random nonce each time.
-    func seal(_ page: UnsafeMutableRawBufferPointer, role: Role, position: UInt64) throws {
+    /// and tag. A fresh random nonce each time (`nonce`: the test vectors' fixed one).
+    func seal(
+        _ page: UnsafeMutableRawBufferPointer, role: Role, position: UInt64, nonce: AES.GCM.Nonce = AES.GCM.Nonce()
+    ) throws {
         let body = page.count - Self.reservedBytes
         guard body > 0 else { throw PageCipherError.unitTooSmall }
         let sealed = try AES.GCM.seal(
-            UnsafeRawBufferPointer(rebasing: page[0..<body]), using: key, nonce: AES.GCM.Nonce(),
+            UnsafeRawBufferPointer(rebasing: page[0..<body]), using: key, nonce: nonce,
             authenticating: Self.associatedData(role, position))
         sealed.ciphertext.withUnsafeBytes {
             UnsafeMutableRawBufferPointer(rebasing: page[0..<body]).copyMemory(from: $0)

@@ -258,6 +258,37 @@ import Testing
         #expect(try await client.pendingOperations().count == rows.count)
     }
 
+    /// The test vectors of docs/encryption.md, computed with Python's `cryptography` and `hashlib` (another
+    /// implementation of HKDF, scrypt, HMAC and AES-GCM): master key 00 01 … 1f (raw) or scrypt("correct horse", N =
+    /// 2^10, r = 8, p = 1), salt 00 01 … 0f; a database page 1 of bytes `(i × 7) mod 256`, nonce a0 a1 … ab.
+    @Test func theFormatMatchesItsTestVectors() throws {
+        func hex(_ bytes: some Sequence<UInt8>) -> String { bytes.map { String(format: "%02x", $0) }.joined() }
+        let salt = Array(UInt8(0)..<16)
+        let raw = KeyHeader(derivation: 0, log2Rounds: 0, salt: salt, check: [])
+        let pageKey = try #require(try StoreKey.raw(Array(UInt8(0)..<32)).pageKey(raw))
+        #expect(
+            hex(pageKey.withUnsafeBytes { Array($0) })
+                == "b337154c744d4902b863e942d42d0101db840c772393b964350150fc3948c0a8")
+        #expect(hex(KeyHeader.check(pageKey)) == "cf5552fea9d0bc6f6d7660d9b3e6417f")
+        let scrypt = KeyHeader(derivation: 1, log2Rounds: 10, salt: salt, check: [])
+        let phraseKey = try #require(try StoreKey.passphrase("correct horse").pageKey(scrypt))
+        #expect(
+            hex(phraseKey.withUnsafeBytes { Array($0) })
+                == "fdcfef8133ddaccf5ca3dbbccf87d27d8826c644872852297eb6c8950ea83de6")
+        #expect(hex(KeyHeader.check(phraseKey)) == "421b48eaa231b7e894fd835950fe7ae8")
+        let cipher = PageCipher(key: pageKey)
+        let nonce = try AES.GCM.Nonce(data: Array(UInt8(0xA0)..<0xAC))
+        let plain = (0..<PageCipher.pageSize).map { UInt8(($0 * 7) % 256) }
+        var page = plain
+        try page.withUnsafeMutableBytes { try cipher.seal($0, role: .database, position: 1, nonce: nonce) }
+        #expect(hex(page.prefix(16)) == "53fad69d9fd9349521767d33e787ab13")
+        #expect(hex(page.suffix(16)) == "83eb9dadac911031ae5f1445fcd3c4c5")
+        #expect(hex(SHA256.hash(data: page)) == "784ed483d2451c0b875eff2d421a53b696839c3bca47dc5bb4f1d864abe21e3f")
+        var frame = plain
+        try frame.withUnsafeMutableBytes { try cipher.seal($0, role: .wal, position: 56, nonce: nonce) }
+        #expect(hex(frame.suffix(16)) == "09ba69c470c56f5ceb54bdc9dba81464")
+    }
+
     @Test func aPageSealsAndOpensOnlyAtItsPlace() throws {
         let cipher = PageCipher(key: .init(data: [UInt8](repeating: 1, count: 32)))
         var page = [UInt8](repeating: 0x41, count: PageCipher.pageSize)
