@@ -99,6 +99,25 @@ import Testing
         #expect(try await client.pendingOperations().count == 19)
     }
 
+    /// Sign-out's erase on an encrypted store (its `VACUUM` rebuilds the file through the cipher, its temporary
+    /// database in memory): nothing readable in any file, and the key opens an empty store that takes new rows.
+    @Test func signOutLeavesAnEmptyEncryptedStore() async throws {
+        let folder = try Self.folder()
+        let path = folder.appendingPathComponent("store.sqlite").path
+        do {
+            let client = try await Self.fill(path, key: try Self.key, count: 50)
+            try await client.signOut(pending: .discard)
+            try Self.expectNothingReadable(in: folder)
+        }
+        try Self.expectNothingReadable(in: folder)
+        let client = SyncClient(url: Self.url, store: try SQLiteLocalStore.encrypted(path: path, key: try Self.key))
+        let table = try client.syncTable("TodoItem")
+        #expect(try await table.items().isEmpty)
+        #expect(try await client.pendingOperations().isEmpty)
+        try await table.insert(["id": "after", "text": "new"])
+        #expect(try await table.items().count == 1)
+    }
+
     @Test func aWrongKeyIsATypedErrorAndChangesNothing() async throws {
         let folder = try Self.folder()
         let path = folder.appendingPathComponent("store.sqlite").path
