@@ -12,6 +12,9 @@ extension SQLiteLocalStore {
     /// - Parameters:
     ///   - path: The database file.
     ///   - key: The store's key: the same each time the store is opened.
+    ///   - fileProtection: On iOS, tvOS, watchOS and visionOS, the data protection class of the store's folder and
+    ///     of every file in it (database, WAL, index, key file, attachments; files made later inherit the folder's);
+    ///     nil leaves the app's default. Ignored elsewhere. Not run by our tests (no Apple device here).
     /// - Returns: The open store.
     /// - Throws: ``StoreEncryptionError/wrongKey(path:)`` when the store was encrypted with another key,
     ///   ``StoreEncryptionError/notEncrypted(path:)`` when the file is a plain store (or its key file is gone),
@@ -19,8 +22,11 @@ extension SQLiteLocalStore {
     ///   ``StoreEncryptionError/vfsUnavailable(_:)`` when SQLite refuses the encrypting VFS, and the errors of
     ///   ``SQLiteLocalStore/init(path:)``. Not cancellable: it returns when the store is open (a passphrase
     ///   costs about 0.1 s of key derivation).
-    public static func encrypted(path: String, key: StoreKey) throws -> SQLiteLocalStore {
+    public static func encrypted(path: String, key: StoreKey, fileProtection: StoreFileProtection? = nil) throws
+        -> SQLiteLocalStore
+    {
         let full = try EncryptedStoreFiles.fullPath(path)
+        try fileProtection?.apply(toStoreAt: full)
         do {
             try StoreReplacement.finish(full)  // a change of key or encryption a crash interrupted
         } catch {
@@ -30,7 +36,9 @@ extension SQLiteLocalStore {
         do {
             // Temporary tables, sorts and statement journals in memory: SQLite names no store for them, so the VFS
             // could not encrypt them, and on disk they would hold rows in the clear.
-            return try SQLiteLocalStore(path: full, connectionSQL: "PRAGMA temp_store = MEMORY")
+            let store = try SQLiteLocalStore(path: full, connectionSQL: "PRAGMA temp_store = MEMORY")
+            try fileProtection?.apply(toStoreAt: full)  // the files the open made
+            return store
         } catch {
             if let failure = EncryptingVFS.takeFailure(full) { throw failure }
             throw error
