@@ -20,6 +20,13 @@ struct PageCipher: Sendable {
 
     let key: SymmetricKey
 
+    /// The key that seals the store's attachment files: HKDF-SHA256(page key, info "OfflineSync attachment key v1").
+    var attachmentKey: [UInt8] {
+        HKDF<SHA256>.deriveKey(
+            inputKeyMaterial: key, info: Array("OfflineSync attachment key v1".utf8), outputByteCount: 32
+        ).withUnsafeBytes { Array($0) }
+    }
+
     /// The associated data of a unit: "OSE1", the role, and the position (page number or file offset), big-endian.
     static func associatedData(_ role: Role, _ position: UInt64) -> [UInt8] {
         var bytes: [UInt8] = Array("OSE1".utf8)

@@ -32,11 +32,12 @@ extension SQLiteLocalStore {
         } catch {
             throw LocalStoreError(operation: "open \(full)", underlying: error)
         }
-        try EncryptedStoreFiles.prepare(full, key: key)
+        let cipher = try EncryptedStoreFiles.prepare(full, key: key)
         do {
             // Temporary tables, sorts and statement journals in memory: SQLite names no store for them, so the VFS
             // could not encrypt them, and on disk they would hold rows in the clear.
-            let store = try SQLiteLocalStore(path: full, connectionSQL: "PRAGMA temp_store = MEMORY")
+            let store = try SQLiteLocalStore(
+                path: full, connectionSQL: "PRAGMA temp_store = MEMORY", attachmentKey: cipher.attachmentKey)
             try fileProtection?.apply(toStoreAt: full)  // the files the open made
             return store
         } catch {

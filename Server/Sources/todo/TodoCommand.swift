@@ -178,9 +178,12 @@ struct Open: AsyncParsableCommand {
     func run() async throws {
         try await perform(options) { app in
             let item = try await app.item(matching: id)
-            let source: URL?
+            let target = URL(
+                fileURLWithPath: (output.map { ($0 as NSString).expandingTildeInPath } ?? TodoApp.short(item.id)))
+            let written: Bool
             do {
-                source = try await app.items.file(for: ItemID(item.id), field: "file") { progress in
+                // Written out plain (opened chunk by chunk when the store is encrypted).
+                written = try await app.items.writeFile(for: ItemID(item.id), field: "file", to: target) { progress in
                     guard Output.isTerminal else { return }
                     FileHandle.standardError.write(
                         Data("\rDownloading: \(progress.completedBytes) of \(progress.totalBytes) bytes".utf8))
@@ -190,11 +193,7 @@ struct Open: AsyncParsableCommand {
             } catch let error as ServerUnavailableError {
                 throw TodoError("\(error) — the file is not on this device yet; try again online", exitCode: 3)
             }
-            guard let source else { throw TodoError("\(TodoApp.short(item.id)) has no file: `todo attach ID FILE`") }
-            let target = URL(
-                fileURLWithPath: (output.map { ($0 as NSString).expandingTildeInPath } ?? TodoApp.short(item.id)))
-            if FileManager.default.fileExists(atPath: target.path) { try FileManager.default.removeItem(at: target) }
-            try FileManager.default.copyItem(at: source, to: target)
+            guard written else { throw TodoError("\(TodoApp.short(item.id)) has no file: `todo attach ID FILE`") }
             if Output.isTerminal { FileHandle.standardError.write(Data("\r".utf8)) }
             let size = (try? FileManager.default.attributesOfItem(atPath: target.path)[.size] as? NSNumber)?.intValue
             print("Wrote \(target.path) (\(size ?? 0) bytes)")

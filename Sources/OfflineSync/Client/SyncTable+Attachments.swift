@@ -63,9 +63,69 @@ extension SyncTable {
     ///   does not exist or the field is null.
     /// - Throws: ``AttachmentError`` (not a hash, not on the server, corrupt), ``ServerUnavailableError`` after the
     ///   retries. Cancellation stops the download between parts; what arrived is kept for the next try.
+    ///
+    /// An encrypted store (`OfflineSyncEncryption`) keeps its files sealed: read them with ``data(for:field:progress:)``
+    /// or ``writeFile(for:field:to:progress:)``; this throws ``AttachmentError`` (`.file`) there.
     public func file(for id: ItemID, field: String, progress: (@Sendable (TransferProgress) -> Void)? = nil)
         async throws -> URL?
     {
+        guard let hash = try await hash(for: id, field: field) else { return nil }
+        let attachments = client.context.attachments
+        if attachments.files.sealing != nil {
+            throw AttachmentError(
+                code: .file, hash: hash,
+                message: "The store is encrypted: read its files with data(for:field:) or writeFile(for:field:to:)")
+        }
+        return try await attachments.localFile(hash, table: name, progress: progress)
+    }
+
+    /// The bytes of the file that `field` of the item `id` names, downloaded first as ``file(for:field:progress:)``
+    /// does; in an encrypted store, opened chunk by chunk (each checked, the whole bound to its hash).
+    ///
+    /// - Parameters:
+    ///   - id: The item's id.
+    ///   - field: The field that names the file.
+    ///   - progress: Called after each part received.
+    /// - Returns: The bytes (all in memory: use ``writeFile(for:field:to:progress:)`` for large files), or nil when
+    ///   the item does not exist or the field is null.
+    /// - Throws: As ``file(for:field:progress:)``; ``AttachmentError`` (`.corrupt`) when a sealed file does not
+    ///   authenticate. Cancellation stops a download between parts.
+    public func data(for id: ItemID, field: String, progress: (@Sendable (TransferProgress) -> Void)? = nil)
+        async throws -> Data?
+    {
+        guard let hash = try await hash(for: id, field: field) else { return nil }
+        let attachments = client.context.attachments
+        _ = try await attachments.localFile(hash, table: name, progress: progress)
+        let files = attachments.files
+        return try await offCooperativeThreads { try files.contents(hash) }
+    }
+
+    /// Writes the file that `field` of the item `id` names to `destination` (replacing a file there), downloaded
+    /// first as ``file(for:field:progress:)`` does; in an encrypted store, opened chunk by chunk as it is written, so
+    /// any size takes little memory. The copy is the app's: plain, outside the store.
+    ///
+    /// - Parameters:
+    ///   - id: The item's id.
+    ///   - field: The field that names the file.
+    ///   - destination: Where to write it.
+    ///   - progress: Called after each part received.
+    /// - Returns: Whether there was a file (false when the item does not exist or the field is null).
+    /// - Throws: As ``data(for:field:progress:)``; ``AttachmentError`` (`.file`) when `destination` cannot be
+    ///   written (a partial copy is removed). Cancellation stops a download between parts.
+    @discardableResult
+    public func writeFile(
+        for id: ItemID, field: String, to destination: URL, progress: (@Sendable (TransferProgress) -> Void)? = nil
+    ) async throws -> Bool {
+        guard let hash = try await hash(for: id, field: field) else { return false }
+        let attachments = client.context.attachments
+        _ = try await attachments.localFile(hash, table: name, progress: progress)
+        let files = attachments.files
+        try await offCooperativeThreads { try files.copy(hash, to: destination) }
+        return true
+    }
+
+    /// The hash `field` of the item `id` holds; nil when the item does not exist or the field is null.
+    private func hash(for id: ItemID, field: String) async throws -> String? {
         let name = self.name
         guard let item = try await client.store.read({ try $0.item(id, in: name) }) else { return nil }
         guard let value = item[field], value != .null else { return nil }
@@ -73,7 +133,7 @@ extension SyncTable {
             throw AttachmentError(
                 code: .notAHash, hash: nil, message: "'\(field)' of \(name) \(id) does not name a file (not a SHA-256)")
         }
-        return try await client.context.attachments.localFile(hash, table: name, progress: progress)
+        return hash
     }
 
     /// Records the fields of this table's policy, so that the store keeps their files while rows name them.

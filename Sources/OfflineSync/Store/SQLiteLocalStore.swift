@@ -38,6 +38,8 @@ public final class SQLiteLocalStore: Sendable {
     /// The folder of the files attached to rows (`PATH.attachments`), made when the first one is attached or
     /// downloaded.
     let attachmentDirectory: URL
+    /// The key of an encrypted store's attachment files (32 bytes); nil: they are plain.
+    let attachmentKey: [UInt8]?
 
     /// Opens (or creates) the store file and migrates it.
     ///
@@ -49,11 +51,13 @@ public final class SQLiteLocalStore: Sendable {
         } catch {
             throw LocalStoreError(operation: "open \(path)", underlying: error)
         }
-        try self.init(path: path, connectionSQL: nil)
+        try self.init(path: path, connectionSQL: nil, attachmentKey: nil)
     }
 
-    /// ``init(path:)`` with SQL run on each connection as it opens (the encrypted store's pragmas).
-    package init(path: String, connectionSQL: String?) throws {
+    /// ``init(path:)`` with SQL run on each connection as it opens (the encrypted store's pragmas), and the key that
+    /// seals its attachment files (``SealedAttachment``; nil: plain files).
+    package init(path: String, connectionSQL: String?, attachmentKey: [UInt8]?) throws {
+        self.attachmentKey = attachmentKey
         lockPath = path + ".lock"
         attachmentDirectory = URL(fileURLWithPath: path + ".attachments")
         do {

@@ -32,7 +32,9 @@ struct AttachmentSettings: Sendable {
 /// operation of a push goes (so the server never holds a row naming a file it lacks), downloaded in parts when asked
 /// or after a pull, evicted past the cache's limit (never one waiting to go), removed when no row names them.
 extension AttachmentTransfers {
-    var files: AttachmentFiles { AttachmentFiles(directory: store.attachmentDirectory) }
+    var files: AttachmentFiles {
+        AttachmentFiles(directory: store.attachmentDirectory, sealing: store.attachmentKey.map(SealedAttachment.init))
+    }
 
     /// Attaches a stored file to `field` of the item `id`: the row's change, its queued update and the file's record,
     /// in one transaction.
@@ -205,7 +207,7 @@ extension AttachmentTransfers {
         } catch SyncStop.cancelled {
             throw CancellationError()
         }
-        let size = AttachmentFiles.size(files.url(hash)) ?? 0
+        let size = files.size(files.url(hash)) ?? 0
         try await store.write { writer in
             var record =
                 try writer.attachment(hash)
@@ -223,21 +225,29 @@ extension AttachmentTransfers {
     private func download(
         _ hash: String, table: TableName, index: Int, of total: Int, progress: (@Sendable (TransferProgress) -> Void)?
     ) async throws {
+        let files = self.files
         try files.makeDirectory()
         let part = files.partURL(hash)
-        if !FileManager.default.fileExists(atPath: part.path) {
-            _ = FileManager.default.createFile(atPath: part.path, contents: nil)
-        }
         let url = endpoint.attachmentURL(table, hash: hash)
         var log = logger
         log[metadataKey: SyncLogKey.table] = "\(table)"
-        var plan = DownloadPlan(chunkSize: attachmentSettings.chunkSize, offset: AttachmentFiles.size(part) ?? 0)
-        // The bytes are hashed as they come (what an earlier try left, first).
-        var hasher =
-            plan.offset > 0 ? try await offCooperativeThreads { try AttachmentFiles.hasher(of: part) } : SHA256()
-        let output = try FileHandle(forWritingTo: part)
-        defer { try? output.close() }
-        try output.seek(toOffset: UInt64(plan.offset))
+        // What an earlier try left is kept, hashed first, and continued; a part that does not read back whole (a
+        // sealed chunk a crash tore) starts again.
+        var offset = 0
+        var hasher = SHA256()
+        var output: DownloadOutput?
+        if FileManager.default.fileExists(atPath: part.path), let size = files.size(part), size > 0 {
+            do {
+                hasher = try await offCooperativeThreads { try files.hasher(of: part) }
+                output = try DownloadOutput(resuming: part, sealing: files.sealing)
+                offset = size
+            } catch {
+                (offset, hasher, output) = (0, SHA256(), nil)
+            }
+        }
+        let writer = try output ?? DownloadOutput(creating: part, sealing: files.sealing, keepsPartial: true)
+        defer { writer.close() }
+        var plan = DownloadPlan(chunkSize: attachmentSettings.chunkSize, offset: offset)
         while !plan.isComplete {
             let range = plan.range
             let reply = try await sendRetrying(logger: log) {
@@ -248,17 +258,15 @@ extension AttachmentTransfers {
                 status: reply.status, contentRange: reply.header("Content-Range"), bodyCount: body.count)
             {
             case .append:
-                try await offCooperativeThreads { try output.write(contentsOf: body) }
+                try await offCooperativeThreads { try writer.append(body) }
                 hasher.update(data: body)
             case .replace:
-                try output.truncate(atOffset: 0)
-                try output.seek(toOffset: 0)
-                try await offCooperativeThreads { try output.write(contentsOf: body) }
+                try writer.reset()
+                try await offCooperativeThreads { try writer.append(body) }
                 hasher = SHA256()
                 hasher.update(data: body)
             case .restart:
-                try output.truncate(atOffset: 0)
-                try output.seek(toOffset: 0)
+                try writer.reset()
                 hasher = SHA256()
             case .empty:
                 break
@@ -276,13 +284,14 @@ extension AttachmentTransfers {
             }
             report(.download, hash, plan.offset, plan.size ?? plan.offset, index, total, progress)
         }
-        try await offCooperativeThreads { try output.synchronize() }
-        let actual = AttachmentFiles.hex(hasher.finalize())
+        let digest = hasher.finalize()
+        let actual = AttachmentFiles.hex(digest)
         guard actual == hash else {
             try? FileManager.default.removeItem(at: part)
             throw AttachmentError(
                 code: .corrupt, hash: hash, message: "The bytes of attachment \(hash) hash to \(actual): not kept")
         }
+        try await offCooperativeThreads { try writer.finish(hash: Array(digest)) }
         try files.place(part, as: hash, synced: true)
         report(.download, hash, plan.offset, plan.offset, index + 1, total, progress)
     }
@@ -303,7 +312,7 @@ extension AttachmentTransfers {
         for (index, hash) in missing.enumerated() {
             guard room > 0 else { break }
             let url = try await localFile(hash, table: table, index: index, of: missing.count)
-            room -= AttachmentFiles.size(url) ?? 0
+            room -= files.size(url) ?? 0
         }
     }
 

@@ -129,9 +129,12 @@ func offCooperativeThreads<T: Sendable>(_ work: @escaping @Sendable () throws ->
     }
 }
 
-/// The files of a store's folder: named by their hash, written whole before they get that name.
+/// The files of a store's folder: named by their hash, written whole before they get that name; in an encrypted store,
+/// sealed in chunks (``SealedAttachment``).
 struct AttachmentFiles: Sendable {
     let directory: URL
+    /// The encrypted store's sealing of files; nil: files as they are.
+    var sealing: SealedAttachment?
 
     /// The file of `hash` (present or not).
     func url(_ hash: String) -> URL { directory.appendingPathComponent(hash) }
@@ -147,9 +150,11 @@ struct AttachmentFiles: Sendable {
 
     func exists(_ hash: String) -> Bool { FileManager.default.fileExists(atPath: url(hash).path) }
 
-    /// The size of the file at `url`, or nil.
-    static func size(_ url: URL) -> Int? {
-        (try? FileManager.default.attributesOfItem(atPath: url.path)[.size] as? NSNumber)?.intValue
+    /// The count of the file's own bytes at `url` (sealed: without the header, nonces and tags), or nil.
+    func size(_ url: URL) -> Int? {
+        let size = (try? FileManager.default.attributesOfItem(atPath: url.path)[.size] as? NSNumber)?.intValue
+        guard sealing != nil else { return size }
+        return size.map { SealedAttachment.plainSize(fileSize: $0) }
     }
 
     /// Stores `data` under its hash: written to a temporary file, synced, then renamed, so the name always holds the
@@ -160,7 +165,14 @@ struct AttachmentFiles: Sendable {
         if !exists(hash) {
             let temporary = directory.appendingPathComponent(UUID().uuidString + ".tmp")
             do {
-                try data.write(to: temporary)
+                if let sealing {
+                    let writer = try SealedWriter(creating: temporary, sealing: sealing)
+                    defer { writer.close() }
+                    try writer.write(data)
+                    try writer.finish(hash: SealedAttachment.hashBytes(hash))
+                } else {
+                    try data.write(to: temporary)
+                }
                 try place(temporary, as: hash)
             } catch {
                 try? FileManager.default.removeItem(at: temporary)
@@ -175,22 +187,20 @@ struct AttachmentFiles: Sendable {
         try makeDirectory()
         let temporary = directory.appendingPathComponent(UUID().uuidString + ".tmp")
         do {
-            guard FileManager.default.createFile(atPath: temporary.path, contents: nil) else {
-                throw CocoaError(.fileWriteUnknown)
-            }
+            let output = try DownloadOutput(creating: temporary, sealing: sealing)
+            defer { output.close() }
             let input = try FileHandle(forReadingFrom: source)
             defer { try? input.close() }
-            let output = try FileHandle(forWritingTo: temporary)
-            defer { try? output.close() }
             var hasher = SHA256()
             var size = 0
             while let piece = try input.read(upToCount: 1 << 20), !piece.isEmpty {
                 hasher.update(data: piece)
-                try output.write(contentsOf: piece)
+                try output.append(piece)
                 size += piece.count
             }
-            try output.synchronize()
-            let hash = Self.hex(hasher.finalize())
+            let digest = hasher.finalize()
+            try output.finish(hash: Array(digest))
+            let hash = Self.hex(digest)
             if exists(hash) {
                 try FileManager.default.removeItem(at: temporary)
             } else {
@@ -215,11 +225,15 @@ struct AttachmentFiles: Sendable {
         try FileManager.default.moveItem(at: file, to: url(hash))
     }
 
-    /// A hasher fed the bytes of the file at `url`, read in pieces.
-    static func hasher(of url: URL) throws -> SHA256 {
+    /// A hasher fed the bytes of the download under way at `url`, read in pieces.
+    func hasher(of url: URL) throws -> SHA256 {
+        var hasher = SHA256()
+        if let sealing {
+            try SealedReader(sealing: sealing, url: url, hash: nil).forEachChunk { hasher.update(data: $0) }
+            return hasher
+        }
         let handle = try FileHandle(forReadingFrom: url)
         defer { try? handle.close() }
-        var hasher = SHA256()
         while let piece = try handle.read(upToCount: 1 << 20), !piece.isEmpty { hasher.update(data: piece) }
         return hasher
     }
@@ -230,10 +244,57 @@ struct AttachmentFiles: Sendable {
 
     /// Reads `count` bytes of the file of `hash` from `offset`.
     func read(_ hash: String, offset: Int, count: Int) throws -> Data {
+        if let sealing {
+            do {
+                return try SealedReader(sealing: sealing, url: url(hash), hash: SealedAttachment.hashBytes(hash))
+                    .read(offset: offset, count: count)
+            } catch is SealedAttachmentError, is CryptoKitError {
+                throw AttachmentError(
+                    code: .corrupt, hash: hash, message: "The file of attachment \(hash) did not authenticate")
+            }
+        }
         let handle = try FileHandle(forReadingFrom: url(hash))
         defer { try? handle.close() }
         try handle.seek(toOffset: UInt64(offset))
         return try handle.read(upToCount: count) ?? Data()
+    }
+
+    /// The whole file of `hash` (opened, in a sealed store).
+    func contents(_ hash: String) throws -> Data {
+        guard sealing != nil else {
+            do { return try Data(contentsOf: url(hash)) } catch {
+                throw AttachmentError(code: .file, hash: hash, message: "Cannot read attachment \(hash): \(error)")
+            }
+        }
+        return try read(hash, offset: 0, count: Int.max)
+    }
+
+    /// Writes the file of `hash` to `destination` as plain bytes, a piece at a time; a partial copy is removed.
+    func copy(_ hash: String, to destination: URL) throws {
+        let manager = FileManager.default
+        do {
+            if manager.fileExists(atPath: destination.path) { try manager.removeItem(at: destination) }
+            guard let sealing else { return try manager.copyItem(at: url(hash), to: destination) }
+            guard manager.createFile(atPath: destination.path, contents: nil) else {
+                throw CocoaError(.fileWriteUnknown)
+            }
+            let output = try FileHandle(forWritingTo: destination)
+            defer { try? output.close() }
+            do {
+                try SealedReader(sealing: sealing, url: url(hash), hash: SealedAttachment.hashBytes(hash))
+                    .forEachChunk { try output.write(contentsOf: $0) }
+            } catch is SealedAttachmentError, is CryptoKitError {
+                throw AttachmentError(
+                    code: .corrupt, hash: hash, message: "The file of attachment \(hash) did not authenticate")
+            }
+        } catch let error as AttachmentError {
+            try? manager.removeItem(at: destination)
+            throw error
+        } catch {
+            try? manager.removeItem(at: destination)
+            throw AttachmentError(
+                code: .file, hash: hash, message: "Cannot write attachment \(hash) to \(destination.path): \(error)")
+        }
     }
 
     /// Removes the file of `hash` and any download of it under way.
@@ -250,6 +311,67 @@ struct AttachmentFiles: Sendable {
             let file = directory.appendingPathComponent(name)
             let modified = (try? FileManager.default.attributesOfItem(atPath: file.path))?[.modificationDate] as? Date
             if let modified, now.timeIntervalSince(modified) > 3_600 { try? FileManager.default.removeItem(at: file) }
+        }
+    }
+}
+
+/// Where a file's bytes go as they come (a download, a copy being attached): a plain file, or a sealed one.
+enum DownloadOutput: Sendable {
+    case plain(FileHandle)
+    case sealed(SealedWriter)
+
+    /// A new file at `url` (made or emptied).
+    init(creating url: URL, sealing: SealedAttachment?, keepsPartial: Bool = false) throws {
+        if let sealing {
+            self = .sealed(try SealedWriter(creating: url, sealing: sealing, keepsPartial: keepsPartial))
+        } else {
+            guard FileManager.default.createFile(atPath: url.path, contents: nil) else {
+                throw CocoaError(.fileWriteUnknown)
+            }
+            self = .plain(try FileHandle(forWritingTo: url))
+        }
+    }
+
+    /// The download under way at `url`, continued at its end.
+    init(resuming url: URL, sealing: SealedAttachment?) throws {
+        if let sealing {
+            self = .sealed(try SealedWriter(resuming: url, sealing: sealing))
+        } else {
+            let handle = try FileHandle(forWritingTo: url)
+            try handle.seekToEnd()
+            self = .plain(handle)
+        }
+    }
+
+    func append(_ data: Data) throws {
+        switch self {
+        case .plain(let handle): try handle.write(contentsOf: data)
+        case .sealed(let writer): try writer.write(data)
+        }
+    }
+
+    /// Drops every byte written.
+    func reset() throws {
+        switch self {
+        case .plain(let handle):
+            try handle.truncate(atOffset: 0)
+            try handle.seek(toOffset: 0)
+        case .sealed(let writer): try writer.reset()
+        }
+    }
+
+    /// The last bytes came: a sealed file binds its end to `hash`; both are synced.
+    func finish(hash: [UInt8]) throws {
+        switch self {
+        case .plain(let handle): try handle.synchronize()
+        case .sealed(let writer): try writer.finish(hash: hash)
+        }
+    }
+
+    func close() {
+        switch self {
+        case .plain(let handle): try? handle.close()
+        case .sealed(let writer): writer.close()
         }
     }
 }
