@@ -231,7 +231,7 @@ extension ChaosRun {
 
     /// An encrypted run (``ChaosRun/Settings/encrypted``): every file of every device's store (database, WAL, index,
     /// journal, key file) is scanned for SQLite's header and for each text of the server's rows (the device's own
-    /// adds and edits among them); none may be found. Returns the problems and a line for the report.
+    /// adds and edits among them); none may be found. Every attachment file of a device must be sealed. Returns the problems and a line for the report.
     static func checkEncrypted(directory: URL, devices: Int, rows: [JSONValue]) -> ([String], String) {
         let texts = Set(rows.compactMap { $0["text"]?.stringValue }.filter { $0.utf8.count >= 5 })
         let canaries = [Array("SQLite format 3".utf8)] + texts.sorted().map { Array($0.utf8) }
@@ -247,6 +247,18 @@ extension ChaosRun {
                 bytes += data.count
                 for canary in canaries where data.firstRange(of: canary) != nil {
                     problems.append("\(name) holds \"\(String(decoding: canary, as: UTF8.self))\" in the clear")
+                }
+            }
+            // Attachment files: each sealed (docs/encryption.md), its bytes unreadable.
+            let folder = directory.appendingPathComponent("device-\(index).sqlite.attachments")
+            for name in ((try? FileManager.default.contentsOfDirectory(atPath: folder.path)) ?? []).sorted() {
+                guard let data = FileManager.default.contents(atPath: folder.appendingPathComponent(name).path),
+                    !name.hasSuffix(".tmp")
+                else { continue }
+                files += 1
+                bytes += data.count
+                if !data.starts(with: Array("OSYNCAF1".utf8)) {
+                    problems.append("device-\(index)'s attachment \(name.prefix(12)) is not sealed")
                 }
             }
         }

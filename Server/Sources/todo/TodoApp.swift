@@ -135,17 +135,27 @@ struct GlobalOptions: ParsableArguments {
             signIn: tokenFile.map { "put a new token in \($0)" } ?? "pass a new token with --token or $TODO_TOKEN")
     }
 
-    /// The store: encrypted with the key in `--key-file` (or `$TODO_KEY_FILE`) when one is named, else plain.
-    func openStore() throws -> SQLiteLocalStore {
+    /// The key in `--key-file` (or `$TODO_KEY_FILE`), or nil when none is named (a plain store).
+    func storeKey() throws -> StoreKey? {
         guard let keyFile = keyFile ?? ProcessInfo.processInfo.environment["TODO_KEY_FILE"], !keyFile.isEmpty else {
-            return try SQLiteLocalStore(path: storePath)
+            return nil
         }
-        let path = (keyFile as NSString).expandingTildeInPath
+        return try Self.readKey(keyFile)
+    }
+
+    /// The key a key file holds: 64 hex digits are a raw key, any other text a passphrase.
+    static func readKey(_ file: String) throws -> StoreKey {
+        let path = (file as NSString).expandingTildeInPath
         guard let data = FileManager.default.contents(atPath: path) else {
             throw TodoError("Cannot read the key file \(path)")
         }
         let text = String(decoding: data, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
-        let key = try Self.hexBytes(text).map { try StoreKey.raw($0) } ?? StoreKey.passphrase(text)
+        return try hexBytes(text).map { try StoreKey.raw($0) } ?? StoreKey.passphrase(text)
+    }
+
+    /// The store: encrypted with the key in `--key-file` (or `$TODO_KEY_FILE`) when one is named, else plain.
+    func openStore() throws -> SQLiteLocalStore {
+        guard let key = try storeKey() else { return try SQLiteLocalStore(path: storePath) }
         do {
             return try SQLiteLocalStore.encrypted(path: storePath, key: key)
         } catch let error as StoreEncryptionError {

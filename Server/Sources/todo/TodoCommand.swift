@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import OfflineSync
+import OfflineSyncEncryption
 
 /// `todo`: the offline to-do list of the tutorial, in a terminal.
 @main
@@ -15,7 +16,7 @@ struct TodoCommand: AsyncParsableCommand {
         subcommands: [
             Add.self, List.self, Complete.self, Reopen.self, Edit.self, Delete.self, Sync.self, Push.self, Pull.self,
             Pending.self, Conflicts.self, Resolve.self, Purge.self, Status.self, Watch.self, Signout.self, Lists.self,
-            Share.self, Unshare.self, Attach.self, Open.self, ImportAMA.self,
+            Share.self, Unshare.self, Attach.self, Open.self, ImportAMA.self, Rekey.self,
         ])
 
     @OptionGroup var options: GlobalOptions
@@ -197,6 +198,47 @@ struct Open: AsyncParsableCommand {
             if Output.isTerminal { FileHandle.standardError.write(Data("\r".utf8)) }
             let size = (try? FileManager.default.attributesOfItem(atPath: target.path)[.size] as? NSNumber)?.intValue
             print("Wrote \(target.path) (\(size ?? 0) bytes)")
+        }
+    }
+}
+
+/// `todo rekey`: changes the store's key, or encrypts a plain store, or makes an encrypted one plain — crash-safe
+/// (docs/encryption.md): killed at any point, the store opens with the old key or the new one.
+struct Rekey: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Change the store's key (--to FILE), encrypt a plain store (--key-file unset, --to FILE), or "
+            + "decrypt it (--plain).")
+    @OptionGroup var options: GlobalOptions
+    @Option(help: "A file holding the new key (as --key-file).") var to: String?
+    @Flag(help: "Make the store plain.") var plain = false
+
+    func validate() throws {
+        guard (to != nil) != plain else { throw ValidationError("Give either --to FILE or --plain") }
+    }
+
+    func run() async throws {
+        do {
+            let path = options.storePath
+            let old = try options.storeKey()
+            switch (old, try to.map { try GlobalOptions.readKey($0) }) {
+            case (let old?, let new?):
+                try SQLiteLocalStore.changeKey(path: path, from: old, to: new)
+                print("The store has its new key: \(path)")
+            case (nil, let new?):
+                try SQLiteLocalStore.encryptInPlace(path: path, key: new)
+                print("The store is encrypted: \(path)")
+            case (let old?, nil):
+                try SQLiteLocalStore.decryptInPlace(path: path, key: old)
+                print("The store is plain: \(path)")
+            case (nil, nil):
+                throw TodoError("The store is plain already (no --key-file)")
+            }
+        } catch let error as StoreEncryptionError {
+            FileHandle.standardError.write(Data("todo: \(error.description)\n".utf8))
+            throw ExitCode(1)
+        } catch let error as TodoError {
+            FileHandle.standardError.write(Data("todo: \(error.description)\n".utf8))
+            throw ExitCode(error.exitCode)
         }
     }
 }
