@@ -37,7 +37,10 @@ extension SQLiteLocalStore {
             // Temporary tables, sorts and statement journals in memory: SQLite names no store for them, so the VFS
             // could not encrypt them, and on disk they would hold rows in the clear.
             let store = try SQLiteLocalStore(
-                path: full, connectionSQL: "PRAGMA temp_store = MEMORY", attachmentKey: cipher.attachmentKey)
+                path: full,
+                encryption: .init(
+                    connectionSQL: "PRAGMA temp_store = MEMORY", attachmentKey: cipher.attachmentKey,
+                    takeFailure: { EncryptingVFS.takeFailure(full) }))
             try fileProtection?.apply(toStoreAt: full)  // the files the open made
             return store
         } catch {

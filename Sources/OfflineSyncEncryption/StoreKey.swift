@@ -1,6 +1,7 @@
 import Crypto
 import CryptoExtras
 import Foundation
+public import OfflineSync
 
 /// The app's key to an encrypted store (docs/encryption.md): 32 random bytes the app keeps (on Apple platforms, in the
 /// Keychain), or a passphrase stretched by scrypt with the store's own salt.
@@ -110,7 +111,7 @@ struct KeyHeader: Sendable, Equatable {
 }
 
 /// Why an encrypted store could not be opened or read.
-public enum StoreEncryptionError: Error, Sendable, Equatable, CustomStringConvertible {
+public enum StoreEncryptionError: Error, Sendable, Equatable, CustomStringConvertible, DescribedStoreFailure {
     /// The key given is not a valid key.
     case invalidKey(String)
     /// The key does not open this store (it was encrypted with another key). Nothing was read or changed.

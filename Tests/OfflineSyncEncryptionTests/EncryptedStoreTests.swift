@@ -191,7 +191,8 @@ import Testing
         }
     }
 
-    /// One bit flipped in a page of the database, or two pages swapped: an error, never other rows.
+    /// One bit flipped in a page of the database, or two pages swapped: a typed error naming the file and the page,
+    /// never other rows.
     @Test(arguments: ["flip", "swap"])
     func aChangedDatabasePageIsAnErrorNeverWrongRows(change: String) async throws {
         let folder = try Self.folder()
@@ -217,9 +218,11 @@ import Testing
             let rows = try await SyncClient(url: Self.url, store: store).syncTable("TodoItem").items()
             Issue.record("read \(rows.count) rows from a changed store")
         } catch {
-            // The open or the read failed; the VFS names the page.
+            // The open or the read failed with the typed error naming the file and the page (a read after the open:
+            // as the store error's underlying error).
             let full = try EncryptedStoreFiles.fullPath(path)
-            let failure = EncryptingVFS.takeFailure(full) ?? (error as? StoreEncryptionError)
+            let failure =
+                (error as? StoreEncryptionError) ?? ((error as? LocalStoreError)?.underlying as? StoreEncryptionError)
             guard case .tampered(let file, let page)? = failure else {
                 Issue.record("not a tampered page: \(error)")
                 return

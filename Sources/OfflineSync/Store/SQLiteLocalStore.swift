@@ -38,8 +38,10 @@ public final class SQLiteLocalStore: Sendable {
     /// The folder of the files attached to rows (`PATH.attachments`), made when the first one is attached or
     /// downloaded.
     let attachmentDirectory: URL
+    /// An encrypted store's additions; nil: a plain store.
+    let encryption: Encryption?
     /// The key of an encrypted store's attachment files (32 bytes); nil: they are plain.
-    let attachmentKey: [UInt8]?
+    var attachmentKey: [UInt8]? { encryption?.attachmentKey }
 
     /// Opens (or creates) the store file and migrates it.
     ///
@@ -51,18 +53,35 @@ public final class SQLiteLocalStore: Sendable {
         } catch {
             throw LocalStoreError(operation: "open \(path)", underlying: error)
         }
-        try self.init(path: path, connectionSQL: nil, attachmentKey: nil)
+        try self.init(path: path, encryption: nil)
     }
 
-    /// ``init(path:)`` with SQL run on each connection as it opens (the encrypted store's pragmas), and the key that
-    /// seals its attachment files (``SealedAttachment``; nil: plain files).
-    package init(path: String, connectionSQL: String?, attachmentKey: [UInt8]?) throws {
-        self.attachmentKey = attachmentKey
+    /// What an encrypted store (`OfflineSyncEncryption`) adds to a plain one.
+    package struct Encryption: Sendable {
+        /// SQL run on each connection as it opens (its pragmas).
+        package var connectionSQL: String
+        /// The key that seals its attachment files (``SealedAttachment``).
+        package var attachmentKey: [UInt8]
+        /// The page that last failed to authenticate (taken: cleared), to say why a read or write failed.
+        package var takeFailure: @Sendable () -> (any Error)?
+
+        package init(
+            connectionSQL: String, attachmentKey: [UInt8], takeFailure: @escaping @Sendable () -> (any Error)?
+        ) {
+            self.connectionSQL = connectionSQL
+            self.attachmentKey = attachmentKey
+            self.takeFailure = takeFailure
+        }
+    }
+
+    /// ``init(path:)`` for an encrypted store.
+    package init(path: String, encryption: Encryption?) throws {
+        self.encryption = encryption
         lockPath = path + ".lock"
         attachmentDirectory = URL(fileURLWithPath: path + ".attachments")
         do {
             pool = try openDatabasePool(path: path) { db in
-                if let connectionSQL { try db.execute(sql: connectionSQL) }
+                if let encryption { try db.execute(sql: encryption.connectionSQL) }
             }
             // A local write commits its row, its indexes and its queued operation (about 6 pages, against 2 for a
             // bare row), so SQLite's checkpoint every 1,000 pages came three times as often per write; each costs
@@ -278,7 +297,7 @@ public final class SQLiteLocalStore: Sendable {
         do {
             return try await pool.write { db in try body(LocalStoreWriter(db: db, store: self)) }
         } catch let error as DatabaseError {
-            throw LocalStoreError(operation: "write", underlying: error)
+            throw LocalStoreError(operation: "write", underlying: explained(error))
         }
     }
 
@@ -291,8 +310,14 @@ public final class SQLiteLocalStore: Sendable {
         do {
             return try await pool.read { db in try body(LocalStoreWriter(db: db, store: self)) }
         } catch let error as DatabaseError {
-            throw LocalStoreError(operation: "read", underlying: error)
+            throw LocalStoreError(operation: "read", underlying: explained(error))
         }
+    }
+
+    /// An encrypted store's I/O error as the page that did not authenticate (its typed error), else the error.
+    private func explained(_ error: DatabaseError) -> any Error {
+        guard error.resultCode == .SQLITE_IOERR, let failure = encryption?.takeFailure() else { return error }
+        return failure
     }
 
     /// Observes what `fetch` reads from `tables`: emits its value at once, then again after each committed
@@ -397,6 +422,10 @@ public final class SQLiteLocalStore: Sendable {
     }
 }
 
+/// An error of a store's own files whose description holds no item contents (as an encrypted store's page that did not
+/// authenticate): ``LocalStoreError`` shows its description.
+public protocol DescribedStoreFailure: Error, CustomStringConvertible {}
+
 /// The local store failed: the file could not be opened, read or written.
 public struct LocalStoreError: Error, Sendable, CustomStringConvertible {
     /// What the store was doing.
@@ -418,7 +447,8 @@ public struct LocalStoreError: Error, Sendable, CustomStringConvertible {
     public var description: String {
         let reason =
             (underlying as? DatabaseError)?.message ?? (underlying as? POSIXLockError)?.description
-            ?? (underlying as? ValueError)?.description ?? String(describing: type(of: underlying))
+            ?? (underlying as? ValueError)?.description ?? (underlying as? any DescribedStoreFailure)?.description
+            ?? String(describing: type(of: underlying))
         return "Local store could not \(operation): \(reason)"
     }
 }
