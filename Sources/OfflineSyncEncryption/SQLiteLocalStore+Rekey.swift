@@ -4,7 +4,8 @@ import GRDBSQLite
 public import OfflineSync
 
 extension SQLiteLocalStore {
-    /// Changes the key of the closed encrypted store at `path` (docs/encryption.md, "Changing the key"). Crash-safe:
+    /// Changes the key of the closed encrypted store at `path` (docs/encryption.md, "Changing the key"), its attachment
+    /// files sealed again under the new key (one that does not read back whole is left out, to be downloaded again). Crash-safe:
     /// a process stopped at any point leaves the store readable with the old key or with the new one — the old until
     /// the re-encrypted copy is complete, the new from then on (the next open finishes the move).
     ///
@@ -19,8 +20,8 @@ extension SQLiteLocalStore {
         try StoreReencryption.run(path: path, from: old, to: new)
     }
 
-    /// Encrypts the closed plain store at `path` with `key`, crash-safe as ``changeKey(path:from:to:)``. Its
-    /// attachment files are left as they are.
+    /// Encrypts the closed plain store at `path` with `key`, crash-safe as ``changeKey(path:from:to:)``; its
+    /// attachment files are sealed too.
     ///
     /// - Throws: ``StoreEncryptionError/alreadyEncrypted(path:)``, ``StoreEncryptionError/inUse(path:)``, and
     ///   ``LocalStoreError`` when the store cannot be read or a file cannot be written (the store is left plain). Not
@@ -30,7 +31,7 @@ extension SQLiteLocalStore {
     }
 
     /// Turns the closed encrypted store at `path` back into a plain one, crash-safe as ``changeKey(path:from:to:)``;
-    /// its key file goes.
+    /// its attachment files are opened, and its key file goes.
     ///
     /// - Throws: the errors of ``SQLiteLocalStore/encrypted(path:key:)`` for `key`,
     ///   ``StoreEncryptionError/inUse(path:)``, and ``LocalStoreError`` when a file cannot be written (the store is
@@ -44,7 +45,7 @@ extension SQLiteLocalStore {
 enum StoreReencryption {
     /// Where a test stops the run, as a crash there would: the files as they are at that point.
     enum Step: CaseIterable, Sendable {
-        case copyStarted, copied, committed, storeMoved, keyMoved
+        case copyStarted, copied, committed, storeMoved, attachmentsMoved, keyMoved
     }
 
     struct Stopped: Error {}
@@ -56,8 +57,9 @@ enum StoreReencryption {
             try StoreReplacement.finish(database)
             let manager = FileManager.default
             let keyFile = EncryptedStoreFiles.keyPath(database)
+            var oldAttachmentKey: [UInt8]?
             if let old {
-                try EncryptedStoreFiles.prepare(database, key: old, creating: false)
+                oldAttachmentKey = try EncryptedStoreFiles.prepare(database, key: old, creating: false).attachmentKey
             } else if manager.fileExists(atPath: keyFile) {
                 throw StoreEncryptionError.alreadyEncrypted(path: database)
             }
@@ -81,12 +83,22 @@ enum StoreReencryption {
             }
             try copyDatabase(database, to: copy, encrypted: new != nil)
             try sync(copy)
+            // The attachment files, sealed under the new key (or opened), beside the copy.
+            try StoreReplacement.copyAttachments(
+                from: database + ".attachments", key: oldAttachmentKey,
+                to: build + "/" + StoreReplacement.attachmentsName, key: cipher?.attachmentKey)
             try reached(.copied)
             // The commit point: from here on the new store stands.
             try StoreReplacement.replace(StoreReplacement.folder(database), with: build)
             StoreReplacement.syncFolder(of: database)
             try reached(.committed)
-            try StoreReplacement.finish(database) { move in try reached(move == .store ? .storeMoved : .keyMoved) }
+            try StoreReplacement.finish(database) { move in
+                switch move {
+                case .store: try reached(.storeMoved)
+                case .attachments: try reached(.attachmentsMoved)
+                case .key: try reached(.keyMoved)
+                }
+            }
             // This process's opens of the store from now on: the new cipher, or none.
             if let cipher {
                 try EncryptingVFS.register(database, cipher: cipher)

@@ -13,6 +13,9 @@ import Testing
 
     static var otherKey: StoreKey { get throws { try StoreKey.raw([UInt8](repeating: 9, count: 32)) } }
 
+    /// A file of 150,000 bytes (three sealed chunks) holding the canary.
+    static let file = EncryptedAttachmentTests.canaryBytes(150_000)
+
     /// A plain store with the canary rows and queued changes (closed on return).
     static func fillPlain(_ path: String, count: Int = 30) async throws {
         let client = SyncClient(url: Fixture.url, store: try SQLiteLocalStore(path: path))
@@ -22,19 +25,29 @@ import Testing
         }
     }
 
-    /// The rows and queued changes of the store, opened with `key` (or plain).
-    static func contents(_ path: String, key: StoreKey?) async throws -> (rows: Int, pending: Int) {
+    /// Attaches ``file`` to item-0 of the store (opened with `key`, or plain).
+    static func attach(_ path: String, key: StoreKey?) async throws {
+        let store = try key.map { try SQLiteLocalStore.encrypted(path: path, key: $0) } ?? SQLiteLocalStore(path: path)
+        try await SyncClient(url: Fixture.url, store: store).syncTable("TodoItem")
+            .attach(file, to: try ItemID("item-0"), field: "file")
+    }
+
+    /// The rows and queued changes of the store, opened with `key` (or plain); and whether item-0's file reads back.
+    static func contents(_ path: String, key: StoreKey?) async throws -> (rows: Int, pending: Int, file: Bool) {
         let store = try key.map { try SQLiteLocalStore.encrypted(path: path, key: $0) } ?? SQLiteLocalStore(path: path)
         let client = SyncClient(url: Fixture.url, store: store)
-        return (try await client.syncTable("TodoItem").items().count, try await client.pendingOperations().count)
+        let table = try client.syncTable("TodoItem")
+        let file = try? await table.data(for: try ItemID("item-0"), field: "file")
+        return (try await table.items().count, try await client.pendingOperations().count, file == Self.file)
     }
 
     @Test func aNewKeyOpensTheStoreAndTheOldOneNoLonger() async throws {
         let folder = try Fixture.folder()
         let path = folder.appendingPathComponent("store.sqlite").path
         try await Fixture.fill(path, key: try Fixture.key, count: 30)
+        try await Self.attach(path, key: try Fixture.key)
         try SQLiteLocalStore.changeKey(path: path, from: try Fixture.key, to: try Self.otherKey)
-        #expect(try await Self.contents(path, key: try Self.otherKey) == (29, 29))
+        #expect(try await Self.contents(path, key: try Self.otherKey) == (29, 29, true))
         EncryptingVFS.unregister(try EncryptedStoreFiles.fullPath(path))
         #expect(throws: StoreEncryptionError.wrongKey(path: try EncryptedStoreFiles.fullPath(path))) {
             try SQLiteLocalStore.encrypted(path: path, key: try Fixture.key)
@@ -43,7 +56,10 @@ import Testing
         let names = try FileManager.default.contentsOfDirectory(atPath: folder.path)
         #expect(
             names.allSatisfy {
-                ["store.sqlite", "store.sqlite-key", "store.sqlite-wal", "store.sqlite-shm"].contains($0)
+                [
+                    "store.sqlite", "store.sqlite-key", "store.sqlite-wal", "store.sqlite-shm",
+                    "store.sqlite.attachments",
+                ].contains($0)
             }, "\(names)")
     }
 
@@ -51,15 +67,19 @@ import Testing
         let folder = try Fixture.folder()
         let path = folder.appendingPathComponent("store.sqlite").path
         try await Self.fillPlain(path)
+        try await Self.attach(path, key: nil)
         try SQLiteLocalStore.encryptInPlace(path: path, key: try Fixture.key)
         try Fixture.expectNothingReadable(in: folder)
+        for (name, data) in EncryptedAttachmentTests.allFiles(folder) {
+            #expect(data.range(of: Data(Fixture.canary.utf8)) == nil, "\(name) holds the canary")
+        }
         #expect(throws: StoreEncryptionError.alreadyEncrypted(path: try EncryptedStoreFiles.fullPath(path))) {
             try SQLiteLocalStore.encryptInPlace(path: path, key: try Fixture.key)
         }
-        #expect(try await Self.contents(path, key: try Fixture.key) == (30, 30))
+        #expect(try await Self.contents(path, key: try Fixture.key) == (30, 30, true))
         try SQLiteLocalStore.decryptInPlace(path: path, key: try Fixture.key)
         #expect(!FileManager.default.fileExists(atPath: path + "-key"))
-        #expect(try await Self.contents(path, key: nil) == (30, 30))
+        #expect(try await Self.contents(path, key: nil) == (30, 30, true))
     }
 
     @Test func aStoreInUseIsNotReplaced() async throws {
@@ -70,7 +90,7 @@ import Testing
             try SQLiteLocalStore.changeKey(path: path, from: try Fixture.key, to: try Self.otherKey)
         }
         withExtendedLifetime(open) {}
-        #expect(try await Self.contents(path, key: try Fixture.key) == (2, 2))
+        #expect(try await Self.contents(path, key: try Fixture.key) == (2, 2, false))
     }
 
     /// Each change stopped after each of its steps, as a killed process would leave it (the files as they are, this
@@ -88,7 +108,8 @@ import Testing
             default: (try Fixture.key, nil)
             }
         if let old { try await Fixture.fill(path, key: old, count: 30) } else { try await Self.fillPlain(path) }
-        let expected = old == nil ? (30, 30) : (29, 29)
+        try await Self.attach(path, key: old)
+        let expected = old == nil ? (30, 30, true) : (29, 29, true)
         #expect(throws: StoreReencryption.Stopped.self) {
             try StoreReencryption.run(path: path, from: old, to: new, stopAfter: step)
         }

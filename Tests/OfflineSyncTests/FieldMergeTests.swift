@@ -95,4 +95,23 @@ import Testing
         imported.base = nil
         #expect(PushRunner.body(of: imported, sendsChanges: true) == update.attempt?.item)
     }
+
+    /// After a send that may have been applied: a field the server holds as it was sent is this device's change, so
+    /// a newer local edit of it (here back to the base's value) wins; a field the server changed otherwise stays the
+    /// server's, and a field sent unchanged stays as the base.
+    @Test func aFieldTheServerHoldsAsSentIsMineNotTheServers() {
+        let sent: JSONValue = ["id": "a", "text": "milk", "complete": true, "due": "2026-12-01"]
+        let theirs: JSONValue = ["id": "a", "text": "oat milk", "complete": true, "due": "2026-12-01", "version": "v3"]
+        let mine: JSONValue = ["id": "a", "text": "milk", "complete": false, "due": "2026-12-01"]
+        let rebased = FieldMerge.base(Self.base, sent: sent, theirs: theirs)
+        #expect(rebased["complete"] == true)
+        #expect(rebased["text"] == "milk")
+        let merged = FieldMerge.merge(base: rebased, mine: mine, theirs: theirs)
+        #expect(merged.conflicts.isEmpty)
+        #expect(merged.merged["complete"] == false)
+        #expect(merged.merged["text"] == "oat milk")
+        // Without the send's knowledge, the server's `complete` (this device's own) undid the newer edit.
+        #expect(FieldMerge.merge(base: Self.base, mine: mine, theirs: theirs).merged["complete"] == true)
+        #expect(FieldMerge.base(Self.base, sent: nil, theirs: theirs) == Self.base)
+    }
 }

@@ -126,6 +126,36 @@ struct DatedItem: Codable, Sendable, Equatable {
         }
     }
 
+    /// B marks the item done; the update lands but its reply is lost. B reopens it (a newer edit waits behind the
+    /// unanswered update), and A changes the text. B's retry meets A's change and merges: the server's `complete`
+    /// is B's own lost write, not another device's change — before, the merge took it as the server's and B's reopen
+    /// was lost with no conflict shown (sync-chaos --fields: "device 3's acknowledged done change … was lost").
+    @Test func aFieldTheServerHoldsAsThisDeviceSentItIsNotAnotherDevicesChange() async throws {
+        let workspace = try Workspace()
+        try await LiveServer.run(in: workspace) { url in
+            let transport = ScriptedTransport(forwardingTo: URLSessionTransport())
+            let (a, b) = try await Self.twoDevices(url, workspace) {
+                $0.transport = transport
+                $0.retryLimit = 0
+            }
+            try await Self.edit(b) { $0.complete = true }
+            transport.append([.forwardThenFail(.timedOut)])
+            await #expect(throws: PushError.self) { try await b.push() }
+            #expect(try await Self.server(b)?["complete"] == true)
+            try await Self.edit(b) { $0.complete = false }
+            try await Self.edit(a) { $0.text = "oat milk" }
+            try await a.push()
+            try await b.push()
+            #expect(try await b.operationErrors().isEmpty)
+            #expect(try await b.pendingOperations().isEmpty)
+            let expected = DatedItem(id: "t", text: "oat milk", complete: false, due: "2026-12-01")
+            #expect(try await b.syncTable("TodoItem", of: DatedItem.self).item(id: ItemID("t")) == expected)
+            let server = try #require(try await Self.server(a))
+            #expect(server["complete"] == false)
+            #expect(server["text"] == "oat milk")
+        }
+    }
+
     @Test(arguments: ["serverWins", "clientWins", "resolve"])
     func theTablesPolicyDecidesFieldsChangedOnBothSides(policy: String) async throws {
         let workspace = try Workspace()

@@ -1,5 +1,11 @@
 import Foundation
 
+#if canImport(CryptoKit)
+    import CryptoKit
+#else
+    import Crypto
+#endif
+
 #if canImport(Glibc)
     import Glibc
 #elseif canImport(Darwin)
@@ -20,9 +26,11 @@ package enum StoreReplacement {
     package static let storeName = "store"
     package static let keyName = "key"
     package static let plainName = "plain"
+    /// In either folder: the attachment files, sealed again under the new key (or opened, for a plain copy).
+    package static let attachmentsName = "attachments"
 
     /// The moves of ``finish(_:stop:)``, for a test that stops after one as a crash there would.
-    package enum Move: Sendable { case store, key }
+    package enum Move: Sendable { case store, attachments, key }
 
     /// Finishes or undoes a replacement a crash interrupted; nothing when there is none.
     ///
@@ -44,6 +52,13 @@ package enum StoreReplacement {
             }
             try replace(database, with: store)
             try stop?(.store)
+        }
+        let attachments = folder + "/" + attachmentsName
+        if manager.fileExists(atPath: attachments) {
+            let target = database + ".attachments"
+            if manager.fileExists(atPath: target) { try manager.removeItem(atPath: target) }
+            try replace(target, with: attachments)
+            try stop?(.attachments)
         }
         let key = folder + "/" + keyName
         if manager.fileExists(atPath: key) {
@@ -72,5 +87,40 @@ package enum StoreReplacement {
         guard descriptor >= 0 else { return }
         fsync(descriptor)
         close(descriptor)
+    }
+}
+
+extension StoreReplacement {
+    /// Copies the attachment files of `source` (sealed with `oldKey`, or plain) into `target` (sealed with `newKey`, or
+    /// plain), each checked against its name (its SHA-256) on the way: one that does not read back whole is left out
+    /// (the next `file(for:)` downloads it again). Downloads and attaches under way are left out too.
+    ///
+    /// - Throws: The file system's error when a file cannot be written.
+    package static func copyAttachments(
+        from sourcePath: String, key oldKey: [UInt8]?, to targetPath: String, key newKey: [UInt8]?
+    ) throws {
+        let (source, target) = (URL(fileURLWithPath: sourcePath), URL(fileURLWithPath: targetPath))
+        let manager = FileManager.default
+        guard manager.fileExists(atPath: source.path) else { return }
+        try manager.createDirectory(at: target, withIntermediateDirectories: true)
+        let old = AttachmentFiles(directory: source, sealing: oldKey.map(SealedAttachment.init))
+        let new = newKey.map(SealedAttachment.init)
+        for name in try manager.contentsOfDirectory(atPath: source.path).sorted() where Attachment.isHash(name) {
+            let file = target.appendingPathComponent(name)
+            let output = try DownloadOutput(creating: file, sealing: new)
+            var hasher = SHA256()
+            do {
+                defer { output.close() }
+                try old.forEachPiece(of: name) { piece in
+                    hasher.update(data: piece)
+                    try output.append(piece)
+                }
+                let digest = hasher.finalize()
+                guard AttachmentFiles.hex(digest) == name else { throw SealedAttachmentError() }
+                try output.finish(hash: Array(digest))
+            } catch is SealedAttachmentError, is AttachmentError {
+                try? manager.removeItem(at: file)
+            }
+        }
     }
 }

@@ -269,21 +269,36 @@ struct AttachmentFiles: Sendable {
         return try read(hash, offset: 0, count: Int.max)
     }
 
+    /// Feeds the plain bytes of the file of `hash` to `body`, a piece at a time (each sealed chunk opened).
+    func forEachPiece(of hash: String, _ body: (Data) throws -> Void) throws {
+        if let sealing {
+            do {
+                try SealedReader(sealing: sealing, url: url(hash), hash: SealedAttachment.hashBytes(hash))
+                    .forEachChunk(body)
+            } catch is CryptoKitError {
+                throw SealedAttachmentError()
+            }
+            return
+        }
+        let handle = try FileHandle(forReadingFrom: url(hash))
+        defer { try? handle.close() }
+        while let piece = try handle.read(upToCount: 1 << 20), !piece.isEmpty { try body(piece) }
+    }
+
     /// Writes the file of `hash` to `destination` as plain bytes, a piece at a time; a partial copy is removed.
     func copy(_ hash: String, to destination: URL) throws {
         let manager = FileManager.default
         do {
             if manager.fileExists(atPath: destination.path) { try manager.removeItem(at: destination) }
-            guard let sealing else { return try manager.copyItem(at: url(hash), to: destination) }
+            guard sealing != nil else { return try manager.copyItem(at: url(hash), to: destination) }
             guard manager.createFile(atPath: destination.path, contents: nil) else {
                 throw CocoaError(.fileWriteUnknown)
             }
             let output = try FileHandle(forWritingTo: destination)
             defer { try? output.close() }
             do {
-                try SealedReader(sealing: sealing, url: url(hash), hash: SealedAttachment.hashBytes(hash))
-                    .forEachChunk { try output.write(contentsOf: $0) }
-            } catch is SealedAttachmentError, is CryptoKitError {
+                try forEachPiece(of: hash) { try output.write(contentsOf: $0) }
+            } catch is SealedAttachmentError {
                 throw AttachmentError(
                     code: .corrupt, hash: hash, message: "The file of attachment \(hash) did not authenticate")
             }

@@ -54,6 +54,18 @@ enum FieldMerge {
         return .object(body)
     }
 
+    /// The base of a merge after a send that may have been applied: each user field that `sent` changed from `base`
+    /// and that `theirs` holds with the sent value takes that value — the server holds this device's own change.
+    static func base(_ base: JSONValue, sent: JSONValue?, theirs: JSONValue) -> JSONValue {
+        guard let sent else { return base }
+        var rebased = base
+        for name in userFieldNames(sent) {
+            let value = sent[name] ?? .null
+            if value != (base[name] ?? .null), value == (theirs[name] ?? .null) { rebased[name] = value }
+        }
+        return rebased
+    }
+
     /// Merges mine and theirs over base, field by field (see the table above).
     static func merge(base: JSONValue, mine: JSONValue, theirs: JSONValue) -> Outcome {
         var merged = theirs

@@ -38,8 +38,10 @@ extension PushRunner {
                 var mine = item ?? local ?? error.sentItem ?? .object(["id": .string(operation.itemID.rawValue)])
                 if item == nil, current.kind == .update, let base = current.base, let local, let server, serverIsLive {
                     // My changes since the base win; the fields only the server changed keep its values (a whole
-                    // local row would send my stale copies of them back).
-                    mine = FieldMerge.merge(base: base, mine: local, theirs: server, policy: .clientWins) ?? local
+                    // local row would send my stale copies of them back). A field the server holds as this device
+                    // sent it is mine, not the server's (``FieldMerge/base(_:sent:theirs:)``).
+                    let rebased = FieldMerge.base(base, sent: error.sentItem, theirs: server)
+                    mine = FieldMerge.merge(base: rebased, mine: local, theirs: server, policy: .clientWins) ?? local
                 }
                 if item == nil, let serverVersion = server?["version"] { mine["version"] = serverVersion }
                 mine["id"] = .string(operation.itemID.rawValue)

@@ -232,7 +232,9 @@ extension PushRunner {
         cleared.attempt = nil
         cleared.recreatesItem = false
         let settled = cleared
-        if error.isConflict, try await merge(settled, with: error.serverItem, status: error.status) {
+        if error.isConflict,
+            try await merge(settled, with: error.serverItem, status: error.status, sent: operation.attempt?.item)
+        {
             // Merged by itself: it goes again over the server's version, with no conflict shown.
             if resolutionsLeft > 0, let again = try await store.read({ try $0.operation(settled.id) }) {
                 let outcome = try await pushOne(again, resolutionsLeft: resolutionsLeft - 1, sentBefore: false)
@@ -268,14 +270,21 @@ extension PushRunner {
     /// item waiting behind it too. Not merged: another kind, an update whose base is not known, a server row deleted
     /// or absent, a newer delete of the item waiting.
     ///
+    /// `sent`: the row the operation's attempt sent. A field the server holds as sent, changed from the base, is this
+    /// device's own change — the attempt was applied and its reply lost — not the server's: the merge takes it as the
+    /// base's value, so a newer local edit of that field wins (else the merge kept the sent value, undoing it).
+    ///
     /// - Returns: Whether it merged.
-    private func merge(_ operation: PendingOperation, with theirs: JSONValue?, status: Int) async throws -> Bool {
+    private func merge(_ operation: PendingOperation, with theirs: JSONValue?, status: Int, sent: JSONValue?)
+        async throws -> Bool
+    {
         guard operation.kind == .update, operation.base != nil, let theirs, !theirs.isDeleted,
             status == 409 || status == 412
         else { return false }
         let policy = fieldConflicts[operation.table.canonical] ?? .surface
         let merged = try await store.write { writer -> Bool in
-            guard var current = try writer.operation(operation.id), current.kind == .update, let base = current.base,
+            guard var current = try writer.operation(operation.id), current.kind == .update,
+                let base = current.base.map({ FieldMerge.base($0, sent: sent, theirs: theirs) }),
                 let last = try writer.lastOperation(for: operation.itemID, in: operation.table),
                 last.id == current.id || (last.kind == .update && last.attempt == nil),
                 let mine = try writer.item(operation.itemID, in: operation.table),
