@@ -73,6 +73,9 @@ import Testing
             // 1. What the old device had synced: 320 rows per table, on the server.
             let seeder = try await SyncClient.make(url, workspace: workspace, store: "seeder.sqlite") {
                 $0.protocol = .v2
+                // Its pushes go in batches of hundreds: in the whole suite one took longer than the default timeout
+                // (as BatchPushTests met), and the push stopped after 1 operation.
+                $0.requestTimeout = .seconds(300)
             }
             // In two rounds: the first 60 rows of each table are older than the positions below.
             for round in [0..<60, 60..<320] {
