@@ -94,8 +94,8 @@ let package = Package(
         .testTarget(
             name: "OfflineSyncEncryptionTests",
             dependencies: [
-                "OfflineSyncEncryption", "OfflineSync", "SyncCore", .product(name: "GRDB", package: "GRDB.swift"),
-                .product(name: "Crypto", package: "swift-crypto"),
+                "OfflineSyncEncryption", "OfflineSync", "OfflineSyncTesting", "SyncCore",
+                .product(name: "GRDB", package: "GRDB.swift"), .product(name: "Crypto", package: "swift-crypto"),
             ],
             swiftSettings: swiftSettings
         ),

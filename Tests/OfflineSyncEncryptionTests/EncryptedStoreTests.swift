@@ -1,6 +1,7 @@
 import Crypto
 import Foundation
 import GRDB
+import OfflineSyncTesting
 import SyncCore
 import Testing
 
@@ -64,6 +65,25 @@ import Testing
             try Self.expectNothingReadable(in: folder)
             withExtendedLifetime(writer) {}
         }
+        // A conflict: the server's row (with the canary) parked beside the refused change.
+        do {
+            let server: JSONValue = [
+                "id": "item-3", "text": .string("\(Self.canary) theirs"), "version": "v9",
+                "updatedAt": "2026-11-28T00:00:00.000Z",
+            ]
+            var configuration = SyncClient.Configuration()
+            configuration.transport = ScriptedTransport([.status(409, json: server)])
+            let client = SyncClient(
+                url: try #require(URL(string: "http://127.0.0.1:9")),
+                store: try SQLiteLocalStore.encrypted(path: path, key: try Self.key),
+                configuration: configuration)
+            try await client.syncTable("TodoItem").update(["id": "item-3", "text": .string("\(Self.canary) mine")])
+            let operations = try await client.pendingOperations().filter { $0.itemID.rawValue == "item-3" }
+            #expect(operations.count == 1)
+            await #expect(throws: PushError.self) { try await client.push() }
+            #expect(try await client.operationErrors().map(\.serverItem?["text"]) == [.string("\(Self.canary) theirs")])
+            try Self.expectNothingReadable(in: folder)
+        }
         let files = try Self.files(in: folder)
         #expect(files.map(\.0).contains("store.sqlite"))
         #expect(files.map(\.0).contains("store.sqlite-key"))
@@ -74,6 +94,7 @@ import Testing
         #expect(rows.count == 199)
         #expect(rows.contains { $0["text"] == .string("\(Self.canary) changed") })
         #expect(try await client.pendingOperations().count == 199)
+        #expect(try await client.operationErrors().count == 1)
     }
 
     /// A crash leaves commits in the WAL, not yet in the database: the next open recovers them from the log. The
