@@ -17,7 +17,8 @@ extension Cases {
             return value
         }
         return BenchResult(
-            name: encrypted ? "memory.pull.encrypted" : "memory.pull", ours: megabytes, reference: nil, unit: "MB", higherIsBetter: false, n: rows)
+            name: encrypted ? "memory.pull.encrypted" : "memory.pull", ours: megabytes, reference: nil, unit: "MB",
+            higherIsBetter: false, n: rows)
     }
 
     /// Runs this binary again with `arguments` and returns what it printed, trimmed; nil when it failed.

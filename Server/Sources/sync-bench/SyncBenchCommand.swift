@@ -135,7 +135,9 @@ struct SyncBenchCommand: AsyncParsableCommand {
                 results += try await cases.encryptedTwins(rows: rows).filter { wanted($0.name) }
             }
             if wanted("memory.pull") { results.append(try await cases.memoryPull(rows: rows)) }
-            if wanted("memory.pull.encrypted") { results.append(try await cases.memoryPull(rows: rows, encrypted: true)) }
+            if wanted("memory.pull.encrypted") {
+                results.append(try await cases.memoryPull(rows: rows, encrypted: true))
+            }
             results += try await cases.sharing(rows: rows) { only == nil || only == $0 }
             if wanted("live.latency") { results += try await cases.liveLatency() }
             if wanted("live.subscribers") { results += try await cases.liveSubscribers() }
