@@ -98,31 +98,41 @@ struct DatedItem: Codable, Sendable, Equatable {
         }
     }
 
+    /// B marks the item done and pushes with no reply read (`unanswered`: never sent, or applied and its reply lost);
+    /// then B's `newer` edit waits behind that update, A changes the text and pushes, and B pushes: no conflict shown,
+    /// nothing left waiting. Returns B's item and the server's row after.
+    static func doneUnansweredThenNewerEdit(
+        _ url: URL, _ workspace: Workspace, unanswered: ScriptedTransport.Step, newer: (inout DatedItem) -> Void
+    ) async throws -> (mine: DatedItem?, server: JSONValue?) {
+        let transport = ScriptedTransport(forwardingTo: URLSessionTransport())
+        let (a, b) = try await Self.twoDevices(url, workspace) {
+            $0.transport = transport
+            $0.retryLimit = 0
+        }
+        try await Self.edit(b) { $0.complete = true }
+        transport.append([unanswered])
+        await #expect(throws: PushError.self) { try await b.push() }
+        #expect(try await b.pendingOperations().map(\.isAttempted) == [true])
+        try await Self.edit(b, newer)
+        try await Self.edit(a) { $0.text = "oat milk" }
+        try await a.push()
+        try await b.push()
+        #expect(try await b.operationErrors().isEmpty)
+        #expect(try await b.pendingOperations().isEmpty)
+        return (try await b.syncTable("TodoItem", of: DatedItem.self).item(id: ItemID("t")), try await Self.server(a))
+    }
+
     /// A newer edit waits behind an update sent with no reply read; the update's retry meets another device's
     /// change of another field. It was shown as a conflict (the merge left items with a newer edit alone); now the
     /// merge carries both edits (sync-chaos --fields: "a conflict on an item whose field no other device changed").
     @Test func aNewerEditBehindAnUnansweredUpdateMergesToo() async throws {
         let workspace = try Workspace()
         try await LiveServer.run(in: workspace) { url in
-            let transport = ScriptedTransport(forwardingTo: URLSessionTransport())
-            let (a, b) = try await Self.twoDevices(url, workspace) {
-                $0.transport = transport
-                $0.retryLimit = 0
-            }
-            try await Self.edit(b) { $0.complete = true }
-            transport.append([.fail(.timedOut)])
-            await #expect(throws: PushError.self) { try await b.push() }
-            #expect(try await b.pendingOperations().map(\.isAttempted) == [true])
-            try await Self.edit(b) { $0.due = nil }
-            try await Self.edit(a) { $0.text = "oat milk" }
-            try await a.push()
-            try await b.push()
-            #expect(try await b.operationErrors().isEmpty)
-            #expect(try await b.pendingOperations().isEmpty)
-            let expected = DatedItem(id: "t", text: "oat milk", complete: true, due: nil)
-            #expect(try await b.syncTable("TodoItem", of: DatedItem.self).item(id: ItemID("t")) == expected)
-            try await a.syncTable("TodoItem", of: DatedItem.self).pull(queryID: "all")
-            #expect(try await a.syncTable("TodoItem", of: DatedItem.self).item(id: ItemID("t")) == expected)
+            let (mine, server) = try await Self.doneUnansweredThenNewerEdit(
+                url, workspace, unanswered: .fail(.timedOut)
+            ) { $0.due = nil }
+            #expect(mine == DatedItem(id: "t", text: "oat milk", complete: true, due: nil))
+            #expect(server?["text"] == "oat milk" && server?["complete"] == true && (server?["due"] ?? .null) == .null)
         }
     }
 
@@ -133,26 +143,11 @@ struct DatedItem: Codable, Sendable, Equatable {
     @Test func aFieldTheServerHoldsAsThisDeviceSentItIsNotAnotherDevicesChange() async throws {
         let workspace = try Workspace()
         try await LiveServer.run(in: workspace) { url in
-            let transport = ScriptedTransport(forwardingTo: URLSessionTransport())
-            let (a, b) = try await Self.twoDevices(url, workspace) {
-                $0.transport = transport
-                $0.retryLimit = 0
-            }
-            try await Self.edit(b) { $0.complete = true }
-            transport.append([.forwardThenFail(.timedOut)])
-            await #expect(throws: PushError.self) { try await b.push() }
-            #expect(try await Self.server(b)?["complete"] == true)
-            try await Self.edit(b) { $0.complete = false }
-            try await Self.edit(a) { $0.text = "oat milk" }
-            try await a.push()
-            try await b.push()
-            #expect(try await b.operationErrors().isEmpty)
-            #expect(try await b.pendingOperations().isEmpty)
-            let expected = DatedItem(id: "t", text: "oat milk", complete: false, due: "2026-12-01")
-            #expect(try await b.syncTable("TodoItem", of: DatedItem.self).item(id: ItemID("t")) == expected)
-            let server = try #require(try await Self.server(a))
-            #expect(server["complete"] == false)
-            #expect(server["text"] == "oat milk")
+            let (mine, server) = try await Self.doneUnansweredThenNewerEdit(
+                url, workspace, unanswered: .forwardThenFail(.timedOut)
+            ) { $0.complete = false }
+            #expect(mine == DatedItem(id: "t", text: "oat milk", complete: false, due: "2026-12-01"))
+            #expect(server?["text"] == "oat milk" && server?["complete"] == false)
         }
     }
 
