@@ -238,6 +238,20 @@ struct ChaosRun {
             report.failures += problems
             fileLine = line
         }
+        // The guarantees a device's own history shows (docs/consistency.md).
+        var ownWrites = 0
+        var monotonic = 0
+        for device in devices {
+            let unseen = device.events.readYourWrites()
+            let stale = device.events.monotonicReads()
+            (ownWrites, monotonic) = (ownWrites + unseen.count, monotonic + stale.count)
+            report.failures += unseen.prefix(5).map { "\(device.name): read your writes: \($0)" }
+            report.failures += stale.prefix(5).map { "\(device.name): monotonic reads: \($0)" }
+        }
+        let counts = devices.map(\.events.counts)
+        let consistencyLine =
+            "  consistency: \(counts.map(\.reads).reduce(0, +)) reads and \(counts.map(\.writes).reduce(0, +)) "
+            + "acknowledged writes checked; violations: read your writes \(ownWrites), monotonic reads \(monotonic)"
         var encryptionLine: String?
         if settings.encrypted {
             let (problems, line) = Self.checkEncrypted(directory: directory, devices: settings.devices, rows: rows)
@@ -268,7 +282,7 @@ struct ChaosRun {
                 + String(format: "%.1f s of chaos, %.1f s in all", chaosSeconds, Date().timeIntervalSince(started)),
             "  result: " + (report.failures.isEmpty ? "PASS" : "FAIL (\(report.failures.count) problem(s))"),
         ]
-        for line in [fileLine, encryptionLine].compactMap({ $0 }) {
+        for line in [fileLine, encryptionLine, consistencyLine].compactMap({ $0 }) {
             report.lines.insert(line, at: report.lines.count - 1)
         }
         if !report.passed {

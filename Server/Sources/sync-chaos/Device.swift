@@ -35,6 +35,8 @@ final class Device: @unchecked Sendable {  // @unchecked: used by one thread at 
     /// Every command run, in order, with how it ended and the first lines it wrote: written beside the stores when a
     /// seed fails (`device-N.history`), to trace a problem.
     var history: [String] = []
+    /// What the device wrote and read, for the consistency checks (docs/consistency.md).
+    var events = DeviceHistory()
     var syncs = 0
     var killedSyncs = 0
     var killedWrites = 0
@@ -92,10 +94,15 @@ final class Device: @unchecked Sendable {  // @unchecked: used by one thread at 
         let result = try await run(["list", "--all", "--json"])
         guard result.status == 0 else { throw ChaosError("\(name): list failed: \(result.error)") }
         var items: [String: String] = [:]
+        var read: [String: DeviceHistory.ReadItem] = [:]
         for item in try JSONValue(parsing: result.output).arrayValue ?? [] {
-            items[item["id"]?.stringValue ?? ""] =
-                "\(item["text"]?.stringValue ?? "")|\(item["complete"]?.boolValue ?? false)"
+            let (id, text, complete) =
+                (item["id"]?.stringValue ?? "", item["text"]?.stringValue ?? "", item["complete"]?.boolValue ?? false)
+            items[id] = "\(text)|\(complete)"
+            read[id] = .init(
+                fields: ["text": text, "complete": String(complete)], stamp: item["updatedAt"]?.stringValue ?? "")
         }
+        events.record(.read(read))
         return items
     }
 
@@ -160,12 +167,15 @@ final class Device: @unchecked Sendable {  // @unchecked: used by one thread at 
             let result = try await run([complete ? "complete" : "reopen", id], killAfter: killAfter)
             if killAfter != nil, result.wasKilled { killedWrites += 1 }
             completions.append((id, complete, result.status == 0))
+            events.record(
+                result.status == 0 ? .wrote(item: id, field: "complete", value: String(complete)) : .unsure(item: id))
             return
         }
         let text = uniqueText("e")
         let result = try await run(["edit", id, text], killAfter: killAfter)
         if killAfter != nil, result.wasKilled { killedWrites += 1 }
         edits.append((id, text, result.status == 0))
+        events.record(result.status == 0 ? .wrote(item: id, field: "text", value: text) : .unsure(item: id))
     }
 
     /// Attaches a new file of 1–8 MB (seeded bytes) to one of the device's items, maybe killed mid-way.
@@ -227,6 +237,7 @@ final class Device: @unchecked Sendable {  // @unchecked: used by one thread at 
 
     /// Shares the device's own list with another user, as an editor, or stops sharing it with one.
     func changeSharing(share: Bool) async throws {
+        defer { events.record(.synced) }  // a list shared or left changes what the device holds
         let mine = try JSONValue(parsing: try await run(["lists", "--json"]).output).arrayValue?.first {
             $0["members"]?[user ?? ""] == "owner"
         }
@@ -248,6 +259,7 @@ final class Device: @unchecked Sendable {  // @unchecked: used by one thread at 
         let id = ids[Int(random.next() % UInt64(ids.count))]
         deletes.insert(id)
         _ = try await run(["delete", id])
+        events.record(.unsure(item: id))
     }
 
     /// `todo sync`; when it reports changes waiting, the person looks at them and picks a choice —
@@ -257,6 +269,7 @@ final class Device: @unchecked Sendable {  // @unchecked: used by one thread at 
         syncs += 1
         lastResolutions = []
         let result = try await run(["sync"], killAfter: killAfter)
+        events.record(.synced)
         if killAfter != nil, result.wasKilled { killedSyncs += 1 }
         // "…: sent N change(s), M merged with other devices' edits, received …"
         if let merged = result.output.split(separator: ", ").first(where: {
@@ -297,6 +310,7 @@ final class Device: @unchecked Sendable {  // @unchecked: used by one thread at 
             let choice = offered[Int(random.next() % UInt64(offered.count))].stringValue ?? ""
             if settling, choice == "--keep-mine" { keptWhileSettling.insert(id) }
             let result = try await run(["resolve", id, choice])
+            events.record(.synced)  // the item is now the server's, or the merge of both
             let failed = result.status == 0 ? "" : " failed: \(result.output)\(result.error)"
             lastResolutions.append("\(id.prefix(8)) (\(conflict["status"]?.serialized() ?? "?")) \(choice)\(failed)")
             if result.status == 0 {
