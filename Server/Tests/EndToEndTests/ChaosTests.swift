@@ -45,6 +45,10 @@ import Testing
         // meet none (seed 6 did in a clean-clone run); the run as a whole must.
         let seedsWithoutServerKill = result.output.components(separatedBy: " 0 server (SIGKILL").count - 1
         #expect(seedsWithoutServerKill < 2, "the server was never killed")
+        // The consistency checks (docs/consistency.md) ran over the devices' histories, and found nothing.
+        let checked = result.output.split(separator: "\n").filter { $0.contains("  consistency: ") }
+        #expect(checked.count == 2 && checked.allSatisfy { !$0.contains(": 0 reads") }, "no history was checked")
+        #expect(checked.allSatisfy { $0.hasSuffix("read your writes 0, monotonic reads 0") })
     }
 
     /// The same under tokens and a per-user table (`--per-user`): one user's devices converge, another user
