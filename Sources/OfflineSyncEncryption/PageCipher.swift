@@ -19,6 +19,9 @@ struct PageCipher: Sendable {
     }
 
     let key: SymmetricKey
+    /// Where each seal's nonce comes from: a random 96-bit start, counted up (one random draw per cipher, not per
+    /// page: a system call each time cost about a sixth of a seal).
+    let nonces = NonceSequence()
 
     /// The key that seals the store's attachment files: HKDF-SHA256(page key, info "OfflineSync attachment key v1").
     var attachmentKey: [UInt8] {
@@ -38,19 +41,20 @@ struct PageCipher: Sendable {
     }
 
     /// Encrypts the unit in `page` in place: its first `count - 28` bytes become ciphertext, the last 28 the nonce
-    /// and tag. A fresh random nonce each time (`nonce`: the test vectors' fixed one).
+    /// and tag. A fresh nonce each time, never one used before under this key (`nonce`: the test vectors' fixed one).
     func seal(
-        _ page: UnsafeMutableRawBufferPointer, role: Role, position: UInt64, nonce: AES.GCM.Nonce = AES.GCM.Nonce()
+        _ page: UnsafeMutableRawBufferPointer, role: Role, position: UInt64, nonce fixed: AES.GCM.Nonce? = nil
     ) throws {
         let body = page.count - Self.reservedBytes
         guard body > 0 else { throw PageCipherError.unitTooSmall }
+        let nonce = try fixed ?? nonces.next()
         let sealed = try AES.GCM.seal(
             UnsafeRawBufferPointer(rebasing: page[0..<body]), using: key, nonce: nonce,
             authenticating: Self.associatedData(role, position))
         sealed.ciphertext.withUnsafeBytes {
             UnsafeMutableRawBufferPointer(rebasing: page[0..<body]).copyMemory(from: $0)
         }
-        Array(sealed.nonce).withUnsafeBytes {
+        sealed.nonce.withUnsafeBytes {
             UnsafeMutableRawBufferPointer(rebasing: page[body..<(body + 12)]).copyMemory(from: $0)
         }
         sealed.tag.withUnsafeBytes {
@@ -79,4 +83,30 @@ struct PageCipher: Sendable {
 /// A unit smaller than its nonce and tag.
 enum PageCipherError: Error {
     case unitTooSmall
+}
+
+/// The nonces of one cipher: 12 bytes drawn at random once, then counted up by one per seal (as a 96-bit big-endian
+/// number). Unique under the key as long as two ciphers' runs never meet: with random starts in 2^96, two processes
+/// that each seal 2^40 pages meet with a chance below 2^-55.
+final class NonceSequence: @unchecked Sendable {  // @unchecked: `next` behind `lock`.
+    private let lock = NSLock()
+    private var bytes: [UInt8]
+
+    /// A sequence from a random start (`start`: a test's).
+    init(start: [UInt8]? = nil) {
+        bytes = start ?? Array(SymmetricKey(size: .bits128).withUnsafeBytes { Array($0) }.prefix(12))
+    }
+
+    /// The next nonce.
+    func next() throws -> AES.GCM.Nonce {
+        let current = lock.withLock { () -> [UInt8] in
+            let current = bytes
+            for index in bytes.indices.reversed() {
+                bytes[index] &+= 1
+                if bytes[index] != 0 { break }
+            }
+            return current
+        }
+        return try AES.GCM.Nonce(data: current)
+    }
 }

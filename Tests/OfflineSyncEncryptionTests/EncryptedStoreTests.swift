@@ -332,6 +332,14 @@ import Testing
         #expect(hex(frame.suffix(16)) == "09ba69c470c56f5ceb54bdc9dba81464")
     }
 
+    /// Nonces count up from their random start, carrying across bytes, and two ciphers start apart.
+    @Test func noncesCountUpAndNeverRepeat() throws {
+        let sequence = NonceSequence(start: [0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xFF, 0xFE])
+        let nonces = try (0..<3).map { _ in Array(try sequence.next()) }
+        #expect(nonces.map { Array($0.suffix(3)) } == [[0, 0xFF, 0xFE], [0, 0xFF, 0xFF], [1, 0, 0]])
+        #expect(Array(try NonceSequence().next()) != Array(try NonceSequence().next()))
+    }
+
     @Test func aPageSealsAndOpensOnlyAtItsPlace() throws {
         let cipher = PageCipher(key: .init(data: [UInt8](repeating: 1, count: 32)))
         var page = [UInt8](repeating: 0x41, count: PageCipher.pageSize)
