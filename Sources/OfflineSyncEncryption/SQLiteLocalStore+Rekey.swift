@@ -76,8 +76,9 @@ enum StoreReencryption {
                 let key = build + "/" + StoreReplacement.keyName
                 try Data(header.bytes).write(to: URL(fileURLWithPath: key))
                 try sync(key)
-                cipher = PageCipher(key: pageKey)
-                try EncryptingVFS.register(copy, cipher: PageCipher(key: pageKey))
+                let newCipher = PageCipher(key: pageKey)  // one nonce sequence for the copy and the store after
+                cipher = newCipher
+                try EncryptingVFS.register(copy, cipher: newCipher)
             } else {
                 try Data().write(to: URL(fileURLWithPath: build + "/" + StoreReplacement.plainName))
             }
