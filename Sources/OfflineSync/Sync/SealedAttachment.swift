@@ -28,11 +28,14 @@ struct SealedAttachment: Sendable {
     /// Where chunk `index` starts in the file.
     static func offset(ofChunk index: Int) -> Int { headerSize + index * sealedChunkSize }
 
+    /// The count of chunks (a short last one included) a sealed file of `fileSize` bytes holds.
+    static func chunkCount(fileSize: Int) -> Int {
+        (max(0, fileSize - headerSize) + sealedChunkSize - 1) / sealedChunkSize
+    }
+
     /// The count of plain bytes a sealed file of `fileSize` bytes holds (its final chunk, if any, included).
     static func plainSize(fileSize: Int) -> Int {
-        let body = max(0, fileSize - headerSize)
-        let chunks = (body + sealedChunkSize - 1) / sealedChunkSize
-        return max(0, body - chunks * overhead)
+        max(0, max(0, fileSize - headerSize) - chunkCount(fileSize: fileSize) * overhead)
     }
 
     static func associatedData(fileID: [UInt8], index: Int, finalHash: [UInt8]?) -> [UInt8] {
@@ -111,10 +114,7 @@ final class SealedWriter: @unchecked Sendable {  // @unchecked: one task writes 
         keepsPartial = true
         handle = try FileHandle(forUpdating: url)
         fileID = try SealedAttachment.fileID(handle)
-        let size = Int(try handle.seekToEnd())
-        let chunks =
-            (max(0, size - SealedAttachment.headerSize) + SealedAttachment.sealedChunkSize - 1)
-            / SealedAttachment.sealedChunkSize
+        let chunks = SealedAttachment.chunkCount(fileSize: Int(try handle.seekToEnd()))
         guard chunks > 0 else { return }
         let last = chunks - 1
         try handle.seek(toOffset: UInt64(SealedAttachment.offset(ofChunk: last)))
@@ -177,37 +177,39 @@ struct SealedReader {
 
     /// `count` plain bytes from `offset` (fewer at the end).
     func read(offset: Int, count: Int) throws -> Data {
-        let handle = try FileHandle(forReadingFrom: url)
-        defer { try? handle.close() }
-        let fileID = try SealedAttachment.fileID(handle)
-        let size = Int(try handle.seekToEnd())
-        let chunks =
-            (max(0, size - SealedAttachment.headerSize) + SealedAttachment.sealedChunkSize - 1)
-            / SealedAttachment.sealedChunkSize
-        guard chunks > 0 else { throw SealedAttachmentError() }
         var result = Data()
-        var index = offset / SealedAttachment.chunkSize
-        while index < chunks, result.count < count {
-            try handle.seek(toOffset: UInt64(SealedAttachment.offset(ofChunk: index)))
-            let sealed = try handle.read(upToCount: SealedAttachment.sealedChunkSize) ?? Data()
-            let plain = try sealing.open(
-                sealed, fileID: fileID, index: index, finalHash: index == chunks - 1 ? hash : nil)
-            let skip = index == offset / SealedAttachment.chunkSize ? offset % SealedAttachment.chunkSize : 0
-            result += plain.dropFirst(skip).prefix(count - result.count)
-            index += 1
+        let first = offset / SealedAttachment.chunkSize
+        try chunks(from: first) { index, plain in
+            result += plain.dropFirst(index == first ? offset % SealedAttachment.chunkSize : 0)
+                .prefix(count - result.count)
+            return result.count < count
         }
         return result
     }
 
     /// Feeds every plain byte, in order, to `body` (a chunk at a time).
     func forEachChunk(_ body: (Data) throws -> Void) throws {
-        var offset = 0
-        while true {
-            let chunk = try read(offset: offset, count: SealedAttachment.chunkSize)
-            if chunk.isEmpty { return }
-            try body(chunk)
-            offset += chunk.count
-            if chunk.count < SealedAttachment.chunkSize { return }
+        try chunks(from: 0) { _, plain in
+            if !plain.isEmpty { try body(plain) }
+            return true
+        }
+    }
+
+    /// Opens the chunks from `first` on, through one handle, while `body` asks for more.
+    private func chunks(from first: Int, _ body: (Int, Data) throws -> Bool) throws {
+        let handle = try FileHandle(forReadingFrom: url)
+        defer { try? handle.close() }
+        let fileID = try SealedAttachment.fileID(handle)
+        let chunks = SealedAttachment.chunkCount(fileSize: Int(try handle.seekToEnd()))
+        guard chunks > 0 else { throw SealedAttachmentError() }
+        var index = first
+        while index < chunks {
+            try handle.seek(toOffset: UInt64(SealedAttachment.offset(ofChunk: index)))
+            let sealed = try handle.read(upToCount: SealedAttachment.sealedChunkSize) ?? Data()
+            let plain = try sealing.open(
+                sealed, fileID: fileID, index: index, finalHash: index == chunks - 1 ? hash : nil)
+            guard try body(index, plain) else { return }
+            index += 1
         }
     }
 }
