@@ -244,7 +244,9 @@ func buildRouter(
     let batchTables = Router(context: SyncRequestContext.self)
     batchTables.add(middleware: UnexpectedErrorMiddleware())
     controller.addRoutes(to: batchTables.group("tables"))
-    let batch = BatchEndpoint(tables: batchTables.buildResponder(), maxBodySize: configuration.maxBodySize)
+    let batch = BatchEndpoint(
+        tables: batchTables.buildResponder(), maxBodySize: configuration.maxBodySize, store: store,
+        changes: changes)
     let versioned = [router.group("tables")] + (configuration.offersBatch ? [router.group("batch")] : [])
     for group in versioned {
         if configuration.checksAPIVersion {

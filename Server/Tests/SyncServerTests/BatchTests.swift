@@ -121,14 +121,14 @@ import Testing
             let reply = try await client.send(.post, "/batch", json: ["requests": [big]])
             #expect(reply.status == .contentTooLarge)
             let offer = try await client.send(.get, "/tables/TodoItem")["X-OfflineSync-Batch"]
-            #expect(offer == "max-operations=500, max-bytes=1000")
+            #expect(offer == "max-operations=500, max-bytes=1000, atomic")
         }
     }
 
     @Test func tableResponsesOfferTheBatchUnlessItIsOff() async throws {
         try await Fixture.withServer(.sqlite) { client in
             let reply = try await client.send(.post, "/tables/TodoItem", json: ["id": "a"])
-            #expect(reply["X-OfflineSync-Batch"] == "max-operations=500, max-bytes=1048576")
+            #expect(reply["X-OfflineSync-Batch"] == "max-operations=500, max-bytes=1048576, atomic")
             #expect(try await client.send(.get, "/tables/TodoItem")["X-OfflineSync-Batch"] != nil)
         }
         try await Fixture.withServer(.sqlite, configure: { $0.offersBatch = false }) { client in

@@ -152,6 +152,7 @@ public final class PostgresTableStore: TableStore, Service {
         timeout: Duration? = nil, queryTimeout: Duration? = nil, isWrite: Bool = false,
         _ body: @escaping @Sendable (PostgresConnection) async throws -> T
     ) async throws -> T {
+        if let held = joinedSet { return try await held.run(isWrite: isWrite, body, mapping: mapped) }
         let timeout = timeout ?? connectionTimeout
         let queryLimit = (queryTimeout ?? self.queryTimeout) + .seconds(1)
         // Decided once, so that a connection handed over just after the 503 never runs `body`.
@@ -175,11 +176,7 @@ public final class PostgresTableStore: TableStore, Service {
         } catch let error as TableStoreError {
             throw error
         } catch let error as PSQLError {
-            let mapped = Self.storeError(error, isWrite: isWrite)
-            if case .unavailable(let reason) = mapped as? TableStoreError {
-                logger.warning("\(reason) (PostgreSQL: \(error.reason))")
-            }
-            throw mapped
+            throw mapped(error, isWrite: isWrite)
         } catch {
             // The pool failed the lease itself (its circuit breaker is open after a long outage).
             guard lease.withLock({ $0 }) == .leased else {
@@ -189,12 +186,49 @@ public final class PostgresTableStore: TableStore, Service {
         }
     }
 
+    /// A database failure as a store error (``storeError(_:isWrite:)``), logged when it is the database's.
+    @Sendable func mapped(_ error: PSQLError, isWrite: Bool) -> any Error {
+        let mapped = Self.storeError(error, isWrite: isWrite)
+        if case .unavailable(let reason) = mapped as? TableStoreError {
+            logger.warning("\(reason) (PostgreSQL: \(error.reason))")
+        }
+        return mapped
+    }
+
+    /// The atomic set of writes the current task is in (``atomically(_:)``), if any.
+    @TaskLocal static var heldSet: PostgresHeldTransaction?
+
+    /// The set this store's work joins: the current task's, when it is this store's.
+    private var joinedSet: PostgresHeldTransaction? {
+        Self.heldSet.flatMap { $0.store == ObjectIdentifier(self) ? $0 : nil }
+    }
+
+    public var offersAtomicSets: Bool { true }
+
+    public func atomically<T: Sendable>(_ body: @escaping @Sendable () async throws -> T) async throws -> T {
+        if joinedSet != nil { return try await body() }
+        let store = ObjectIdentifier(self)
+        // One transaction on one connection for the whole set, bounded as a whole; its statements run in it.
+        let (value, published) = try await transaction(queryTimeout: Self.setLimit) { connection in
+            try await Self.$heldSet.withValue(PostgresHeldTransaction(connection: connection, store: store)) {
+                try await self.schemas.holdingPublications(body)
+            }
+        }
+        for schema in published { schemas.publish(schema) }
+        return value
+    }
+
+    /// The longest an atomic set's transaction runs.
+    static let setLimit = Duration.seconds(30)
+
     /// Runs `body` in a transaction on a pooled connection (for writes and set-up); a thrown error
-    /// rolls it back. `queryTimeout` replaces the store's for this transaction (set-up work).
+    /// rolls it back. `queryTimeout` replaces the store's for this transaction (set-up work). Inside an atomic set
+    /// it is a savepoint of the set's transaction.
     func transaction<T: Sendable>(
         timeout: Duration? = nil, queryTimeout: Duration? = nil,
         _ body: @escaping @Sendable (PostgresConnection) async throws -> T
     ) async throws -> T {
+        if joinedSet != nil { return try await withConnection(isWrite: true, body) }
         let logger = self.logger
         return try await withConnection(timeout: timeout, queryTimeout: queryTimeout, isWrite: true) { connection in
             try await connection.query("BEGIN", logger: logger)
@@ -356,5 +390,34 @@ private enum LeaseWait {
     mutating func end(_ outcome: LeaseWait) -> Bool {
         if self == .waiting { self = outcome }
         return self == .leased
+    }
+}
+
+/// The transaction of an atomic set of writes (``PostgresTableStore/atomically(_:)``): its connection, on which the
+/// store runs the set's statements, each piece of work in a savepoint (a failure undoes that piece's statements
+/// only, as the rollback of its own transaction would, and leaves the transaction usable).
+struct PostgresHeldTransaction: Sendable {
+    let connection: PostgresConnection
+    /// The store whose set it is.
+    let store: ObjectIdentifier
+
+    func run<T: Sendable>(
+        isWrite: Bool, _ body: @Sendable (PostgresConnection) async throws -> T,
+        mapping: (PSQLError, Bool) -> any Error
+    ) async throws -> T {
+        let logger = Logger(label: "PostgresHeldTransaction")
+        do {
+            try await connection.query("SAVEPOINT \"set_member\"", logger: logger)
+            do {
+                let value = try await body(connection)
+                try await connection.query("RELEASE \"set_member\"", logger: logger)
+                return value
+            } catch {
+                _ = try? await connection.query("ROLLBACK TO \"set_member\"", logger: logger)
+                throw error
+            }
+        } catch let error as PSQLError {
+            throw mapping(error, isWrite)
+        }
     }
 }

@@ -88,9 +88,50 @@ public final class SQLiteTableStore: TableStore {
         schemas.schema(of: table)
     }
 
-    /// Runs a write transaction, mapping database failures to ``TableStoreError``.
+    /// The atomic set of writes the current task is in (``atomically(_:)``), if any.
+    @TaskLocal static var heldSet: SQLiteHeldTransaction?
+
+    /// The set this store's work joins: the current task's, when it holds this store's writer.
+    private var joinedSet: SQLiteHeldTransaction? {
+        Self.heldSet.flatMap { $0.holds(pool) ? $0 : nil }
+    }
+
+    public var offersAtomicSets: Bool { true }
+
+    public func atomically<T: Sendable>(_ body: @escaping @Sendable () async throws -> T) async throws -> T {
+        if joinedSet != nil { return try await body() }
+        let held: SQLiteHeldTransaction
+        do {
+            held = try await SQLiteHeldTransaction.begin(pool, limit: Self.setLimit)
+        } catch let error as DatabaseError {
+            throw unavailable(error)
+        }
+        let (value, published): (T, [TableSchema])
+        do {
+            (value, published) = try await Self.$heldSet.withValue(held) {
+                try await schemas.holdingPublications(body)
+            }
+        } catch {
+            await held.rollback()
+            throw error
+        }
+        do {
+            try await held.commit()
+        } catch let error as DatabaseError {
+            throw unavailable(error)
+        }
+        for schema in published { schemas.publish(schema) }
+        return value
+    }
+
+    /// The longest an atomic set holds the writer.
+    static let setLimit = Duration.seconds(30)
+
+    /// Runs a write transaction, mapping database failures to ``TableStoreError``. Inside an atomic set
+    /// (``atomically(_:)``) it is a savepoint of the set's transaction.
     func write<T: Sendable>(_ body: @escaping @Sendable (Database) throws -> T) async throws -> T {
         do {
+            if let held = joinedSet { return try await held.run(body) }
             return try await pool.write(body)
         } catch let error as TableStoreError {
             throw error
@@ -101,9 +142,11 @@ public final class SQLiteTableStore: TableStore {
 
     /// Runs a read, mapping database failures to ``TableStoreError``. A read still running after
     /// ``queryTimeout`` is interrupted (SQLite stops the statement) and fails with
-    /// ``TableStoreError/unavailable(_:)``; cancelling the caller interrupts it too.
+    /// ``TableStoreError/unavailable(_:)``; cancelling the caller interrupts it too. Inside an atomic set it reads
+    /// the set's transaction, which sees the set's writes.
     func read<T: Sendable>(_ body: @escaping @Sendable (Database) throws -> T) async throws -> T {
         do {
+            if let held = joinedSet { return try await held.run(body) }
             // Cancelling the read makes GRDB interrupt its statement; the caller does not wait for that.
             return try await abandoning(
                 after: queryTimeout, throwing: { TableStoreError.unavailable(queryTimeoutMessage) }

@@ -113,6 +113,20 @@ public protocol TableStore: Sendable {
     func undelete(_ id: ItemID, in table: TableName, scope: RowScope, precondition: Precondition?) async throws
         -> JSONValue
 
+    /// Whether ``atomically(_:)`` applies sets of writes all or none (default: false).
+    var offersAtomicSets: Bool { get }
+
+    /// Runs `body` so that the writes it makes through this store (from the current task and its child tasks)
+    /// commit together or not at all: they are applied when `body` returns, and undone when it throws. Reads in
+    /// `body` see its writes; other callers see none of them before the commit. A call inside another joins it.
+    ///
+    /// - Parameter body: The work.
+    /// - Returns: What `body` returns.
+    /// - Throws: What `body` throws (its writes undone), ``TableStoreError/unavailable(_:)`` when the set could not
+    ///   begin or commit, or — from a store without sets (``offersAtomicSets`` false, the default) — at once,
+    ///   without running `body`.
+    func atomically<T: Sendable>(_ body: @escaping @Sendable () async throws -> T) async throws -> T
+
     /// Up to `limit` writes from the outbox (of the tables with a ``TableHooks/afterCommit`` hook) that no drainer
     /// holds, oldest first, now held by the caller for `lease` — after which, not removed, they are handed out again.
     ///
@@ -145,6 +159,12 @@ public protocol TableStore: Sendable {
 }
 
 extension TableStore {
+    public var offersAtomicSets: Bool { false }
+
+    public func atomically<T: Sendable>(_ body: @escaping @Sendable () async throws -> T) async throws -> T {
+        throw TableStoreError.unavailable("this store cannot apply a set of writes atomically")
+    }
+
     /// A query whose rows carry every system property (``RowShape/stored``).
     ///
     /// - Parameters: As for ``query(_:_:scope:limit:maxBytes:shape:)``.

@@ -9,10 +9,13 @@ import SyncOData
 /// `POST /batch` (docs/batch.md, our extension): an ordered list of table writes in one request, each answered
 /// exactly as the same request to `/tables/…` would be.
 ///
-/// The operations run one after another, each in its own transaction, through the same handlers as single
-/// requests (so access rules, preconditions, conflicts and per-user scoping are the same). An operation on an
-/// item whose earlier operation in the batch failed is not applied (424). The first operation answered 5xx ends
-/// the batch: the answer lists the operations processed, and those after it were not applied.
+/// The operations run one after another through the same handlers as single requests (so access rules, hooks,
+/// preconditions, conflicts and per-user scoping are the same). By default each runs in its own transaction: an
+/// operation on an item whose earlier operation in the batch failed is not applied (424), and the first operation
+/// answered 5xx ends the batch (the answer lists the operations processed; those after it were not applied). An
+/// atomic batch (`"atomic": true`, a *set*) runs in one transaction of the store (``TableStore/atomically(_:)``):
+/// all its operations are applied, or — when any is answered anything but 2xx — none, and every other operation is
+/// answered 424.
 struct BatchEndpoint: Sendable {
     /// The most operations in one batch.
     static let maxOperations = 500
@@ -22,9 +25,16 @@ struct BatchEndpoint: Sendable {
     /// Answers the table routes (a router of its own, without the outer middleware).
     let tables: any HTTPResponder<SyncRequestContext>
     let maxBodySize: Int
+    /// The store, whose transaction an atomic batch runs in.
+    let store: any TableStore
+    /// The change notices, which an atomic batch gives after its commit.
+    let changes: ChangeHub
 
-    /// The value of ``capabilityHeader``: `max-operations=500, max-bytes=1048576`.
-    var capability: String { "max-operations=\(Self.maxOperations), max-bytes=\(maxBodySize)" }
+    /// The value of ``capabilityHeader``: `max-operations=500, max-bytes=1048576`, then `atomic` when the store
+    /// applies sets.
+    var capability: String {
+        "max-operations=\(Self.maxOperations), max-bytes=\(maxBodySize)" + (store.offersAtomicSets ? ", atomic" : "")
+    }
 
     private struct Operation {
         let method: HTTPRequest.Method
@@ -36,7 +46,17 @@ struct BatchEndpoint: Sendable {
     }
 
     func handle(_ request: Request, _ context: SyncRequestContext) async throws -> Response {
-        let operations = try await parse(request)
+        let (operations, atomic) = try await parse(request)
+        if atomic { return try await handleSet(operations, request, context) }
+        let (answers, _) = try await run(operations, request, context)
+        return JSONResponse.make(.ok, ["responses": .array(answers)])
+    }
+
+    /// Runs the operations in order and answers each: one on an item whose earlier operation failed is not applied
+    /// (424); the first answered 5xx ends the run. Also says whether any was answered anything but 2xx.
+    @Sendable private func run(_ operations: [Operation], _ request: Request, _ context: SyncRequestContext)
+        async throws -> (answers: [JSONValue], failed: Bool)
+    {
         var answers: [JSONValue] = []
         answers.reserveCapacity(operations.count)
         var failed: Set<String> = []
@@ -49,19 +69,50 @@ struct BatchEndpoint: Sendable {
                 continue
             }
             let response = await respond(operation, request, context)
-            let collected = Collected()
-            try await response.body.write(Collector(into: collected))
-            let json = collected.buffer.withUnsafeReadableBytes { raw in
-                raw.isEmpty ? nil : try? JSONValue(parsingUTF8: raw.bindMemory(to: UInt8.self))
-            }
-            answers.append(Self.answer(response.status, body: json, eTag: response.headers[.eTag]))
-            if response.status.kind == .serverError { break }
+            answers.append(try await Self.answer(response))
+            if response.status.kind == .serverError { return (answers, true) }
             if response.status.kind != .successful, let item = operation.item {
                 failed.insert(item)
             }
         }
-        return JSONResponse.make(.ok, ["responses": .array(answers)])
+        return (answers, answers.contains { $0["status"]?.intValue.map { !(200..<300).contains($0) } ?? true })
     }
+
+    /// An atomic batch: every operation in one transaction of the store, kept only when all are answered 2xx. Every
+    /// operation is run, so that each failure is answered as itself (a replayed set's members each say they were
+    /// applied before); when any failed, the others are answered 424.
+    private func handleSet(_ operations: [Operation], _ request: Request, _ context: SyncRequestContext)
+        async throws -> Response
+    {
+        guard store.offersAtomicSets else {
+            throw APIError.badRequest("This server's store cannot apply a batch atomically; send it without \"atomic\"")
+        }
+        do {
+            let answers = try await changes.publishingOnReturn {
+                try await store.atomically {
+                    let (answers, failed) = try await run(operations, request, context)
+                    if failed { throw Refused(answers: answers) }
+                    return answers
+                }
+            }
+            return JSONResponse.make(.ok, ["atomic": true, "applied": true, "responses": .array(answers)])
+        } catch let refused as Refused {
+            let isFailure = { (answer: JSONValue) in !(200..<300).contains(answer["status"]?.intValue ?? 0) }
+            let first = (refused.answers.firstIndex(where: isFailure) ?? 0) + 1
+            let notApplied = Self.answer(
+                .init(code: 424, reasonPhrase: "Failed Dependency"),
+                body: ["error": .string("Not applied: operation \(first) of the atomic batch failed")])
+            var answers = Array(repeating: notApplied, count: operations.count)
+            for (index, answer) in refused.answers.enumerated() where isFailure(answer) { answers[index] = answer }
+            return JSONResponse.make(.ok, ["atomic": true, "applied": false, "responses": .array(answers)])
+        } catch let error as TableStoreError {
+            guard case .unavailable(let reason) = error else { throw error }
+            throw APIError(.serviceUnavailable, "The batch was not applied: \(reason)")
+        }
+    }
+
+    /// Thrown out of an atomic batch's transaction to undo it, with its answers.
+    private struct Refused: Error { let answers: [JSONValue] }
 
     /// One operation through the table routes; a thrown answer becomes its response, any other error a 500.
     private func respond(_ operation: Operation, _ request: Request, _ context: SyncRequestContext) async -> Response {
@@ -83,7 +134,7 @@ struct BatchEndpoint: Sendable {
     }
 
     /// The request's operations, all checked before any runs: 400 for a malformed one, 413 past the limits.
-    private func parse(_ request: Request) async throws -> [Operation] {
+    private func parse(_ request: Request) async throws -> (operations: [Operation], atomic: Bool) {
         let value = try await JSONBody.read(request, maxBytes: maxBodySize, what: "The batch")
         guard let list = value["requests"]?.arrayValue else {
             throw APIError.badRequest(#"The body must be a JSON object with a "requests" array"#)
@@ -91,10 +142,13 @@ struct BatchEndpoint: Sendable {
         guard list.count <= Self.maxOperations else {
             throw APIError.badRequest("A batch holds at most \(Self.maxOperations) operations, not \(list.count)")
         }
+        let atomic = value["atomic"] ?? .bool(false)
+        guard let isAtomic = atomic.boolValue else { throw APIError.badRequest(#""atomic" must be true or false"#) }
         let version = request.headers[HTTPField.Name("ZUMO-API-VERSION")!]
-        return try list.enumerated().map { index, entry in
+        let operations = try list.enumerated().map { index, entry in
             try Self.operation(entry, number: index + 1, version: version)
         }
+        return (operations, isAtomic)
     }
 
     private static func operation(_ entry: JSONValue, number: Int, version: String?) throws -> Operation {
@@ -143,6 +197,16 @@ struct BatchEndpoint: Sendable {
             ? "\(table)/\(ODataQuery.percentDecode(path[3]) ?? path[3])"
             : body?["id"]?.stringValue.map { "\(table)/\($0)" }
         return Operation(method: method, path: url, headers: headers, body: body, item: item)
+    }
+
+    /// A response as the batch answers it: its status, its `ETag` and its JSON body.
+    private static func answer(_ response: Response) async throws -> JSONValue {
+        let collected = Collected()
+        try await response.body.write(Collector(into: collected))
+        let json = collected.buffer.withUnsafeReadableBytes { raw in
+            raw.isEmpty ? nil : try? JSONValue(parsingUTF8: raw.bindMemory(to: UInt8.self))
+        }
+        return answer(response.status, body: json, eTag: response.headers[.eTag])
     }
 
     private static func answer(_ status: HTTPResponse.Status, body: JSONValue?, eTag: String? = nil) -> JSONValue {
