@@ -46,6 +46,59 @@ import Testing
         #expect(PendingOperationQueue.decide(new, after: try Self.operation(pending, inFlight: true)) == expected)
     }
 
+    /// Issue 49: a write never collapses into an operation of another change set, or of none when it is in one (or of
+    /// one when it is in none) — it is appended as behind a frozen operation; within one set the table holds.
+    @Test(arguments: [(Int64?.none, Int64?.some(1)), (1, nil), (1, 2)])
+    func neverCollapsesAcrossAChangeSetsBoundary(pendingSet: Int64?, writeSet: Int64?) throws {
+        for pending in OperationKind.allCases {
+            var operation = try Self.operation(pending)
+            operation.changeSet = pendingSet
+            var frozen = try Self.operation(pending, inFlight: true)
+            frozen.changeSet = pendingSet
+            for new in OperationKind.allCases {
+                #expect(
+                    PendingOperationQueue.decide(new, after: operation, inSet: writeSet)
+                        == PendingOperationQueue.decide(new, after: frozen, inSet: pendingSet),
+                    "\(pending) then \(new)")
+            }
+        }
+        var inSet = try Self.operation(.insert)
+        inSet.changeSet = 3
+        #expect(PendingOperationQueue.decide(.delete, after: inSet, inSet: 3) == .remove)
+        #expect(PendingOperationQueue.decide(.update, after: inSet, inSet: 3) == .keep)
+    }
+
+    /// Issue 49 on the real store: a change set's writes are one transaction (a throw in the middle leaves nothing,
+    /// neither rows nor operations); its operations share one set; a later write of one of its items outside it is
+    /// queued after it, and a write inside it collapses as usual.
+    @Test func aChangeSetIsOneTransactionAndKeepsItsBoundary() async throws {
+        let workspace = try Workspace()
+        let client = try await SyncClient.make(URL(string: "http://127.0.0.1:9")!, workspace: workspace)
+        let table = try client.syncTable("TodoItem", of: TodoItem.self)
+        struct Stop: Error {}
+        await #expect(throws: Stop.self) {
+            try await client.changeSet { set in
+                try set.insert(TodoItem(id: "a", text: "x", complete: false), into: table)
+                throw Stop()
+            }
+        }
+        #expect(try await table.items().isEmpty)
+        #expect(try await client.pendingOperations().isEmpty)
+        let made = try await client.changeSet { set in
+            try set.insert(TodoItem(id: "a", text: "x", complete: false), into: table)
+            try set.update(TodoItem(id: "a", text: "y", complete: false), in: table)  // collapses into the insert
+            return try set.insert(TodoItem(id: "", text: "z", complete: false), into: table)
+        }
+        #expect(!made.id.isEmpty)
+        try await table.update(TodoItem(id: "a", text: "later", complete: true))
+        let queued = try await client.pendingOperations()
+        #expect(queued.map(\.kind) == [.insert, .insert, .update])
+        #expect(queued[0].changeSet != nil && queued[0].changeSet == queued[1].changeSet && queued[2].changeSet == nil)
+        try await client.changeSet { set in try set.delete(id: ItemID("a"), from: table) }
+        let last = try #require(try await client.pendingOperations().last)
+        #expect(last.kind == .delete && last.changeSet != nil && last.changeSet != queued[0].changeSet)
+    }
+
     @Test func collapsesOnTheStoreAndKeepsQueuePositions() async throws {
         let workspace = try Workspace()
         let client = try await SyncClient.make(URL(string: "http://127.0.0.1:9")!, workspace: workspace)

@@ -25,6 +25,39 @@ import Testing
         #expect(plan.finish() == nil)
     }
 
+    /// Issue 49: a change set's members are one run whatever the offer, ended by the first operation outside it; when
+    /// one member waits, the whole set does (those gathered before it and those after).
+    @Test func aChangeSetIsOneRunAndWaitsWhole() throws {
+        func member(_ id: Int64, _ item: String, set: Int64?) throws -> PendingOperation {
+            var operation = try Self.operation(id, item)
+            operation.changeSet = set
+            return operation
+        }
+        var plan = PushPlan(parked: [6])
+        let single = try member(1, "x", set: nil)
+        #expect(plan.place(single, offered: 10) == .batched)
+        let (a, b) = (try member(2, "a", set: 1), try member(3, "b", set: 1))
+        #expect(plan.batchBefore(a, offered: 10)?.map(\.id) == [1], "a plain batch ends where a set begins")
+        #expect(plan.place(a, offered: nil) == .batched, "a set's run, even with no offer")
+        #expect(plan.batchBefore(b, offered: nil) == nil)
+        #expect(plan.place(b, offered: nil) == .batched)
+        let next = try member(4, "c", set: 2)
+        #expect(plan.batchBefore(next, offered: 10)?.map(\.id) == [2, 3], "a set ends where another begins")
+        #expect(plan.place(next, offered: 10) == .batched)
+        // Set 2's second member is parked: the set waits whole, its first member too, and its last.
+        let parked = try member(6, "d", set: 2)
+        #expect(plan.batchBefore(parked, offered: 10) == nil)
+        #expect(plan.place(parked, offered: 10) == .skipped)
+        let last = try member(7, "e", set: 2)
+        #expect(plan.batchBefore(last, offered: 10) == nil)
+        #expect(plan.place(last, offered: 10) == .skipped)
+        #expect(plan.blocked == ["todoitem/c", "todoitem/d", "todoitem/e"])
+        let after = try member(8, "f", set: nil)
+        #expect(plan.batchBefore(after, offered: 10) == nil)
+        #expect(plan.place(after, offered: 10) == .batched)
+        #expect(plan.finish()?.map(\.id) == [8])
+    }
+
     @Test func reCreationsAndPushesWithoutAnOfferGoAlone() throws {
         var plan = PushPlan(parked: [7])
         #expect(plan.place(try Self.operation(1, "a", recreates: true), offered: 10) == .alone)

@@ -151,6 +151,55 @@ struct DatedItem: Codable, Sendable, Equatable {
         }
     }
 
+    /// sync-chaos --fields under load (seed 13): B's text edit is sent with no reply read (frozen), a newer edit waits
+    /// behind it, A changes the text and marks the item done; B's retry meets a conflict on the text and B takes the
+    /// server's version. The newer edit's base became the server's row while the local row kept B's stale
+    /// `complete = false`, so the newer edit sent it as a change of B's — and A's done was lost with no conflict. Now
+    /// the newer edit's own changes go over the server's row; one that meets a change of the server's (the text
+    /// again) is a conflict of its own.
+    @Test(arguments: [false, true])
+    func takingTheServersRowUnderANewerEditKeepsTheServersOtherFields(newerEditsText: Bool) async throws {
+        let workspace = try Workspace()
+        try await LiveServer.run(in: workspace) { url in
+            let transport = ScriptedTransport(forwardingTo: URLSessionTransport())
+            let (a, b) = try await Self.twoDevices(url, workspace) {
+                $0.transport = transport
+                $0.retryLimit = 0
+            }
+            try await Self.edit(b) { $0.text = "soy milk" }
+            transport.append([.fail(.timedOut)])
+            await #expect(throws: PushError.self) { try await b.push() }
+            try await Self.edit(b) { item in
+                if newerEditsText { item.text = "rice milk" } else { item.due = "2026-12-24" }
+            }
+            #expect(try await b.pendingOperations().map(\.isAttempted) == [true, false])
+            try await Self.edit(a) {
+                $0.text = "oat milk"
+                $0.complete = true
+            }
+            try await a.push()
+            await #expect(throws: PushError.self) { try await b.push() }
+            let conflict = try #require(try await b.operationErrors().first)
+            #expect(conflict.conflictingFields == ["text"])
+            try await b.resolve(conflict, with: .takeServerItem)
+            if newerEditsText {
+                // The newer text meets A's: a conflict of its own, with A's done merged in.
+                await #expect(throws: PushError.self) { try await b.push() }
+                let again = try #require(try await b.operationErrors().first)
+                #expect(again.conflictingFields == ["text"] && again.serverItem?["complete"] == true)
+                try await b.resolve(again, with: .keepMine(nil))
+            }
+            try await b.push()
+            let server = try #require(try await Self.server(a))
+            let expected = DatedItem(
+                id: "t", text: newerEditsText ? "rice milk" : "oat milk", complete: true,
+                due: newerEditsText ? "2026-12-01" : "2026-12-24")
+            #expect(server["text"] == .string(expected.text) && server["due"] == expected.due.map(JSONValue.string))
+            #expect(server["complete"] == true)  // A's done stays
+            #expect(try await b.syncTable("TodoItem", of: DatedItem.self).item(id: ItemID("t")) == expected)
+        }
+    }
+
     @Test(arguments: ["serverWins", "clientWins", "resolve"])
     func theTablesPolicyDecidesFieldsChangedOnBothSides(policy: String) async throws {
         let workspace = try Workspace()

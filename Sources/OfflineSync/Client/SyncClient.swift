@@ -88,6 +88,10 @@ public final class SyncClient: Sendable {
         /// ``BatchPush/whenOffered``. Under ``ProtocolVersion/v3`` pushes are never batched (the batch endpoint
         /// speaks v2).
         public var batchPush = BatchPush.whenOffered
+        /// What a push does with a change set (``SyncClient/changeSet(_:)``) when the server does not offer atomic
+        /// batches (docs/batch.md) — any backend but `sync-server`, the v3 dialect, or ``batchPush`` `.never`.
+        /// Default: ``ChangeSetFallback/refuse``: a set is applied whole or waits.
+        public var changeSetsWithoutAtomicServer = ChangeSetFallback.refuse
         /// Wall-clock time, recorded when a pull finishes (``SyncTable/lastSyncDate()``). Default: `Date()`.
         public var now: @Sendable () -> Date = { Date() }
         /// The account whose data the store holds, for tokens that do not name it (not a JWT with a `sub`
@@ -156,6 +160,7 @@ public final class SyncClient: Sendable {
             fieldConflicts: Dictionary(
                 configuration.fieldConflicts.map { ($0.key.lowercased(), $0.value) },
                 uniquingKeysWith: { _, last in last }),
+            changeSetFallback: configuration.changeSetsWithoutAtomicServer,
             retry: RetryPolicy(
                 limit: configuration.retryLimit, clock: configuration.clock, jitter: configuration.jitter),
             now: configuration.now,

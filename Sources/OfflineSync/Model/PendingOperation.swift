@@ -54,6 +54,9 @@ public struct PendingOperation: Sendable, Hashable, Identifiable {
     /// for inserts and deletes, and for an update whose base is not known (one imported from the Azure SDK's
     /// store): such an update sends the whole row and meets a conflict as a whole.
     var base: JSONValue?
+    /// The change set the operation belongs to (``SyncClient/changeSet(_:)``), or nil: the operations of one set are
+    /// applied on the server together or not at all, and never collapse with an operation outside the set.
+    public internal(set) var changeSet: Int64?
 
     /// Whether the operation was sent and its outcome is unknown: it is *frozen* (PROTOCOL.md §7) — never collapsed
     /// with a later local write, and every retry sends exactly what the first attempt sent, even after a crash.
@@ -69,9 +72,11 @@ public struct PendingOperation: Sendable, Hashable, Identifiable {
     ///   - item: For a delete, the deleted item.
     ///   - attempt: What the first attempt sent, if it was sent.
     ///   - recreatesItem: Whether the push re-creates an item the server deleted.
+    ///   - base: For an update, the row as the server last gave it.
+    ///   - changeSet: The change set it belongs to, if any.
     init(
         id: Int64, table: TableName, itemID: ItemID, kind: OperationKind, item: JSONValue? = nil,
-        attempt: Attempt? = nil, recreatesItem: Bool = false, base: JSONValue? = nil
+        attempt: Attempt? = nil, recreatesItem: Bool = false, base: JSONValue? = nil, changeSet: Int64? = nil
     ) {
         self.id = id
         self.table = table
@@ -81,5 +86,6 @@ public struct PendingOperation: Sendable, Hashable, Identifiable {
         self.attempt = attempt
         self.recreatesItem = recreatesItem
         self.base = base
+        self.changeSet = changeSet
     }
 }

@@ -25,14 +25,19 @@ enum PendingOperationQueue {
     ///
     /// An operation that was sent and whose reply was not read yet (``PendingOperation/isAttempted``)
     /// is frozen: a write that makes sense after it is appended, never collapsed into it, so that a
-    /// retry sends exactly what the first attempt sent (PROTOCOL.md §7).
+    /// retry sends exactly what the first attempt sent (PROTOCOL.md §7). So is an operation of another change set
+    /// than the write's (or of one when the write is in none, or of none when it is in one): collapsing never moves a
+    /// change across a set's boundary, so a set is applied on the server as it was made.
     /// - Parameters:
     ///   - kind: The new write.
     ///   - pending: The item's last pending operation, if any.
+    ///   - changeSet: The change set the write is made in, if any.
     /// - Returns: The decision.
-    static func decide(_ kind: OperationKind, after pending: PendingOperation?) -> Decision {
+    static func decide(_ kind: OperationKind, after pending: PendingOperation?, inSet changeSet: Int64? = nil)
+        -> Decision
+    {
         guard let pending else { return .append(kind) }
-        if pending.isAttempted { return frozenDecision(kind, after: pending.kind) }
+        if pending.isAttempted || pending.changeSet != changeSet { return frozenDecision(kind, after: pending.kind) }
         switch (pending.kind, kind) {
         case (.insert, .insert), (.update, .insert): return .reject(.alreadyExists)
         case (.insert, .update), (.update, .update): return .keep

@@ -37,6 +37,7 @@ enum OperationCoding {
             "id": .int(operation.id), "table": .string(operation.table.rawValue),
             "itemID": .string(operation.itemID.rawValue), "kind": .string(operation.kind.rawValue),
             "item": operation.item ?? .null, "base": operation.base ?? .null,
+            "changeSet": operation.changeSet.map(JSONValue.int) ?? .null,
         ]
     }
 
@@ -47,7 +48,7 @@ enum OperationCoding {
         let item = json["item"].flatMap { $0 == .null ? nil : $0 }
         return PendingOperation(
             id: id, table: try TableName(table), itemID: try ItemID(itemID), kind: kind, item: item,
-            base: json["base"].flatMap { $0 == .null ? nil : $0 })
+            base: json["base"].flatMap { $0 == .null ? nil : $0 }, changeSet: json["changeSet"]?.intValue)
     }
 
     static func json(_ attempt: PendingOperation.Attempt) -> JSONValue {

@@ -88,7 +88,7 @@ class LocalStoreReader {
     }
 
     private static let operationColumns =
-        "\"id\", \"tableName\", \"itemID\", \"kind\", \"item\", \"attempt\", \"recreatesItem\", \"base\""
+        "\"id\", \"tableName\", \"itemID\", \"kind\", \"item\", \"attempt\", \"recreatesItem\", \"base\", \"changeSet\""
 
     private func operation(_ row: Row) throws -> PendingOperation {
         let itemText: String? = row["item"]
@@ -111,7 +111,8 @@ class LocalStoreReader {
             kind: kind,
             item: try itemText.map { try JSONValue(parsing: $0) },
             attempt: try attemptText.map { try OperationCoding.attempt(from: try JSONValue(parsing: $0)) },
-            recreatesItem: row["recreatesItem"], base: try baseText.map { try JSONValue(parsing: $0) })
+            recreatesItem: row["recreatesItem"], base: try baseText.map { try JSONValue(parsing: $0) },
+            changeSet: row["changeSet"])
     }
 
     /// Pending operations in queue order, after `sequence` when given, at most `limit` of them.
@@ -274,17 +275,28 @@ final class LocalStoreWriter: LocalStoreReader {
             arguments: StatementArguments(sqlValues: arguments))
     }
 
-    /// Appends an operation to the queue, giving it the next sequence number; an update with its base row.
-    func enqueue(_ kind: OperationKind, itemID: ItemID, in table: TableName, item: JSONValue?, base: JSONValue? = nil)
-        throws -> PendingOperation
-    {
+    /// Appends an operation to the queue, giving it the next sequence number; an update with its base row; in a
+    /// change set, with the set.
+    func enqueue(
+        _ kind: OperationKind, itemID: ItemID, in table: TableName, item: JSONValue?, base: JSONValue? = nil,
+        changeSet: Int64? = nil
+    ) throws -> PendingOperation {
         try db.cachedStatement(
             sql: """
-                INSERT INTO "sync_operations" ("tableName", "itemID", "kind", "item", "base") VALUES (?, ?, ?, ?, ?)
+                INSERT INTO "sync_operations" ("tableName", "itemID", "kind", "item", "base", "changeSet")
+                VALUES (?, ?, ?, ?, ?, ?)
                 """
-        ).execute(arguments: [table.canonical, itemID.rawValue, kind.rawValue, item?.serialized(), base?.serialized()])
+        ).execute(arguments: [
+            table.canonical, itemID.rawValue, kind.rawValue, item?.serialized(), base?.serialized(), changeSet,
+        ])
         return PendingOperation(
-            id: db.lastInsertedRowID, table: table, itemID: itemID, kind: kind, item: item, base: base)
+            id: db.lastInsertedRowID, table: table, itemID: itemID, kind: kind, item: item, base: base,
+            changeSet: changeSet)
+    }
+
+    /// A number for a new change set: greater than that of every set still queued.
+    func newChangeSet() throws -> Int64 {
+        (try Int64.fetchOne(db, sql: #"SELECT MAX("changeSet") FROM "sync_operations""#) ?? 0) + 1
     }
 
     /// Saves an operation's changed kind, item, attempt or re-creation mark.

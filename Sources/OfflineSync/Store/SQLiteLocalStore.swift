@@ -285,6 +285,10 @@ public final class SQLiteLocalStore: Sendable {
         migrator.registerMigration("v4: base rows of updates") { db in
             try db.execute(sql: #"ALTER TABLE "sync_operations" ADD COLUMN "base" TEXT"#)
         }
+        // The change set of each operation made in one (issue 49): pushed together, never collapsed across.
+        migrator.registerMigration("v5: change sets") { db in
+            try db.execute(sql: #"ALTER TABLE "sync_operations" ADD COLUMN "changeSet" INTEGER"#)
+        }
         return migrator
     }
 

@@ -84,7 +84,7 @@ extension PushRunner {
     }
 
     /// Completes pushed operations in one transaction.
-    private func complete(_ pushed: [(PendingOperation, JSONValue?)], result: inout PushResult) async throws {
+    func complete(_ pushed: [(PendingOperation, JSONValue?)], result: inout PushResult) async throws {
         guard !pushed.isEmpty else { return }
         try await store.write { writer in
             for (operation, serverItem) in pushed {
@@ -111,7 +111,7 @@ extension PushRunner {
     }
 
     /// One operation of a batch: the request its frozen attempt makes as a single push.
-    private func batchRequest(_ operation: PendingOperation) -> JSONValue {
+    func batchRequest(_ operation: PendingOperation) -> JSONValue {
         var request: [String: JSONValue] = [:]
         let attempt = operation.attempt
         switch operation.kind {
@@ -130,7 +130,7 @@ extension PushRunner {
     }
 
     /// The answers of a batch reply of `count` operations: at least one, at most `count` (nil otherwise).
-    private static func answers(_ reply: HTTPResponseData, _ count: Int) -> [JSONValue]? {
+    static func answers(_ reply: HTTPResponseData, _ count: Int) -> [JSONValue]? {
         guard reply.status == 200, let answers = reply.json?["responses"]?.arrayValue, !answers.isEmpty,
             answers.count <= count, answers.allSatisfy({ $0["status"]?.intValue != nil })
         else { return nil }
@@ -138,7 +138,7 @@ extension PushRunner {
     }
 
     /// A batch answer as the response a single request would have had.
-    private static func reply(_ answer: JSONValue) -> HTTPResponseData {
+    static func reply(_ answer: JSONValue) -> HTTPResponseData {
         var headers: [String: String] = [:]
         for (name, value) in answer["headers"]?.objectValue ?? [:] { headers[name] = value.stringValue }
         return HTTPResponseData(

@@ -10,6 +10,8 @@ struct PushRunner: SyncRunner {
     let conflictHandler: ConflictHandler?
     /// The policy of each table (by canonical name) for fields changed on both sides; absent: surface them.
     let fieldConflicts: [String: FieldConflictPolicy]
+    /// What a change set does when the server cannot apply it atomically.
+    let changeSetFallback: SyncClient.ChangeSetFallback
     /// The files a row's change names go first.
     let attachments: AttachmentTransfers
 }
@@ -48,7 +50,7 @@ extension PushRunner {
                     after = operation.id
                     let offered = endpoint.batchOffer.limits?.operations
                     if let batch = plan.batchBefore(operation, offered: offered) {
-                        try await pushBatch(batch, result: &result, blocked: &plan.blocked)
+                        try await pushRun(batch, result: &result, blocked: &plan.blocked)
                     }
                     let placement = plan.place(operation, offered: offered)
                     if placement == .skipped { continue }
@@ -60,7 +62,7 @@ extension PushRunner {
                     }
                 }
             }
-            if let batch = plan.finish() { try await pushBatch(batch, result: &result, blocked: &plan.blocked) }
+            if let batch = plan.finish() { try await pushRun(batch, result: &result, blocked: &plan.blocked) }
         } catch SyncStop.unavailable(let error) {
             logger.info("Push stopped: server unavailable", metadata: [SyncLogKey.operations: "\(result.pushedCount)"])
             throw PushError.serverUnavailable(error, result)
@@ -78,6 +80,17 @@ extension PushRunner {
             throw PushError.operationsFailed(result)
         }
         return result
+    }
+
+    /// Pushes a run the plan gathered: a change set's members as a set, other operations as a batch.
+    private func pushRun(_ run: [PendingOperation], result: inout PushResult, blocked: inout Set<String>)
+        async throws
+    {
+        if run.first?.changeSet != nil {
+            try await pushSet(run, result: &result, blocked: &blocked)
+        } else {
+            try await pushBatch(run, result: &result, blocked: &blocked)
+        }
     }
 
     /// Freezes one operation (what it sends is kept before it is sent), sends it until a definitive
@@ -324,7 +337,8 @@ extension PushRunner {
     /// Stores the server's current row after `operation` left the queue (nil or a tombstone: the local
     /// row goes). When a newer operation for the item waits, the local change wins until it is pushed:
     /// the local row takes the server's version, and the fields the server changed that the newer edit
-    /// did not (see ``mergeServerChanges(_:sent:into:)``).
+    /// did not (see ``mergeServerChanges(_:sent:into:)``; after a resolution that sent nothing, the newer update's
+    /// changes since its base, ``FieldMerge``).
     static func applyServerRow(_ serverItem: JSONValue?, for operation: PendingOperation, writer: LocalStoreWriter)
         throws
     {
@@ -335,7 +349,14 @@ extension PushRunner {
                 newer.item?["version"] = version
                 try writer.updateOperation(newer)
             } else if var row = try writer.item(operation.itemID, in: table) {
-                if let sent = operation.attempt?.item {
+                if operation.attempt == nil, newer.kind == .update, newer.attempt == nil, let base = newer.base {
+                    // Nothing the settled operation sent is on the server (a conflict taken or discarded): the newer
+                    // edit's own changes, since its base, go over the server's row. When one meets a change of the
+                    // server's, the row and the newer operation stay as they are: it meets that conflict itself.
+                    let outcome = FieldMerge.merge(base: base, mine: row, theirs: serverItem)
+                    guard outcome.conflicts.isEmpty else { return }
+                    row = outcome.merged
+                } else if let sent = operation.attempt?.item {
                     guard let merged = mergeServerChanges(serverItem, sent: sent, into: row) else { return }
                     row = merged
                 }

@@ -18,7 +18,8 @@ actor SyncContext {
     init(
         store: SQLiteLocalStore, endpoint: TableEndpoint, account: AccountGuard, logger: Logger,
         conflictHandler: ConflictHandler?, fieldConflicts: [String: FieldConflictPolicy] = [:],
-        retry: RetryPolicy, now: @escaping @Sendable () -> Date, attachments settings: AttachmentSettings
+        changeSetFallback: SyncClient.ChangeSetFallback = .refuse, retry: RetryPolicy,
+        now: @escaping @Sendable () -> Date, attachments settings: AttachmentSettings
     ) {
         let parts = SyncParts(
             store: store, endpoint: endpoint, account: account, logger: logger, retry: retry, now: now)
@@ -26,7 +27,8 @@ actor SyncContext {
         self.parts = parts
         self.attachments = attachments
         pusher = PushRunner(
-            parts: parts, conflictHandler: conflictHandler, fieldConflicts: fieldConflicts, attachments: attachments)
+            parts: parts, conflictHandler: conflictHandler, fieldConflicts: fieldConflicts,
+            changeSetFallback: changeSetFallback, attachments: attachments)
         puller = PullRunner(parts: parts, attachments: attachments)
     }
 
@@ -45,12 +47,13 @@ actor SyncContext {
         }
     }
 
-    /// One local write: the row, then the queue per PROTOCOL.md §6 (in the caller's transaction). An update
-    /// keeps the stored row's fields that `knownFields` says the item's model does not know (a column another
-    /// app version or another app added): the item replaces the row, and a v3 update replaces it on the server.
+    /// One local write: the row, then the queue per PROTOCOL.md §6 (in the caller's transaction), in `changeSet` when
+    /// given. An update keeps the stored row's fields that `knownFields` says the item's model does not know (a column
+    /// another app version or another app added): the item replaces the row, and a v3 update replaces it on the
+    /// server.
     static func apply(
         _ kind: OperationKind, _ item: JSONValue, in table: TableName, writer: LocalStoreWriter,
-        knownFields: ((JSONValue) -> Set<String>?)? = nil
+        knownFields: ((JSONValue) -> Set<String>?)? = nil, changeSet: Int64? = nil
     ) throws -> JSONValue {
         guard let id = item.itemID else { throw ValueError(kind: "item", reason: "it has no valid 'id'") }
         // An insert only needs to know whether the row exists; updates and deletes need its content.
@@ -61,7 +64,7 @@ actor SyncContext {
             if kind == .insert, exists { throw LocalWriteError(.alreadyExists, table: table, itemID: id) }
             if kind != .insert, !exists { throw LocalWriteError(.notFound, table: table, itemID: id) }
         }
-        let decision = PendingOperationQueue.decide(kind, after: pending)
+        let decision = PendingOperationQueue.decide(kind, after: pending, inSet: changeSet)
         if case .reject(let reason) = decision {
             throw LocalWriteError(reason, table: table, itemID: id, pendingOperation: pending)
         }
@@ -92,7 +95,7 @@ actor SyncContext {
             // operation already sent, the row that one sent (its completion gives the server's row instead).
             _ = try writer.enqueue(
                 newKind, itemID: id, in: table, item: newKind == .delete ? stored : nil,
-                base: newKind == .update ? existing : nil)
+                base: newKind == .update ? existing : nil, changeSet: changeSet)
         case .keep:
             break  // the push sends the row as it is then
         case .change(let newKind):

@@ -9,6 +9,11 @@ public struct PushResult: Sendable, Hashable {
     /// Of the operations accepted, those that met a conflict first and were merged field by field with the
     /// server's row with no conflict shown (<doc:HandlingConflicts>): the changes of other devices they kept.
     public var mergedCount: Int
+    /// Change sets (``SyncClient/changeSet(_:)``) the server applied as a whole in this push.
+    public var changeSetsPushed = 0
+    /// Times the server refused a change set as a whole in this push (a member's conflict or refusal; nothing of the
+    /// set was applied). A set merged or resolved and then applied counts here and in ``changeSetsPushed``.
+    public var changeSetsRefused = 0
 
     /// Creates a result.
     ///

@@ -121,13 +121,15 @@ struct TableEndpoint: Sendable {
 }
 
 /// What the server said of its batch endpoint: its limits, from the `X-OfflineSync-Batch` header of its table
-/// responses (`max-operations=500, max-bytes=1048576`), or nothing yet.
+/// responses (`max-operations=500, max-bytes=1048576, atomic`), or nothing yet.
 final class BatchOffer: Sendable {
     static let header = "X-OfflineSync-Batch"
 
     struct Limits: Sendable, Equatable {
         var operations: Int
         var bytes: Int
+        /// Whether the server applies atomic batches (`atomic` in the header).
+        var atomic = false
     }
 
     private let state: Locked<Limits?>
@@ -135,7 +137,7 @@ final class BatchOffer: Sendable {
 
     init(_ mode: SyncClient.BatchPush) {
         self.mode = mode
-        state = Locked(mode == .always ? Limits(operations: 100, bytes: 1 << 20) : nil)
+        state = Locked(mode == .always ? Limits(operations: 100, bytes: 1 << 20, atomic: true) : nil)
     }
 
     /// The limits, when batches are to be sent.
@@ -144,18 +146,31 @@ final class BatchOffer: Sendable {
     /// Takes the limits of a header value; one it cannot read withdraws the offer.
     func learn(_ value: String) {
         var fields: [String: Int] = [:]
+        var atomic = false
         for part in value.split(separator: ",") {
             let pair = part.split(separator: "=", maxSplits: 1).map { $0.trimmingCharacters(in: .whitespaces) }
             if pair.count == 2, let number = Int(pair[1]), number > 0 { fields[pair[0].lowercased()] = number }
+            if pair.count == 1, pair[0].lowercased() == "atomic" { atomic = true }
         }
         let limits = fields["max-operations"].flatMap { operations in
-            fields["max-bytes"].map { Limits(operations: operations, bytes: $0) }
+            fields["max-bytes"].map { Limits(operations: operations, bytes: $0, atomic: atomic) }
         }
         state.withLock { $0 = limits }
     }
 
     /// Forgets the offer (the server refused a batch: an older instance behind the same address, a proxy).
     func withdraw() { state.withLock { $0 = nil } }
+
+    /// Whether batches may be sent at all (not `.never`, not the v3 dialect).
+    var mayBeOffered: Bool { mode != .never }
+
+    private let askedOnce = Locked(false)
+
+    /// Whether a request was already made only to learn the offer (a change set's push asks once per client).
+    var asked: Bool { askedOnce.withLock { $0 } }
+
+    /// Notes that a request was made only to learn the offer.
+    func markAsked() { askedOnce.withLock { $0 = true } }
 }
 
 /// Log metadata keys, declared once.

@@ -1,0 +1,138 @@
+import Foundation
+import Logging
+import SyncCore
+
+extension PushRunner {
+    /// How many times one push sends a change set whose conflicts were merged or resolved by the handler.
+    static let setRounds = 3
+
+    /// Pushes the operations of one change set (``SyncClient/changeSet(_:)``) as one atomic batch (docs/batch.md): the
+    /// server applies them all or none.
+    ///
+    /// - Applied: every member is completed, in one local transaction.
+    /// - Refused: nothing was applied. A member answered 409/412 that the decision reads as *applied before* (a
+    ///   replay of a set whose reply was lost: every member says so) is not a failure; when every member is such,
+    ///   the set is complete. Otherwise each failed member is settled without being sent again — merged by itself,
+    ///   resolved by the conflict handler, or parked with its error — and the members answered 424 wait with them.
+    ///   When none is left parked, the set goes again (at most ``setRounds`` times in a push); when one is, every
+    ///   member's item waits for the next push after its resolution.
+    /// - A member answered 5xx makes the whole answer transient: the set is sent again after a wait, as one request
+    ///   would be.
+    /// - When the server offers no atomic batches (or the set is past its limits),
+    ///   ``SyncClient/Configuration/changeSetsWithoutAtomicServer`` decides.
+    func pushSet(_ members: [PendingOperation], result: inout PushResult, blocked: inout Set<String>) async throws {
+        let keys = Set(members.map(\.key))
+        var ids = members.map(\.id)
+        var sentBefore = Set(members.filter(\.isAttempted).map(\.id))
+        for _ in 0..<Self.setRounds {
+            if Task.isCancelled { throw SyncStop.cancelled }
+            let frozen = try await store.write { [ids] writer in
+                try ids.compactMap { try Self.freeze($0, writer: writer) }
+            }
+            guard !frozen.isEmpty else { return }
+            ids = frozen.map(\.id)
+            try await learnBatchOffer(frozen[0].table)
+            let body: JSONValue = ["atomic": true, "requests": .array(frozen.map(batchRequest))]
+            guard let limits = endpoint.batchOffer.limits, limits.atomic, frozen.count <= limits.operations,
+                body.serializedData().count <= limits.bytes
+            else {
+                try await pushSetWithoutAtomicServer(frozen, sentBefore: sentBefore, result: &result, blocked: &blocked)
+                return
+            }
+            var sends = 0
+            let reply = try await sendRetrying(logger: logger) {
+                sends += 1
+                return try await endpoint.send("POST", endpoint.batchURL, body: body, features: ["OL"])
+            } isTransient: { reply in
+                guard !isTransientStatus(reply.status) else { return true }
+                guard (200..<300).contains(reply.status) else { return false }
+                // Cut short, or a member met a failure of the server's (the set was undone): sent again.
+                guard let answers = Self.answers(reply, frozen.count), answers.count == frozen.count else {
+                    return true
+                }
+                return answers.contains { isTransientStatus(Int($0["status"]?.intValue ?? 0)) }
+            }
+            guard reply.json?["atomic"] == true, let answers = Self.answers(reply, frozen.count),
+                answers.count == frozen.count
+            else {
+                // Refused as a whole (an older server behind the same address): the offer no longer holds.
+                logger.notice(
+                    "The server refused an atomic batch", metadata: [SyncLogKey.status: "\(reply.status)"])
+                endpoint.batchOffer.withdraw()
+                continue
+            }
+            var decided: [(operation: PendingOperation, decision: PushDecision, reply: HTTPResponseData)] = []
+            for (operation, answer) in zip(frozen, answers) {
+                let reply = Self.reply(answer)
+                let decision: PushDecision =
+                    reply.status == 424
+                    ? .refused
+                    : try await decide(
+                        operation.kind, operation, reply, sent: Self.body(of: operation, sendsChanges: true),
+                        resent: sends > 1 || sentBefore.contains(operation.id), logger: logger)
+                decided.append((operation, decision, reply))
+            }
+            let succeeded = decided.compactMap { entry -> (PendingOperation, JSONValue?)? in
+                guard case .succeeded(let item) = entry.decision else { return nil }
+                return (entry.operation, item)
+            }
+            if succeeded.count == decided.count {
+                try await complete(succeeded, result: &result)
+                result.changeSetsPushed += 1
+                return
+            }
+            result.changeSetsRefused += 1
+            logger.info(
+                "The server refused a change set", metadata: [SyncLogKey.operations: "\(frozen.count)"])
+            var waits = false
+            for entry in decided where entry.reply.status != 424 {
+                if case .succeeded = entry.decision { continue }
+                if entry.decision == .unauthorized { throw SyncStop.unauthorized }
+                let outcome = try await settle(entry.operation, entry.decision, entry.reply, resolutionsLeft: 0)
+                if case .failed(let error) = outcome {
+                    result.errors.append(error)
+                    waits = true
+                }
+            }
+            if waits { break }
+            sentBefore = []
+        }
+        blocked.formUnion(keys)
+    }
+
+    /// A change set the server cannot apply atomically: sent as separate operations, or reported and kept, as the
+    /// configuration says.
+    private func pushSetWithoutAtomicServer(
+        _ members: [PendingOperation], sentBefore: Set<Int64>, result: inout PushResult, blocked: inout Set<String>
+    ) async throws {
+        switch changeSetFallback {
+        case .sendSeparately:
+            logger.debug(
+                "Sending a change set as separate operations", metadata: [SyncLogKey.operations: "\(members.count)"])
+            try await pushBatch(members, result: &result, blocked: &blocked)
+        case .refuse:
+            for operation in members {
+                result.errors.append(
+                    OperationError(
+                        operation: operation, status: 501,
+                        message: "The server does not apply change sets atomically (no 'atomic' batches, or the set "
+                            + "is past its batch limits); the set stays queued. Configuration."
+                            + "changeSetsWithoutAtomicServer = .sendSeparately sends it one operation at a time.",
+                        sentItem: operation.attempt?.item ?? operation.item, serverItem: nil))
+            }
+            blocked.formUnion(members.map(\.key))
+        }
+    }
+
+    /// Makes sure the server's batch offer is known before a set is sent: one cheap read of the table when no
+    /// response has said it yet (a new client's first push), unless batches are off.
+    private func learnBatchOffer(_ table: TableName) async throws {
+        guard endpoint.batchOffer.limits == nil, endpoint.batchOffer.mayBeOffered, !endpoint.batchOffer.asked else {
+            return
+        }
+        endpoint.batchOffer.markAsked()
+        _ = try await sendRetrying(logger: logger) {
+            try await endpoint.send("GET", endpoint.url(table, query: "$top=0"), features: ["OL"])
+        }
+    }
+}
