@@ -77,12 +77,16 @@ struct NewList: AsyncParsableCommand {
         guard !name.trimmingCharacters(in: .whitespaces).isEmpty else { throw ValidationError("Give the list's name") }
         try await perform(options) { app in
             let id = UUID().uuidString.lowercased()
-            // Its first member first: the server makes the creator of a group with no members its owner, and the
-            // list itself may only be written by a member (the queue sends them in this order).
-            try await app.members.insert(
-                ListMember(
-                    id: UUID().uuidString.lowercased(), listId: id, userId: try app.signedInUser(), role: "owner"))
-            try await app.lists.insert(TodoList(id: id, name: name))
+            let owner = ListMember(
+                id: UUID().uuidString.lowercased(), listId: id, userId: try app.signedInUser(), role: "owner")
+            let (members, lists) = (try app.members, try app.lists)
+            // One change set: no device sees the list without its owner or the owner without the list. Its first
+            // member first: the server makes the creator of a group with no members its owner, and the list itself
+            // may only be written by a member.
+            try await app.client.changeSet { set in
+                try set.insert(owner, into: members)
+                try set.insert(TodoList(id: id, name: name), into: lists)
+            }
             print("Made list \(TodoApp.short(id))  \(name)")
         }
     }

@@ -110,6 +110,10 @@ struct GlobalOptions: ParsableArguments {
         }
         configuration.requestTimeout = .seconds(10)
         configuration.retryLimit = 2
+        // A list and its owner are one change set, applied whole by `sync-server` (v2). A server without atomic
+        // batches (and the v3 dialect) gets them one by one — another device may see one before the other for a
+        // moment — rather than never.
+        configuration.changeSetsWithoutAtomicServer = .sendSeparately
         // Small pages make a short list take several pages (the chaos test uses them to fault multi-page pulls).
         if let size = environment["TODO_PULL_PAGE_SIZE"].flatMap({ Int($0) }), size > 0 {
             configuration.pullPageSize = size
