@@ -167,6 +167,8 @@ let package = Package(
             dependencies: [
                 "SyncServer",
                 .product(name: "SyncCore", package: client),
+                .product(name: "SyncSQLite", package: client),
+                .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "OfflineSyncTesting", package: client),
                 .product(name: "Subprocess", package: "swift-subprocess"),
                 // `FilePath` for Subprocess: the System framework on Apple platforms, this package elsewhere.

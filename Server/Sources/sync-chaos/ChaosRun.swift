@@ -171,6 +171,14 @@ struct ChaosRun {
             }
         }
         let deadline = started.addingTimeInterval(settings.timeLimit * 0.7)
+        // Shared runs: half-applied change sets (a list and its owner) on the server, while everything happens.
+        let watcher =
+            settings.shared
+            ? SetWatcher(
+                database: directory.appendingPathComponent("server.sqlite").path,
+                atomicUsers: Set(devices.filter { settings.protocols.of(device: $0.index) == "v2" }.compactMap(\.user)))
+            : nil
+        let watching = watcher.map { watcher in Task { await watcher.run() } }
 
         // Chaos: devices step concurrently while partitions and server kills happen.
         let chaos = ChaosAgent(server: server, proxy: proxy, seed: seed ^ 0xC4A05)
@@ -215,8 +223,13 @@ struct ChaosRun {
             settled = round.isEmpty
         }
 
+        watching?.cancel()
+        await watching?.value
         var report = Report(seed: seed)
         report.failures += errors.withLock { $0 }
+        if let watcher {
+            report.failures += watcher.findings.violations.prefix(5).map { "half-applied change set: \($0)" }
+        }
         report.failures += devices.flatMap(\.failures)
         if !settled {
             let said = unsettled.enumerated().map { "\n    round \($0 + 1): " + $1.joined(separator: "; ") }
@@ -268,7 +281,7 @@ struct ChaosRun {
             "seed \(seed): \(settings.devices) devices × \(settings.steps) steps speaking \(settings.protocols.rawValue)"
                 + "\(settings.perUser ? " (one user, per-user table)" : "")"
                 + "\(settings.fields ? " (one field each: \(devices.map(\.completions.count).reduce(0, +)) done/not done, \(devices.map(\.edits.count).reduce(0, +)) text edits, \(Self.sharedRows(devices)) rows changed in both fields by different devices)" : "")"
-                + "\(settings.shared ? " (a user each, shared lists: \(devices.map(\.shares).reduce(0, +)) shares, \(devices.map(\.unshares).reduce(0, +)) unshares)" : ""), "
+                + "\(settings.shared ? " (a user each, shared lists: \(devices.map(\.shares).reduce(0, +)) shares, \(devices.map(\.unshares).reduce(0, +)) unshares, \(devices.map(\.setsMade).reduce(0, +)) lists made as change sets, \(devices.map(\.setsKilled).reduce(0, +)) killed mid-way)" : ""), "
                 + "\(devices.map(\.commands).reduce(0, +)) todo commands, \(devices.map(\.syncs).reduce(0, +)) syncs",
             "  requests through the proxy: \(passed + faults.values.reduce(0, +)) (\(pagesAhead) pages asked ahead); faults: "
                 + faultText.joined(separator: ", "),
@@ -282,7 +295,13 @@ struct ChaosRun {
                 + String(format: "%.1f s of chaos, %.1f s in all", chaosSeconds, Date().timeIntervalSince(started)),
             "  result: " + (report.failures.isEmpty ? "PASS" : "FAIL (\(report.failures.count) problem(s))"),
         ]
-        for line in [fileLine, encryptionLine, consistencyLine].compactMap({ $0 }) {
+        let setLine = watcher.map { watcher in
+            let (snapshots, violations) = watcher.findings
+            return
+                "  change sets: \(snapshots) snapshots of the server's lists and owners checked; half-applied sets seen: "
+                + "\(violations.count)"
+        }
+        for line in [fileLine, encryptionLine, consistencyLine, setLine].compactMap({ $0 }) {
             report.lines.insert(line, at: report.lines.count - 1)
         }
         if !report.passed {

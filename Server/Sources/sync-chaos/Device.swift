@@ -53,6 +53,9 @@ final class Device: @unchecked Sendable {  // @unchecked: used by one thread at 
     var user: String?
     var shares = 0
     var unshares = 0
+    /// In a shared run: lists made as change sets during the chaos (acknowledged), and `lists new` killed mid-way.
+    var setsMade = 0
+    var setsKilled = 0
     /// The other devices' users, whom this one shares its list with.
     var others: [String] = []
     /// In a run with files (``ChaosRun/Settings/attachments``): where the device keeps the files it attaches, and
@@ -111,6 +114,9 @@ final class Device: @unchecked Sendable {  // @unchecked: used by one thread at 
     func step() async throws {
         let roll = random.nextDouble()
         if user != nil, roll < 0.13 { return try await changeSharing(share: roll < 0.06) }
+        if user != nil, roll < 0.19 {
+            return try await makeList(killAfter: roll < 0.16 ? 5 + Int(random.next() % 60) : nil)
+        }
         if files != nil, roll < 0.15 {
             return try await attach(killAfter: roll < 0.03 ? 20 + Int(random.next() % 200) : nil)
         }
@@ -233,6 +239,19 @@ final class Device: @unchecked Sendable {  // @unchecked: used by one thread at 
     func makeList() async throws {
         let result = try await run(["lists", "new", "list of \(user ?? name)"])
         guard result.status == 0 else { throw ChaosError("\(name): lists new failed: \(result.error)") }
+    }
+
+    /// Makes another list of the device's user — a change set of the list and its owner's member row — maybe killed
+    /// mid-way. Its name ends with the user, for ``SetWatcher``.
+    func makeList(killAfter: Int?) async throws {
+        let result = try await run(
+            ["lists", "new", "list \(setsMade + setsKilled + 1) of \(user ?? name)"], killAfter: killAfter)
+        if result.wasKilled {
+            setsKilled += 1
+            killedWrites += 1
+        } else if result.status == 0 {
+            setsMade += 1
+        }
     }
 
     /// Shares the device's own list with another user, as an editor, or stops sharing it with one.

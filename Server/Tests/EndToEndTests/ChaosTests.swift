@@ -215,7 +215,10 @@ import Testing
     /// Shared lists under faults (`--shared`, issue 32): each device is a user who makes a list, shares it with
     /// the others and stops sharing it at random while every fault, kill and partition goes on. After settling,
     /// every device holds exactly its user's scope (no item or list out of it, none missing), nothing waits, and
-    /// no acknowledged add is lost unless it was deleted or refused (added into a list its user had left).
+    /// no acknowledged add is lost unless it was deleted or refused (added into a list its user had left). Devices
+    /// also make more lists, each with its owner as one change set (issue 49), some killed mid-way: a watcher of the
+    /// server's database sees no list without its owner and no owner without its list among those of v2 devices
+    /// (with the `todo` of before change sets, seeds 1–3 showed 2–6 half sets each).
     @Test(.timeLimit(.minutes(3)), arguments: ["v2", "mixed"])
     func usersSharingListsUnderFaultsEachEndWithTheirScope(protocol: String) async throws {
         let result = try await runProduct(
@@ -228,7 +231,10 @@ import Testing
         print(result.output)
         #expect(result.status == 0, "\(result.output)\(result.error)")
         #expect(result.output.contains("sync-chaos: 2 of 2 seed(s) passed"))
-        let runs = result.output.split(separator: "\n").filter { $0.contains(" unshares)") }
-        #expect(runs.count == 2 && !runs.allSatisfy { $0.contains(" 0 unshares)") }, "the seeds stop sharing lists")
+        let runs = result.output.split(separator: "\n").filter { $0.contains(" killed mid-way)") }
+        #expect(runs.count == 2 && !runs.allSatisfy { $0.contains(" 0 unshares,") }, "the seeds stop sharing lists")
+        let sets = result.output.split(separator: "\n").filter { $0.contains("  change sets: ") }
+        #expect(sets.count == 2 && sets.allSatisfy { $0.hasSuffix("half-applied sets seen: 0") })
+        #expect(!sets.contains { $0.contains(" 0 snapshots") }, "the server was watched")
     }
 }

@@ -34,6 +34,24 @@ import Testing
         #expect(unsure.readYourWrites().isEmpty)
     }
 
+    /// A list without its owner, or an owner without its list, on the server: a half-applied change set — unless its
+    /// maker's device speaks v3 (sent one by one by design, docs/consistency.md).
+    @Test func aHalfAppliedSetIsFound() {
+        let atomic: Set = ["user-0"]
+        let whole = SetWatcher.halfSets(
+            lists: ["l1": "list of user-0", "l2": "list 2 of user-0"], owners: ["l1": "user-0", "l2": "user-0"],
+            atomicUsers: atomic)
+        #expect(whole.isEmpty)
+        let listAlone = SetWatcher.halfSets(
+            lists: ["l1": "list of user-0", "l2": "list 2 of user-0"], owners: ["l1": "user-0"], atomicUsers: atomic)
+        #expect(listAlone == ["list l2 (list 2 of user-0) without its owner"])
+        let ownerAlone = SetWatcher.halfSets(lists: [:], owners: ["l3": "user-0"], atomicUsers: atomic)
+        #expect(ownerAlone == ["owner user-0 of list l3 without the list"])
+        let oneByOne = SetWatcher.halfSets(
+            lists: ["l4": "list of user-1"], owners: ["l5": "user-1"], atomicUsers: atomic)
+        #expect(oneByOne.isEmpty)
+    }
+
     /// A read of an older version of an item after a newer one: a stale read.
     @Test func aStaleReadAfterANewerOneIsFound() {
         let stale = DeviceHistory([
