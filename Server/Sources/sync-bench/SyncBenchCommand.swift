@@ -18,7 +18,7 @@ struct SyncBenchCommand: AsyncParsableCommand {
 
     @Option(
         help:
-            "Run only this case (local.insert, input.cost (input.cost.json, .odata, .collation, .like), local.query, pull.initial, pull.initial.1m (not in --quick runs), pull.incremental, pull.noop, push.sequential, server.page, server.page.gzip, server.page.large, server.page.large.gzip, server.write.hook, server.write.aftercommit, memory.pull, live.latency, live.subscribers, share.join, share.removal, attachments.upload, attachments.download, attachments.resume, attachments.memory; with --database: server.page.pg, pull.initial.pg, server.write.pg, server.write.peruser.pg, server.write.aftercommit.pg, server.page.shared.pg, server.write.shared.pg; with --link: push.batch, push.sequential, pull.initial, pull.initial.plain, sync.firstrun, sync.catchup, attachments.upload, attachments.download)."
+            "Run only this case (local.insert, input.cost (input.cost.json, .odata, .collation, .like), local.query, pull.initial, pull.initial.1m (not in --quick runs), pull.incremental, pull.noop, push.sequential, push.set10, server.page, server.page.gzip, server.page.large, server.page.large.gzip, server.write.hook, server.write.aftercommit, memory.pull, live.latency, live.subscribers, share.join, share.removal, attachments.upload, attachments.download, attachments.resume, attachments.memory; with --database: server.page.pg, pull.initial.pg, server.write.pg, server.write.peruser.pg, server.write.aftercommit.pg, server.page.shared.pg, server.write.shared.pg; with --link: push.batch, push.sequential, push.set10, pull.initial, pull.initial.plain, sync.firstrun, sync.catchup, attachments.upload, attachments.download)."
     )
     var only: String?
 
@@ -51,7 +51,7 @@ struct SyncBenchCommand: AsyncParsableCommand {
 
     @Option(
         help: """
-            Instead of the loopback cases, run the link cases (push.batch, push.sequential, pull.initial, \
+            Instead of the loopback cases, run the link cases (push.batch, push.sequential, push.set10, pull.initial, \
             pull.initial.plain, sync.firstrun, sync.catchup, attachments.upload, attachments.download) through a \
             proxy that simulates a link: lan (no shaping), 4g (60 ms RTT, 20 Mbit/s down, 5 up) or 3g (150 ms RTT, \
             2 down, 0.5 up).
@@ -99,6 +99,7 @@ struct SyncBenchCommand: AsyncParsableCommand {
         if let profile {
             if wanted("push.batch") { results.append(try await cases.linkPush(profile, batched: true)) }
             if wanted("push.sequential") { results.append(try await cases.linkPush(profile, batched: false)) }
+            if wanted("push.set10") { results.append(try await cases.pushSet(profile)) }
             if wanted("pull.initial") {
                 results.append(try await cases.linkPull(profile, rows: rows, compressing: true))
             }
@@ -122,6 +123,7 @@ struct SyncBenchCommand: AsyncParsableCommand {
                 results.append(try await cases.pullInitialMillion())
             }
             if wanted("push.sequential") { results.append(try await cases.pushSequential()) }
+            if wanted("push.set10") { results.append(try await cases.pushSet(nil)) }
             if wanted("server.page") { results.append(try await cases.serverPage(rows: rows)) }
             if wanted("server.page.gzip") { results.append(try await cases.serverPage(rows: rows, compressing: true)) }
             if wanted("server.page.large") { results.append(try await cases.serverPageLarge(gzip: false)) }
