@@ -42,10 +42,10 @@ public final class SetWatcher: Sendable {
         configuration.readonly = true
         guard let database = try? DatabaseQueue(path: path, configuration: configuration) else { return }
         while !Task.isCancelled {
-            check(database)
+            await check(database)
             try? await Task.sleep(for: .milliseconds(40))
         }
-        check(database)
+        await check(database)
     }
 
     /// The half-applied sets of one snapshot: a list (id → name) without an owner row, or an owner row (list id →
@@ -66,17 +66,9 @@ public final class SetWatcher: Sendable {
         return found
     }
 
-    /// Checks one snapshot now (the database may not exist yet: then nothing is checked).
-    public func checkOnce() {
-        var configuration = Configuration()
-        configuration.readonly = true
-        guard let database = try? DatabaseQueue(path: path, configuration: configuration) else { return }
-        check(database)
-    }
-
     /// One snapshot: the lists and owners as one committed state.
-    private func check(_ database: DatabaseQueue) {
-        let snapshot = try? database.read { db -> (lists: [String: String], owners: [String: String]) in
+    private func check(_ database: DatabaseQueue) async {
+        let snapshot = try? await database.read { db -> (lists: [String: String], owners: [String: String]) in
             guard try db.tableExists("todolist"), try db.tableExists("listmember") else { return ([:], [:]) }
             let lists = try Row.fetchAll(db, sql: #"SELECT "id", "name" FROM "todolist" WHERE NOT "deleted""#)
             let owners = try Row.fetchAll(

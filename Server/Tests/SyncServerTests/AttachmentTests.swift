@@ -220,6 +220,38 @@ import Testing
         }
     }
 
+    /// A client that went quiet mid-body without closing (a phone whose network dropped) held its upload until the
+    /// body timeout (60 s): every part sent again meanwhile was 409, and a push gave up as "server unavailable"
+    /// (`sync-chaos --attachments` seed 52 in the whole suite). Now the next request of the same uploader takes the
+    /// upload over from what arrived. (The file store's: the PostgreSQL store keeps an upload in pieces, and a body
+    /// that waits holds none of them.)
+    @Test func aQuietClientsUploadIsTakenOverByItsNextRequest() async throws {
+        let backend = Backend.sqlite
+        let (bytes, hash) = Self.file(1_000_000, seed: 4)
+        let path = "/tables/Item/attachments/\(hash)"
+        try await Fixture.withServer(backend, tables: [Self.table()], setup: .live) {
+            (client: any TestClientProtocol) async throws in
+            let port = try #require(client.port)
+            let connection = try await RawConnection(port: port)
+            let head =
+                "PUT \(path) HTTP/1.1\r\nHost: localhost\r\nZUMO-API-VERSION: 2.0.0\r\nContent-Type: application/octet-stream\r\n"
+                + "Content-Range: bytes 0-999999/1000000\r\nContent-Length: 1000000\r\n\r\n"
+            #expect(await connection.send(bytes: Array(head.utf8) + bytes[0..<300_000]), "all sent")
+            var offset = "?"
+            for _ in 0..<100 {
+                offset = try await client.send(.head, path)["Upload-Offset"] ?? "?"
+                if offset == "300000" { break }
+                try await Task.sleep(for: .milliseconds(50))
+            }
+            #expect(offset == "300000")
+            // The first request still waits for its bytes; the rest comes in a new one.
+            let rest = try await client.upload(path, bytes[300_000...], range: "bytes 300000-999999/1000000")
+            #expect(rest.status == .created)
+            #expect(try await client.download(path).bytes == bytes)
+            await connection.close()
+        }
+    }
+
     /// The collection, on a clock moved past the grace period: a file a row names stays (a deleted row's too), one no
     /// row names goes, and so does an unfinished upload; a file touched by a write just before is kept.
     @Test(arguments: Backend.all) func filesNoRowNamesAndStaleUploadsAreCollectedAfterTheGracePeriod(_ backend: Backend)
@@ -319,19 +351,9 @@ import Testing
         _ configuration: SyncServerConfiguration,
         _ body: @Sendable (any AttachmentStore, any TableStore) async throws -> Void
     ) async throws {
-        switch configuration.database {
-        case .sqlite(let path):
-            let store = try SQLiteTableStore(path: path)
-            try await store.prepare(configuration.servedTables)
-            try await body(try #require(try SyncServer.attachmentStore(configuration, postgres: nil)), store)
-        case .postgres(let url):
-            let store = try PostgresTableStore(url: url)
-            try await withThrowingTaskGroup(of: Void.self) { group in
-                group.addTask { try await store.run() }
-                try await store.prepare(configuration.servedTables)
-                try await body(try #require(try SyncServer.attachmentStore(configuration, postgres: store)), store)
-                group.cancelAll()
-            }
+        try await Fixture.withTableStore(configuration) { store in
+            let postgres = store as? PostgresTableStore
+            try await body(try #require(try SyncServer.attachmentStore(configuration, postgres: postgres)), store)
         }
     }
 }

@@ -161,6 +161,27 @@ enum Fixture {
         }
     }
 
+    /// Runs `body` with the table store of `configuration`, prepared, opened beside any application's (the same file
+    /// or database).
+    static func withTableStore(
+        _ configuration: SyncServerConfiguration, _ body: @Sendable (any TableStore) async throws -> Void
+    ) async throws {
+        switch configuration.database {
+        case .sqlite(let path):
+            let store = try SQLiteTableStore(path: path)
+            try await store.prepare(configuration.servedTables)
+            try await body(store)
+        case .postgres(let url):
+            let store = try PostgresTableStore(url: url)
+            try await withThrowingTaskGroup(of: Void.self) { group in
+                group.addTask { try await store.run() }
+                try await store.prepare(configuration.servedTables)
+                try await body(store)
+                group.cancelAll()
+            }
+        }
+    }
+
     static func table(
         _ name: String, softDelete: Bool = true, pageSize: Int = 50, maxTop: Int = 1000,
         columns: [String: SQLColumnType]? = nil

@@ -13,8 +13,8 @@ import _NIOFileSystem
 final class FileAttachmentStore: AttachmentStore {
     let directory: URL
     let now: @Sendable () -> Date
-    /// The uploads a request is adding to now.
-    private let busy = Locked(Set<String>())
+    /// The uploads a request is adding to now, each with the signal that stops it.
+    private let busy = Locked([String: Receiver]())
     /// Held while a file is touched, or checked and removed by a collection.
     private let lifecycle = Locked(())
 
@@ -80,10 +80,8 @@ final class FileAttachmentStore: AttachmentStore {
     ) async throws -> UploadOutcome where Body.Element == ByteBuffer {
         let key = uploadKey(hash, uploader)
         let path = upload(key)
-        guard busy.withLock({ $0.insert(key).inserted }) else {
-            throw UploadRefusal.busy(received: fileSize(path) ?? 0)
-        }
-        defer { _ = busy.withLock { $0.remove(key) } }
+        let receiver = try await takeOver(key, path: path)
+        defer { busy.withLock { if $0[key] === receiver { $0[key] = nil } } }
         if restart { try? FileManager.default.removeItem(atPath: path) }
         let start = fileSize(path) ?? 0
         // Every byte arrived but the file was not named (the process died, or the caller gave up, while its hash was
@@ -98,14 +96,28 @@ final class FileAttachmentStore: AttachmentStore {
                 defer { try? stamp(path) }
                 // What arrived before a body was cut is kept, to resume from. Parts are not synced one by one: after a
                 // crash the upload holds what reached the disk, and its hash is checked at the end; a stored file is
-                // synced before it gets its name.
-                for try await buffer in body where !holdsAll {
-                    if let total, position + buffer.readableBytes > total {
-                        throw UploadRefusal.sizeMismatch(received: position)
+                // synced before it gets its name. A later request of the same uploader for the same upload stops the
+                // wait for more bytes (``takeOver(_:path:)``).
+                let written = Locked(position)
+                try await withThrowingTaskGroup(of: Void.self) { group in
+                    group.addTask {
+                        for try await buffer in body where !holdsAll {
+                            let at = written.withLock { $0 }
+                            if let total, at + buffer.readableBytes > total {
+                                throw UploadRefusal.sizeMismatch(received: at)
+                            }
+                            try await handle.write(contentsOf: buffer.readableBytesView, toAbsoluteOffset: Int64(at))
+                            written.withLock { $0 += buffer.readableBytes }
+                        }
                     }
-                    try await handle.write(contentsOf: buffer.readableBytesView, toAbsoluteOffset: Int64(position))
-                    position += buffer.readableBytes
+                    group.addTask {
+                        for await _ in receiver.stopped.stream {}  // ends when told to stop, or cancelled
+                        if !Task.isCancelled { throw UploadRefusal.busy(received: written.withLock { $0 }) }
+                    }
+                    defer { group.cancelAll() }
+                    try await group.next()
                 }
+                position = written.withLock { $0 }
                 if total.map({ position >= $0 }) ?? true { try await handle.synchronize() }
             }
         } catch let error as FileSystemError {
@@ -132,6 +144,30 @@ final class FileAttachmentStore: AttachmentStore {
             return stored
         }
         return .complete(size: position, stored: stored)
+    }
+
+    /// A request adding to an upload now, and the signal that stops its wait for more bytes.
+    private final class Receiver: Sendable {
+        let stopped = AsyncStream<Void>.makeStream()
+    }
+
+    /// Makes this request the one adding to upload `key`. An earlier one still at it — its client went quiet without
+    /// closing (a phone whose network dropped mid-part), which would hold the upload until the body timeout — is told
+    /// to stop waiting for bytes, keeping what it wrote, and this one goes on from there once it has (within a second;
+    /// else, or when the earlier one is checking the hash, the upload is busy: 409).
+    private func takeOver(_ key: String, path: String) async throws -> Receiver {
+        let receiver = Receiver()
+        for _ in 0..<50 {
+            let earlier = busy.withLock { busy -> Receiver? in
+                if let earlier = busy[key] { return earlier }
+                busy[key] = receiver
+                return nil
+            }
+            guard let earlier else { return receiver }
+            earlier.stopped.continuation.finish()
+            try await Task.sleep(for: .milliseconds(20))
+        }
+        throw UploadRefusal.busy(received: fileSize(path) ?? 0)
     }
 
     /// The SHA-256 of the file at `path`, read in pieces.
@@ -188,7 +224,7 @@ final class FileAttachmentStore: AttachmentStore {
             let path = upload(name)
             guard let date = modified(path), date < cutoff else { continue }
             let removed = busy.withLock { busy in
-                !busy.contains(name) && (try? FileManager.default.removeItem(atPath: path)) != nil
+                busy[name] == nil && (try? FileManager.default.removeItem(atPath: path)) != nil
             }
             if removed { count.uploads += 1 }
         }

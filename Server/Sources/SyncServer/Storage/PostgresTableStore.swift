@@ -210,7 +210,8 @@ public final class PostgresTableStore: TableStore, Service {
         let store = ObjectIdentifier(self)
         // One transaction on one connection for the whole set, bounded as a whole; its statements run in it.
         let (value, published) = try await transaction(queryTimeout: Self.setLimit) { connection in
-            try await Self.$heldSet.withValue(PostgresHeldTransaction(connection: connection, store: store)) {
+            let held = PostgresHeldTransaction(connection: connection, store: store, logger: self.logger)
+            return try await Self.$heldSet.withValue(held) {
                 try await self.schemas.holdingPublications(body)
             }
         }
@@ -400,12 +401,12 @@ struct PostgresHeldTransaction: Sendable {
     let connection: PostgresConnection
     /// The store whose set it is.
     let store: ObjectIdentifier
+    let logger: Logger
 
     func run<T: Sendable>(
         isWrite: Bool, _ body: @Sendable (PostgresConnection) async throws -> T,
         mapping: (PSQLError, Bool) -> any Error
     ) async throws -> T {
-        let logger = Logger(label: "PostgresHeldTransaction")
         do {
             try await connection.query("SAVEPOINT \"set_member\"", logger: logger)
             do {
