@@ -355,7 +355,12 @@ extension PushRunner {
                     // server's, the row and the newer operation stay as they are: it meets that conflict itself.
                     let outcome = FieldMerge.merge(base: base, mine: row, theirs: serverItem)
                     guard outcome.conflicts.isEmpty else { return }
-                    row = outcome.merged
+                    // The user fields merged; the system properties stay the local row's, with the server's version
+                    // (below), as after any settled operation with a newer one waiting.
+                    let merged = outcome.merged.userFields.objectValue ?? [:]
+                    for name in Set(row.userFields.objectValue?.keys ?? [:].keys).union(merged.keys) {
+                        row[name] = merged[name]
+                    }
                 } else if let sent = operation.attempt?.item {
                     guard let merged = mergeServerChanges(serverItem, sent: sent, into: row) else { return }
                     row = merged
