@@ -156,14 +156,11 @@ final class SQLiteHeldTransaction: @unchecked Sendable {  // @unchecked: all sta
         closed = reason
         let waiting = jobs
         jobs = []
-        let late = end.map { $0.1 }
-        end = nil
+        end = nil  // `ending`, or none: no end is asked for once `closed` is set
         condition.unlock()
         for job in waiting { job.fail(reason) }
         if let ending {
             if let error { ending.1.resume(throwing: error) } else { ending.1.resume() }
-        } else {
-            late?.resume(throwing: reason)  // a commit asked for after the limit had passed
         }
     }
 }
