@@ -27,9 +27,9 @@ public final class SyncClient: Sendable {
         /// alone). Against a server that does not offer it (any Azure Mobile Apps backend) every operation is
         /// its own request.
         case whenOffered
-        /// From the first operation, with limits of 100 operations and 1 MB until the server says its own. For
-        /// a backend known to be `sync-server`; against another, the first batch is refused (one failed request)
-        /// and the push goes on one operation per request.
+        /// From the first operation, with limits of 100 operations and 1 MB, and atomic batches for change sets,
+        /// until the server says its own. For a backend known to be `sync-server`; against another, the first batch
+        /// is refused (one failed request) and the push goes on one operation per request.
         case always
         /// Never: every operation is its own request, as the v2 protocol has it.
         case never
