@@ -297,9 +297,9 @@ struct ChaosRun {
         ]
         let setLine = watcher.map { watcher in
             let (snapshots, violations) = watcher.findings
-            return
-                "  change sets: \(snapshots) snapshots of the server's lists and owners checked; half-applied sets seen: "
-                + "\(violations.count)"
+            return "  change sets: \(devices.map(\.setsPushed).reduce(0, +)) applied whole, "
+                + "\(devices.map(\.setsRefused).reduce(0, +)) refused whole, as completed syncs told; \(snapshots) snapshots "
+                + "of the server's lists and owners checked; half-applied sets seen: \(violations.count)"
         }
         for line in [fileLine, encryptionLine, consistencyLine, setLine].compactMap({ $0 }) {
             report.lines.insert(line, at: report.lines.count - 1)

@@ -56,6 +56,9 @@ final class Device: @unchecked Sendable {  // @unchecked: used by one thread at 
     /// In a shared run: lists made as change sets during the chaos (acknowledged), and `lists new` killed mid-way.
     var setsMade = 0
     var setsKilled = 0
+    /// Change sets `todo sync` reported applied whole, and refused whole (then sent again after a resolution).
+    var setsPushed = 0
+    var setsRefused = 0
     /// The other devices' users, whom this one shares its list with.
     var others: [String] = []
     /// In a run with files (``ChaosRun/Settings/attachments``): where the device keeps the files it attaches, and
@@ -290,11 +293,12 @@ final class Device: @unchecked Sendable {  // @unchecked: used by one thread at 
         let result = try await run(["sync"], killAfter: killAfter)
         events.record(.synced)
         if killAfter != nil, result.wasKilled { killedSyncs += 1 }
-        // "…: sent N change(s), M merged with other devices' edits, received …"
-        if let merged = result.output.split(separator: ", ").first(where: {
-            $0.hasSuffix(" merged with other devices' edits")
-        }) {
-            merges += Int(merged.prefix { $0.isNumber }) ?? 0
+        // "…: sent N change(s), M merged with other devices' edits, K change set(s) applied whole, received …"
+        for part in result.output.split(separator: ", ") {
+            let count = Int(part.prefix { $0.isNumber }) ?? 0
+            if part.hasSuffix(" merged with other devices' edits") { merges += count }
+            if part.hasSuffix(" change set(s) applied whole") { setsPushed += count }
+            if part.hasSuffix(" change set(s) refused whole") { setsRefused += count }
         }
         if result.status == 1, settling || random.nextDouble() < 0.5 {
             try await resolveWhatIsShown(settling: settling)

@@ -73,13 +73,20 @@ struct Sync: AsyncParsableCommand {
             let sent = try await app.pushAll()
             let summary = try await app.pullAll()
             print(
-                "Synced with \(app.serverURL): sent \(sent.pushedCount) change(s)\(Self.merges(sent)), "
+                "Synced with \(app.serverURL): sent \(sent.pushedCount) change(s)\(Self.merges(sent))\(Self.sets(sent)), "
                     + "received \(summary.appliedCount) item(s).")
             if summary.removedCount > 0 {
                 print("Removed \(summary.removedCount) row(s) of lists no longer shared with you.")
             }
             try await app.failIfChangesWait()
         }
+    }
+
+    /// ", N change set(s) applied whole" and ", M change set(s) refused whole" (a new list and its owner, `todo lists
+    /// new`) when the push sent sets; nothing otherwise.
+    static func sets(_ result: PushResult) -> String {
+        (result.changeSetsPushed > 0 ? ", \(result.changeSetsPushed) change set(s) applied whole" : "")
+            + (result.changeSetsRefused > 0 ? ", \(result.changeSetsRefused) change set(s) refused whole" : "")
     }
 
     /// ", N merged with other devices' edits" when a push merged changes by themselves; nothing otherwise.

@@ -236,5 +236,6 @@ import Testing
         let sets = result.output.split(separator: "\n").filter { $0.contains("  change sets: ") }
         #expect(sets.count == 2 && sets.allSatisfy { $0.hasSuffix("half-applied sets seen: 0") })
         #expect(!sets.contains { $0.contains(" 0 snapshots") }, "the server was watched")
+        #expect(!sets.allSatisfy { $0.contains(": 0 applied whole") }, "no set was pushed")
     }
 }
