@@ -61,14 +61,18 @@ struct ChaosCommand: AsyncParsableCommand {
         let folder =
             directory.map { URL(fileURLWithPath: $0) }
             ?? FileManager.default.temporaryDirectory.appendingPathComponent("sync-chaos-\(UUID().uuidString)")
-        defer { if directory == nil { try? FileManager.default.removeItem(at: folder) } }
+        var failed = 0
+        // A temporary folder goes, unless a seed failed: its devices' histories and stores are what to read then.
+        defer {
+            if directory == nil, failed == 0 { try? FileManager.default.removeItem(at: folder) }
+            if directory == nil, failed > 0 { say("sync-chaos: kept \(folder.path) for the failed seed(s)") }
+        }
         let settings = ChaosRun.Settings(
             devices: devices, steps: steps, faultRate: faultRate, timeLimit: timeLimit,
             todo: binaries.appendingPathComponent("todo").path,
             server: binaries.appendingPathComponent("sync-server").path, directory: folder, perUser: perUser,
             shared: shared, attachments: attachments, fields: fields, encrypted: encrypted, protocols: wireProtocol,
             latencyMilliseconds: latencyMs)
-        var failed = 0
         for seed in seed {
             let report = try await ChaosRun(seed: seed, settings: settings).run()
             report.lines.forEach(say)
