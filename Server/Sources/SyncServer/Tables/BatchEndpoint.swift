@@ -60,8 +60,10 @@ struct BatchEndpoint: Sendable {
         var answers: [JSONValue] = []
         answers.reserveCapacity(operations.count)
         var failed: Set<String> = []
+        var anyFailed = false
         for operation in operations {
             if let item = operation.item, failed.contains(item) {
+                anyFailed = true
                 answers.append(
                     Self.answer(
                         .init(code: 424, reasonPhrase: "Failed Dependency"),
@@ -71,11 +73,12 @@ struct BatchEndpoint: Sendable {
             let response = await respond(operation, request, context)
             answers.append(try await Self.answer(response))
             if response.status.kind == .serverError { return (answers, true) }
-            if response.status.kind != .successful, let item = operation.item {
-                failed.insert(item)
+            if response.status.kind != .successful {
+                anyFailed = true
+                if let item = operation.item { failed.insert(item) }
             }
         }
-        return (answers, answers.contains { $0["status"]?.intValue.map { !(200..<300).contains($0) } ?? true })
+        return (answers, anyFailed)
     }
 
     /// An atomic batch: every operation in one transaction of the store, kept only when all are answered 2xx. Every
