@@ -93,16 +93,27 @@ final class SyncActivity: Sendable {
     func pull<T>(_ table: TableName, _ body: (@escaping @Sendable (PullProgress) -> Void) async throws -> T)
         async throws -> T
     {
-        change { $0.pulls[table, default: 0] += 1 }
+        try await pull([table]) { report in try await body { report(table, $0) } }
+    }
+
+    /// Runs a pull of several tables together, marking them running with their progress and recording how it ended.
+    func pull<T>(
+        _ tables: [TableName], _ body: (@escaping @Sendable (TableName, PullProgress) -> Void) async throws -> T
+    ) async throws -> T {
+        change { state in
+            for table in tables { state.pulls[table, default: 0] += 1 }
+        }
         let finish = { @Sendable (state: inout State) in
-            state.pulls[table, default: 1] -= 1
-            if state.pulls[table] == 0 {
-                state.pulls[table] = nil
-                state.progress[table] = nil
+            for table in tables {
+                state.pulls[table, default: 1] -= 1
+                if state.pulls[table] == 0 {
+                    state.pulls[table] = nil
+                    state.progress[table] = nil
+                }
             }
         }
         do {
-            let value = try await body { progress in self.change { $0.progress[table] = progress } }
+            let value = try await body { table, progress in self.change { $0.progress[table] = progress } }
             end(finish, outcome: nil)
             return value
         } catch {

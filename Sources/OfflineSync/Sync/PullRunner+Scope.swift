@@ -23,10 +23,15 @@ extension PullRunner {
         case none, exits, scope
     }
 
-    func scopeChange(_ table: TableName, token: String?, pulledBefore: Bool) async throws -> ScopeChange {
+    /// `staged` is the token a pull of several tables together has kept to store (``StagedTable/scope``), if any: the
+    /// one to compare with.
+    func scopeChange(_ table: TableName, token: String?, pulledBefore: Bool, staged: String?? = nil) async throws
+        -> ScopeChange
+    {
         guard let token else { return .none }
         let key = Self.scopeKey(table)
-        let (stored, count) = try await store.read { (try $0.setting(key), try $0.count(in: table, matching: nil)) }
+        var (stored, count) = try await store.read { (try $0.setting(key), try $0.count(in: table, matching: nil)) }
+        if let staged { stored = staged }
         if stored == token { return .none }
         guard let stored else {
             if !pulledBefore, count == 0 {
@@ -49,27 +54,38 @@ extension PullRunner {
     /// listing had the same (else, after three listings, none: the next pull checks again, and the rows the scope lost
     /// meanwhile go then).
     ///
+    /// With `staged` (a pull of several tables together), nothing is written: the listing is kept there, for
+    /// ``StagedScope/settle(in:writer:)`` to apply with the pulled rows, and the pull's own cursor starts over.
+    ///
     /// - Returns: How many rows were removed, the requests it took, and whether the queries start over.
-    func reconcileScope(_ table: TableName, _ change: ScopeChange, pageSize: Int, _ log: Logger) async throws -> (
-        removed: Int, requests: Int, restarted: Bool
-    ) {
+    func reconcileScope(
+        _ table: TableName, _ change: ScopeChange, pageSize: Int, _ log: Logger, staged: inout StagedTable?
+    ) async throws -> (removed: Int, requests: Int, restarted: Bool) {
         var (attempt, requests) = (0, 0)
         while true {
             attempt += 1
             let (ids, token, consistent, pages) = try await scopeIDs(table, pageSize: pageSize)
             requests += pages
             if !consistent, attempt < 3 { continue }
+            // The groups as the listing found them, not as the first page did: a group joined in between has rows
+            // behind the cursors too.
+            let restarts = { @Sendable (stored: String?) in
+                change == .scope || !consistent || Self.groups(of: stored) != Self.groups(of: token)
+            }
+            if let held = staged {
+                var stored = held.scope?.token
+                if held.scope == nil { stored = try await store.read { try $0.setting(Self.scopeKey(table)) } }
+                let restarted = restarts(stored)
+                staged?.scope = StagedScope(
+                    ids: ids, token: consistent ? token : nil, restarted: restarted || held.scope?.restarted == true)
+                log.info("Pull of several tables found the user's scope changed: applied with the rows")
+                return (0, requests, restarted)
+            }
             let (removed, restarted) = try await store.write { [account] writer in
                 try account.confirm(in: writer)
-                let pending = try writer.itemIDsWithOperations(in: table)
-                let removed = try writer.removeItems(in: table, notIn: ids, sparing: pending)
-                // The groups as the listing found them, not as the first page did: a group joined in between has rows
-                // behind the cursors too.
-                let stored = try writer.setting(Self.scopeKey(table))
-                let restarted =
-                    change == .scope || !consistent || Self.groups(of: stored) != Self.groups(of: token)
-                if restarted { try writer.removeCursors(in: table) }
-                try writer.setSetting(consistent ? token : nil, for: Self.scopeKey(table))
+                let restarted = restarts(try writer.setting(Self.scopeKey(table)))
+                let removed = try StagedScope(ids: ids, token: consistent ? token : nil, restarted: restarted)
+                    .settle(in: table, writer: writer)
                 return (removed, restarted)
             }
             log.info(

@@ -56,9 +56,10 @@ extension PullRunner {
                 start = try await pullStart(table, queryID: queryID)  // the push's resolutions may mark rows
             }
             try await refetch(start.refetch, in: table)
+            var unstaged: StagedTable?
             try await pullPages(
                 table, filter: filter, queryID: queryID, start: start, sizes: (pageSize, max(pageSize, maxPageSize)),
-                ahead: ahead, progress, &summary)
+                ahead: ahead, progress, &summary, staged: &unstaged)
             let finished = WireDate(now()).description
             let holdsFiles = try await store.write { [account] writer in
                 try account.confirm(in: writer)
@@ -88,7 +89,7 @@ extension PullRunner {
     }
 
     /// Reads ``PullStart`` in one store read.
-    private func pullStart(_ table: TableName, queryID: QueryID?) async throws -> PullStart {
+    func pullStart(_ table: TableName, queryID: QueryID?) async throws -> PullStart {
         let (pageSizeKey, topLimitKey) = (Self.pageSizeKey(table), Self.topLimitKey(table))
         return try await store.read { reader in
             PullStart(
@@ -107,15 +108,17 @@ extension PullRunner {
     /// at `sizes.max`, at a page the server cut short (its page size), and at a `$top` the server refuses (its
     /// `maxTop`: the pull goes on with the largest size it took, remembered for the table's next pulls). Once
     /// they cannot grow and the network still sets the pace, each round trip carries two pages (`ahead`,
-    /// ``prefetch(_:filter:after:pageSize:)``, ``join(_:_:size:)``).
-    private func pullPages(
+    /// ``prefetch(_:filter:after:pageSize:)``, ``join(_:_:size:)``). With `staged` (a pull of several tables together,
+    /// ``pullTogether(_:pageSize:maxPageSize:ahead:passes:progress:push:)``), pages and scope changes are kept there
+    /// instead, from its cursor on, for one transaction to apply them all.
+    func pullPages(
         _ table: TableName, filter: ODataExpression?, queryID: QueryID?, start: PullStart,
         sizes: (first: Int, max: Int), ahead: Bool, _ progress: (@Sendable (PullProgress) -> Void)?,
-        _ summary: inout PullSummary
+        _ summary: inout PullSummary, staged: inout StagedTable?
     ) async throws {
         let pageSizeKey = Self.pageSizeKey(table)
         let topLimitKey = Self.topLimitKey(table)
-        var cursor = start.cursor
+        var cursor = staged.map(\.cursor) ?? start.cursor
         var pacing = PullPacing(
             first: sizes.first, max: sizes.max, remembered: start.pageSize, topLimit: start.topLimit, ahead: ahead)
         var log = logger
@@ -126,16 +129,21 @@ extension PullRunner {
         let clock = ContinuousClock()
         let sinceStart = clock.stopwatch()
         var page = try await fetch(table, filter: filter, after: cursor, pageSize: pacing.size, count: true)
-        let change = try await scopeChange(table, token: page.scopeToken, pulledBefore: cursor != nil)
+        let change = try await scopeChange(
+            table, token: page.scopeToken, pulledBefore: cursor != nil, staged: staged?.scope.map { $0.token })
         if change != .none {
             // The user's scope changed, or rows moved out of it: the rows the device keeps are checked against the
             // server's, and (for a scope) every query of the table starts over, so that a group just joined comes whole.
             // The first page is asked again, after the listing: one read before it could hold a row that left the
             // scope between the two, and the store now keeps the listing's token.
-            let (removed, requests, restarted) = try await reconcileScope(table, change, pageSize: sizes.max, log)
+            let (removed, requests, restarted) = try await reconcileScope(
+                table, change, pageSize: sizes.max, log, staged: &staged)
             summary.removedCount = removed
             summary.requestCount += requests + 1
-            if restarted { cursor = nil }
+            if restarted {
+                cursor = nil
+                staged?.cursor = nil
+            }
             page = try await fetch(table, filter: filter, after: cursor, pageSize: pacing.size, count: true)
         }
         if let followed = pacing.firstPage(after: sinceStart(), serverPageSize: page.serverPageSize) {
@@ -156,7 +164,7 @@ extension PullRunner {
             var applied: (count: Int, skipped: Int, time: Duration)?
             if lastApply == nil, !isLast {
                 // The first page is applied before the next is asked, to size that one by the two times.
-                let first = try await timedApply(items, to: table, cursor: last, queryID: queryID)
+                let first = try await place(items, to: table, cursor: last, queryID: queryID, staged: &staged)
                 if pacing.grow(afterFullPage: fullPage, applyTime: first.time) {
                     log.debug("Pull pages grow", metadata: [SyncLogKey.pageSize: "\(pacing.size)"])
                 }
@@ -174,7 +182,7 @@ extension PullRunner {
             if let applied {
                 done = applied
             } else {
-                done = try await timedApply(items, to: table, cursor: last, queryID: queryID)
+                done = try await place(items, to: table, cursor: last, queryID: queryID, staged: &staged)
             }
             let (count, skipped, applyTime) = done
             lastApply = applyTime
@@ -227,11 +235,16 @@ extension PullRunner {
         return Page(items: next.items + second.items.dropFirst(), isLast: second.isLast)
     }
 
-    /// Applies a page as ``apply(_:to:cursor:queryID:)`` does, and times it.
-    private func timedApply(
-        _ items: [(value: JSONValue, text: String)], to table: TableName, cursor: PullCursor, queryID: QueryID?
+    /// Applies a page as ``apply(_:to:cursor:queryID:)`` does, or keeps it in `staged`, and times it.
+    private func place(
+        _ items: [(value: JSONValue, text: String)], to table: TableName, cursor: PullCursor, queryID: QueryID?,
+        staged: inout StagedTable?
     ) async throws -> (count: Int, skipped: Int, time: Duration) {
         let time = ContinuousClock().stopwatch()
+        if staged != nil {
+            staged?.keep(items, cursor: cursor)
+            return (0, 0, time())
+        }
         let (applied, skipped) = try await apply(items, to: table, cursor: cursor, queryID: queryID)
         return (applied, skipped, time())
     }
@@ -255,26 +268,36 @@ extension PullRunner {
     {
         try await store.write { [account] writer in
             try account.confirm(in: writer)  // not a page of an account signed out meanwhile
-            let pending = try writer.itemIDsWithOperations(in: table)
-            let rows = try writer.pulledRows(in: table)
-            var (applied, skipped) = (0, 0)
-            for (item, text) in items {
-                guard let id = item.itemID else { continue }
-                if pending.contains(id) {  // by bytes: another normalization of the id is another row
-                    skipped += 1
-                    continue
-                }
-                let changed =
-                    item.isDeleted
-                    ? try rows.remove(id)
-                    : try rows.store(
-                        id, version: item["version"]?.stringValue, updatedAt: item["updatedAt"]?.stringValue,
-                        text: text)
-                if changed { applied += 1 }
-            }
+            let counts = try Self.store(items, in: table, writer: writer)
             if let queryID { try writer.setCursor(cursor, for: table, queryID: queryID) }
-            return (applied, skipped)
+            return counts
         }
+    }
+
+    /// Stores pulled rows in `writer`'s transaction: rows with pending operations are skipped, and rows the store
+    /// already has in that version are left alone.
+    ///
+    /// - Returns: The rows that changed the store, and those skipped.
+    static func store(
+        _ items: some Sequence<(value: JSONValue, text: String)>, in table: TableName, writer: LocalStoreWriter
+    ) throws -> (applied: Int, skipped: Int) {
+        let pending = try writer.itemIDsWithOperations(in: table)
+        let rows = try writer.pulledRows(in: table)
+        var (applied, skipped) = (0, 0)
+        for (item, text) in items {
+            guard let id = item.itemID else { continue }
+            if pending.contains(id) {  // by bytes: another normalization of the id is another row
+                skipped += 1
+                continue
+            }
+            let changed =
+                item.isDeleted
+                ? try rows.remove(id)
+                : try rows.store(
+                    id, version: item["version"]?.stringValue, updatedAt: item["updatedAt"]?.stringValue, text: text)
+            if changed { applied += 1 }
+        }
+        return (applied, skipped)
     }
 
     /// Clears a table's rows, or those matching `filter` (PROTOCOL.md §8). Forced with a filter, the

@@ -120,6 +120,45 @@ public struct PullSummary: Sendable, Hashable {
     public var pushErrors: [OperationError] = []
 }
 
+/// What a pull of several tables together did (``SyncClient/pullTogether(_:passes:progress:)``).
+public struct JointPullSummary: Sendable, Hashable {
+    /// Each table's summary, in the order pulled. Its `requestCount` counts every pass.
+    public var tables: [(table: TableName, summary: PullSummary)]
+    /// The passes over the tables it took: the last found nothing new, unless ``isWhole`` is false.
+    public var passes: Int
+    /// Whether the rows applied show every change set whole: a pass found nothing new in any table. False when
+    /// writes on the server never paused for the passes allowed; the rows were applied all the same, and the next pull
+    /// completes any set they hold part of.
+    public var isWhole: Bool
+
+    /// The summaries added up, as one pull's: the push's refusals are the first table's.
+    public var total: PullSummary {
+        var total = PullSummary(appliedCount: 0, skippedCount: 0, requestCount: 0)
+        for (_, summary) in tables {
+            total.appliedCount += summary.appliedCount
+            total.skippedCount += summary.skippedCount
+            total.requestCount += summary.requestCount
+            total.removedCount += summary.removedCount
+            total.pushErrors += summary.pushErrors
+        }
+        return total
+    }
+
+    public static func == (lhs: Self, rhs: Self) -> Bool {
+        lhs.passes == rhs.passes && lhs.isWhole == rhs.isWhole
+            && lhs.tables.elementsEqual(rhs.tables) { $0.table == $1.table && $0.summary == $1.summary }
+    }
+
+    public func hash(into hasher: inout Hasher) {
+        hasher.combine(passes)
+        hasher.combine(isWhole)
+        for (table, summary) in tables {
+            hasher.combine(table)
+            hasher.combine(summary)
+        }
+    }
+}
+
 /// Progress of a long pull.
 public struct PullProgress: Sendable, Hashable {
     /// Rows received so far.

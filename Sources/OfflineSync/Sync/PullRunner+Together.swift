@@ -1,0 +1,145 @@
+import Foundation
+import Logging
+import SyncCore
+import SyncOData
+
+/// A pull of several tables together (issue 49): what the app shows never holds part of a change set that the server
+/// applied whole, across pages and across the tables pulled.
+///
+/// Each table's server stamps order that table only, so no one request reads several tables at one position. The pull
+/// reaches one instead: it keeps every page in memory (``StagedTable``) and pulls each table in turn, pass after pass,
+/// each pass from where the last ended, until a pass in which every table answers nothing new. Then it applies all it
+/// kept, with the scope changes it found, in one local transaction. Why that is whole: a set that committed before that
+/// last pass's first request was visible to every request of the pass, so its rows were kept (in that pass, which found
+/// none, or before it); a set that committed during the pass would have shown in the request of a table that came
+/// after its commit, which found none — so no set committed during it; and rows of a set that committed after it were
+/// not asked for. It rests on the server's order (PROTOCOL.md §5: a row written later sorts after every row seen), and
+/// needs the server to apply sets atomically. When writes never pause for `passes` passes, the pull applies what it
+/// has and says so (``JointPullSummary/isWhole``).
+extension PullRunner {
+    /// One table of a pull of several together: where its query is and what it received since the pull began.
+    struct StagedTable: Sendable {
+        /// The rows received, the latest of each item.
+        var rows: [ItemID: (value: JSONValue, text: String)] = [:]
+        /// After the last row received: where the next pass starts.
+        var cursor: PullCursor?
+        /// The scope change found, to apply before the rows.
+        var scope: StagedScope?
+        /// Rows received in all passes.
+        var received = 0
+
+        /// Keeps a page's rows, each replacing what an earlier page had of its item.
+        mutating func keep(_ items: [(value: JSONValue, text: String)], cursor: PullCursor) {
+            for item in items {
+                guard let id = item.value.itemID else { continue }
+                rows[id] = item
+            }
+            received += items.count
+            self.cursor = cursor
+        }
+    }
+
+    /// Pulls several tables so that they show every change set whole, as this extension's overview says: the implicit
+    /// push first (once, when any of them has pending operations), then passes until one finds nothing new (at most
+    /// `passes`), then one transaction.
+    func pullTogether(
+        _ pulls: [(table: TableName, filter: ODataExpression?, queryID: QueryID?)], pageSize: Int, maxPageSize: Int,
+        ahead: Bool, passes: Int, progress: @escaping @Sendable (TableName, PullProgress) -> Void,
+        push: () async throws -> PushResult
+    ) async throws -> JointPullSummary {
+        var summaries = pulls.map { _ in PullSummary(appliedCount: 0, skippedCount: 0, requestCount: 0) }
+        var (passCount, isWhole) = (0, false)
+        do {
+            var starts: [PullStart] = []
+            for pull in pulls { starts.append(try await pullStart(pull.table, queryID: pull.queryID)) }
+            if starts.contains(where: { $0.pendingCount > 0 }) {
+                do {
+                    _ = try await push()
+                } catch let error as PushError {
+                    switch error {
+                    case .operationsFailed(let result): summaries[0].pushErrors = result.errors
+                    case .serverUnavailable(let reason, _): throw SyncStop.unavailable(reason)
+                    case .unauthorized: throw SyncStop.unauthorized
+                    case .cancelled: throw SyncStop.cancelled
+                    }
+                }
+                starts = []
+                for pull in pulls { starts.append(try await pullStart(pull.table, queryID: pull.queryID)) }
+            }
+            for (pull, start) in zip(pulls, starts) { try await refetch(start.refetch, in: pull.table) }
+            var staged: [StagedTable?] = starts.map { StagedTable(cursor: $0.cursor) }
+            while passCount < max(passes, 1), !isWhole {
+                passCount += 1
+                var received = 0
+                for index in pulls.indices {
+                    let (table, filter, queryID) = pulls[index]
+                    let before = staged[index]?.received ?? 0
+                    summaries[index].requestCount += 1
+                    try await pullPages(
+                        table, filter: filter, queryID: queryID, start: starts[index],
+                        sizes: (pageSize, max(pageSize, maxPageSize)), ahead: ahead, { progress(table, $0) },
+                        &summaries[index], staged: &staged[index])
+                    received += (staged[index]?.received ?? 0) - before
+                }
+                isWhole = received == 0
+            }
+            if !isWhole {
+                logger.warning(
+                    "Pull of several tables applies what it has: writes did not pause",
+                    metadata: [SyncLogKey.pages: "\(passCount)"])
+            }
+            let finished = WireDate(now()).description
+            let (counts, holdsFiles) = try await store.write { [account, staged] writer in
+                try account.confirm(in: writer)
+                var counts: [(applied: Int, skipped: Int, removed: Int)] = []
+                for (pull, table) in zip(pulls, staged) {
+                    guard let table else { continue }
+                    let removed = try table.scope?.settle(in: pull.table, writer: writer) ?? 0
+                    let (applied, skipped) = try Self.store(table.rows.values, in: pull.table, writer: writer)
+                    if let queryID = pull.queryID, let cursor = table.cursor {
+                        try writer.setCursor(cursor, for: pull.table, queryID: queryID)
+                    }
+                    try writer.setSetting(finished, for: Self.lastPullKey(pull.table))
+                    counts.append((applied, skipped, removed))
+                }
+                return (counts, try !writer.allAttachments().isEmpty)
+            }
+            for (index, count) in counts.enumerated() {
+                summaries[index].appliedCount = count.applied
+                summaries[index].skippedCount = count.skipped
+                summaries[index].removedCount = count.removed
+            }
+            if holdsFiles { try await attachments.removeUnnamedAttachments() }
+        } catch SyncStop.unavailable(let error) {
+            throw PullError.serverUnavailable(error)
+        } catch SyncStop.unauthorized {
+            throw PullError.unauthorized
+        } catch SyncStop.cancelled {
+            throw PullError.cancelled
+        }
+        return JointPullSummary(
+            tables: zip(pulls, summaries).map { ($0.table, $1) }, passes: passCount, isWhole: isWhole)
+    }
+}
+
+/// The ids a listing of a user's scope found (``PullRunner/reconcileScope(_:_:pageSize:_:staged:)``), and what the
+/// store keeps of it.
+struct StagedScope: Sendable {
+    var ids: Set<ItemID>
+    /// The token to keep: nil when the listing's pages disagreed (the next pull checks again).
+    var token: String?
+    /// Whether every query of the table starts over.
+    var restarted: Bool
+
+    /// Removes the table's rows out of the scope (not those with pending operations), forgets its cursors when it
+    /// restarted, and keeps the token, in `writer`'s transaction.
+    ///
+    /// - Returns: How many rows were removed.
+    func settle(in table: TableName, writer: LocalStoreWriter) throws -> Int {
+        let pending = try writer.itemIDsWithOperations(in: table)
+        let removed = try writer.removeItems(in: table, notIn: ids, sparing: pending)
+        if restarted { try writer.removeCursors(in: table) }
+        try writer.setSetting(token, for: PullRunner.scopeKey(table))
+        return removed
+    }
+}
