@@ -116,6 +116,43 @@ import Testing
         }
     }
 
+    /// A device removed from a list: a pull of the members alone leaves the list on it without its owner; a pull of
+    /// members and lists together (issue 49) removes the list and its members in one transaction, and a second one
+    /// finds nothing (the scope token was kept with them).
+    @Test func aDeviceRemovedFromAListLosesItWithItsMembersWhenPulledTogether() async throws {
+        try await Self.withServer { device in
+            let alice = try await device("alice")
+            try await alice.members.insert(Self.member("m-alice", list: "groceries", user: "alice", role: "owner"))
+            try await alice.lists.insert(["id": "groceries", "name": "Groceries"])
+            try await alice.members.insert(Self.member("m-bob", list: "groceries", user: "bob", role: "editor"))
+            try await alice.client.push()
+
+            let bob = try await device("bob")
+            let together = { [bob] in
+                try await bob.client.pullTogether([
+                    try bob.members.pulling(queryID: "members"), try bob.lists.pulling(queryID: "lists"),
+                ])
+            }
+            #expect(try await together().isWhole)
+            #expect(try await bob.ids(bob.lists) == ["groceries"])
+            #expect(try await bob.ids(bob.members) == ["m-alice", "m-bob"])
+
+            try await alice.members.delete(id: ItemID("m-bob"))
+            try await alice.client.push()
+            try await bob.members.pull(queryID: "members")
+            #expect(try await bob.ids(bob.lists) == ["groceries"], "the half state: the list without its owner")
+            #expect(try await bob.ids(bob.members).isEmpty)
+
+            let summary = try await together()
+            #expect(summary.isWhole)
+            #expect(summary.tables.map(\.summary.removedCount) == [0, 1], "the list; its members went before")
+            #expect(try await bob.ids(bob.lists).isEmpty)
+            #expect(try await bob.ids(bob.members).isEmpty)
+            let again = try await together()
+            #expect(again.isWhole && again.passes == 1 && again.total.removedCount == 0)
+        }
+    }
+
     @Test func aRowMovedToAListTheUserIsNotInLeavesTheirDevice() async throws {
         try await Self.withServer { device in
             let alice = try await device("alice")
