@@ -33,6 +33,8 @@ struct ChaosCommand: AsyncParsableCommand {
     var fields = false
     @Flag(help: "Encrypt each device's store with a key of its own (todo --key-file); check no file holds a text.")
     var encrypted = false
+    @Flag(help: "Serve from a PostgreSQL of each seed's own (PostgreSQL's binaries needed) instead of SQLite.")
+    var postgres = false
     @Option(
         name: .customLong("protocol"),
         help:
@@ -47,6 +49,9 @@ struct ChaosCommand: AsyncParsableCommand {
     func validate() throws {
         guard [perUser, shared, attachments, fields].filter({ $0 }).count <= 1 else {
             throw ValidationError("--per-user, --shared, --attachments and --fields are separate runs")
+        }
+        guard !(postgres && attachments) else {
+            throw ValidationError("--attachments checks the files of the SQLite server's folder: not with --postgres")
         }
         guard devices >= 1, devices <= 32 else { throw ValidationError("--devices is 1 to 32") }
         guard steps >= 1, steps <= 10_000 else { throw ValidationError("--steps is 1 to 10000") }
@@ -72,7 +77,7 @@ struct ChaosCommand: AsyncParsableCommand {
             todo: binaries.appendingPathComponent("todo").path,
             server: binaries.appendingPathComponent("sync-server").path, directory: folder, perUser: perUser,
             shared: shared, attachments: attachments, fields: fields, encrypted: encrypted, protocols: wireProtocol,
-            latencyMilliseconds: latencyMs)
+            postgres: postgres, latencyMilliseconds: latencyMs)
         for seed in seed {
             let report = try await ChaosRun(seed: seed, settings: settings).run()
             report.lines.forEach(say)

@@ -42,6 +42,9 @@ struct ChaosRun {
         var encrypted = false
         /// What the devices speak.
         var protocols = Protocols.v2
+        /// Whether the server runs on a PostgreSQL of the run's own (a throwaway cluster per seed) instead of SQLite:
+        /// the server-side set watcher, which reads the SQLite file, does not run then.
+        var postgres = false
         /// The wait the proxy adds to each request it forwards, in milliseconds.
         var latencyMilliseconds = 0
     }
@@ -72,6 +75,20 @@ struct ChaosRun {
     let settings: Settings
 
     func run() async throws -> Report {
+        guard settings.postgres else {
+            return try await run(
+                database: "sqlite:"
+                    + settings.directory.appendingPathComponent("seed-\(seed)")
+                    .appendingPathComponent("server.sqlite").path)
+        }
+        return try await withLocalPostgres { postgres in
+            try await postgres.start()
+            return try await run(database: postgres.url)
+        }
+    }
+
+    /// The run against a server on `database`.
+    private func run(database: String) async throws -> Report {
         let directory = settings.directory.appendingPathComponent("seed-\(seed)")
         try? FileManager.default.removeItem(at: directory)
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
@@ -107,7 +124,7 @@ struct ChaosRun {
         }
         let server = ChaosServer(
             executable: settings.server, port: try freePort(),
-            database: "sqlite:" + directory.appendingPathComponent("server.sqlite").path, options: options,
+            database: database, options: options,
             token: token)
         try await server.start()
         let proxy: FaultProxy
@@ -172,11 +189,11 @@ struct ChaosRun {
         }
         let deadline = started.addingTimeInterval(settings.timeLimit * 0.7)
         // Shared runs: half-applied change sets (a list and its owner) on the server, while everything happens.
+        let atomicUsers = Set(devices.filter { settings.protocols.of(device: $0.index) == "v2" }.compactMap(\.user))
+        for device in devices { device.atomicUsers = atomicUsers }
         let watcher =
-            settings.shared
-            ? SetWatcher(
-                database: directory.appendingPathComponent("server.sqlite").path,
-                atomicUsers: Set(devices.filter { settings.protocols.of(device: $0.index) == "v2" }.compactMap(\.user)))
+            settings.shared && !settings.postgres
+            ? SetWatcher(database: directory.appendingPathComponent("server.sqlite").path, atomicUsers: atomicUsers)
             : nil
         let watching = watcher.map { watcher in Task { await watcher.run() } }
 
@@ -229,6 +246,9 @@ struct ChaosRun {
         report.failures += errors.withLock { $0 }
         if let watcher {
             report.failures += watcher.findings.violations.prefix(5).map { "half-applied change set: \($0)" }
+        }
+        for device in devices {
+            report.failures += device.halfSetsRead.prefix(5).map { "\(device.name) read half a change set: \($0)" }
         }
         report.failures += devices.flatMap(\.failures)
         if !settled {
@@ -295,11 +315,19 @@ struct ChaosRun {
                 + String(format: "%.1f s of chaos, %.1f s in all", chaosSeconds, Date().timeIntervalSince(started)),
             "  result: " + (report.failures.isEmpty ? "PASS" : "FAIL (\(report.failures.count) problem(s))"),
         ]
-        let setLine = watcher.map { watcher in
-            let (snapshots, violations) = watcher.findings
-            return "  change sets: \(devices.map(\.setsPushed).reduce(0, +)) applied whole, "
-                + "\(devices.map(\.setsRefused).reduce(0, +)) refused whole, as completed syncs told; \(snapshots) snapshots "
-                + "of the server's lists and owners checked; half-applied sets seen: \(violations.count)"
+        var setLine: String?
+        if settings.shared {
+            let watched = watcher.map { watcher in
+                let (snapshots, violations) = watcher.findings
+                return "\(snapshots) snapshots of the server's lists and owners checked; half-applied sets seen: "
+                    + "\(violations.count); "
+            }
+            setLine =
+                "  change sets: \(devices.map(\.setsPushed).reduce(0, +)) applied whole, "
+                + "\(devices.map(\.setsRefused).reduce(0, +)) refused whole, as completed syncs told; "
+                + (watched ?? "server not watched (PostgreSQL); ")
+                + "\(devices.map(\.listReadsChecked).reduce(0, +)) device reads of lists checked; half sets read: "
+                + "\(devices.map(\.halfSetsRead.count).reduce(0, +))"
         }
         for line in [fileLine, encryptionLine, consistencyLine, setLine].compactMap({ $0 }) {
             report.lines.insert(line, at: report.lines.count - 1)

@@ -59,6 +59,11 @@ final class Device: @unchecked Sendable {  // @unchecked: used by one thread at 
     /// Change sets `todo sync` reported applied whole, and refused whole (then sent again after a resolution).
     var setsPushed = 0
     var setsRefused = 0
+    /// In a shared run: the users whose change sets are atomic (the v2 devices'), and the device's reads of its lists
+    /// checked for half a set of theirs (a list without its owner), with what they found.
+    var atomicUsers: Set<String> = []
+    var listReadsChecked = 0
+    var halfSetsRead: [String] = []
     /// The other devices' users, whom this one shares its list with.
     var others: [String] = []
     /// In a run with files (``ChaosRun/Settings/attachments``): where the device keeps the files it attaches, and
@@ -235,7 +240,27 @@ final class Device: @unchecked Sendable {  // @unchecked: used by one thread at 
     func lists() async throws -> [String] {
         let result = try await run(["lists", "--json"])
         guard result.status == 0 else { throw ChaosError("\(name): lists failed: \(result.error)") }
-        return try JSONValue(parsing: result.output).arrayValue?.compactMap { $0["id"]?.stringValue }.sorted() ?? []
+        let lists = try JSONValue(parsing: result.output).arrayValue ?? []
+        checkSets(lists)
+        return lists.compactMap { $0["id"]?.stringValue }.sorted()
+    }
+
+    /// Checks one read of the device's lists (`lists --json`) for half a change set: a list of an atomic user's set
+    /// shown without its owner. The read cannot show the other half (an owner's member row without its list).
+    private func checkSets(_ lists: [JSONValue]) {
+        guard user != nil else { return }
+        var (names, owners): ([String: String], [String: String]) = ([:], [:])
+        for list in lists {
+            guard let id = list["id"]?.stringValue else { continue }
+            names[id] = list["name"]?.stringValue ?? ""
+            for (member, role) in list["members"]?.objectValue ?? [:] where role == "owner" { owners[id] = member }
+        }
+        listReadsChecked += 1
+        for line in SetWatcher.halfSets(lists: names, owners: owners, atomicUsers: atomicUsers)
+        where !halfSetsRead.contains(line) {
+            halfSetsRead.append(line)
+            history.append("half set read: \(line)")
+        }
     }
 
     /// Makes the device's own list (at the start of a shared run).
@@ -260,9 +285,9 @@ final class Device: @unchecked Sendable {  // @unchecked: used by one thread at 
     /// Shares the device's own list with another user, as an editor, or stops sharing it with one.
     func changeSharing(share: Bool) async throws {
         defer { events.record(.synced) }  // a list shared or left changes what the device holds
-        let mine = try JSONValue(parsing: try await run(["lists", "--json"]).output).arrayValue?.first {
-            $0["members"]?[user ?? ""] == "owner"
-        }
+        let lists = try JSONValue(parsing: try await run(["lists", "--json"]).output).arrayValue ?? []
+        checkSets(lists)
+        let mine = lists.first { $0["members"]?[user ?? ""] == "owner" }
         guard let list = mine?["id"]?.stringValue, !others.isEmpty else { return }
         if share {
             let other = others[Int(random.next() % UInt64(others.count))]

@@ -18,14 +18,17 @@ extension TodoApp {
         }
     }
 
-    /// Incremental pull of every item — and first, on a server with shared lists, of the lists and their members —
-    /// with a progress line on a terminal for long pulls. The summary adds up the tables'.
+    /// Incremental pull of every item — and first, on a server with shared lists, of the lists and their members,
+    /// together, so that no list shows without its owner — with a progress line on a terminal for long pulls. The
+    /// summary adds up the tables'.
     func pullAll() async throws -> PullSummary {
         do {
             var shared: [PullSummary] = []
             do {
-                shared.append(try await members.pull(queryID: "allListMembers"))
-                shared.append(try await lists.pull(queryID: "allTodoLists"))
+                let joint = try await client.pullTogether([
+                    try members.pulling(queryID: "allListMembers"), try lists.pulling(queryID: "allTodoLists"),
+                ])
+                shared = joint.tables.map(\.summary)
             } catch PullError.rejected(status: 404, _) {
                 // A server without shared lists (the tutorial's): items only.
             }

@@ -218,7 +218,8 @@ import Testing
     /// no acknowledged add is lost unless it was deleted or refused (added into a list its user had left). Devices
     /// also make more lists, each with its owner as one change set (issue 49), some killed mid-way: a watcher of the
     /// server's database sees no list without its owner and no owner without its list among those of v2 devices
-    /// (with the `todo` of before change sets, seeds 1–3 showed 2–6 half sets each).
+    /// (with the `todo` of before change sets, seeds 1–3 showed 2–6 half sets each), and no device reads a list of
+    /// theirs without its owner (`todo sync` pulls lists and members together).
     @Test(.timeLimit(.minutes(3)), arguments: ["v2", "mixed"])
     func usersSharingListsUnderFaultsEachEndWithTheirScope(protocol: String) async throws {
         let result = try await runProduct(
@@ -234,7 +235,8 @@ import Testing
         let runs = result.output.split(separator: "\n").filter { $0.contains(" killed mid-way)") }
         #expect(runs.count == 2 && !runs.allSatisfy { $0.contains(" 0 unshares,") }, "the seeds stop sharing lists")
         let sets = result.output.split(separator: "\n").filter { $0.contains("  change sets: ") }
-        #expect(sets.count == 2 && sets.allSatisfy { $0.hasSuffix("half-applied sets seen: 0") })
+        #expect(sets.count == 2 && sets.allSatisfy { $0.contains("half-applied sets seen: 0;") })
+        #expect(sets.allSatisfy { $0.hasSuffix("half sets read: 0") && !$0.contains(" 0 device reads") })
         #expect(!sets.contains { $0.contains(" 0 snapshots") }, "the server was watched")
         #expect(!sets.allSatisfy { $0.contains(": 0 applied whole") }, "no set was pushed")
     }
