@@ -316,6 +316,12 @@ struct ChaosRun {
             "  result: " + (report.failures.isEmpty ? "PASS" : "FAIL (\(report.failures.count) problem(s))"),
         ]
         var setLine: String?
+        if settings.fields {
+            setLine =
+                "  change sets: \(devices.map(\.setsMade).reduce(0, +)) made (two items marked at once), "
+                + "\(devices.map(\.setsKilled).reduce(0, +)) killed mid-way; \(devices.map(\.setsPushed).reduce(0, +)) "
+                + "applied whole, \(devices.map(\.setsRefused).reduce(0, +)) refused whole, as completed syncs told"
+        }
         if settings.shared {
             let watched = watcher.map { watcher in
                 let (snapshots, violations) = watcher.findings

@@ -53,7 +53,8 @@ final class Device: @unchecked Sendable {  // @unchecked: used by one thread at 
     var user: String?
     var shares = 0
     var unshares = 0
-    /// In a shared run: lists made as change sets during the chaos (acknowledged), and `lists new` killed mid-way.
+    /// Change sets made during the chaos (acknowledged), and those killed mid-way: in a shared run, lists with their
+    /// owners (`lists new`); in a run by fields, two items marked done or not at once.
     var setsMade = 0
     var setsKilled = 0
     /// Change sets `todo sync` reported applied whole, and refused whole (then sent again after a resolution).
@@ -177,12 +178,24 @@ final class Device: @unchecked Sendable {  // @unchecked: used by one thread at 
         let pool = byFields ? Array(ids.prefix(6)) : !recent.isEmpty && random.nextDouble() < 0.5 ? recent : ids
         let id = pool[Int(random.next() % UInt64(pool.count))]
         if editsCompletion {
+            // A third of the time, two items at once: one change set, which meets the other devices' edits of both.
+            var targets = [id]
+            if pool.count > 1, random.next() % 3 == 0 {
+                let others = pool.filter { $0 != id }
+                targets.append(others[Int(random.next() % UInt64(others.count))])
+            }
             let complete = !(items[id]?.hasSuffix("|true") ?? false)
-            let result = try await run([complete ? "complete" : "reopen", id], killAfter: killAfter)
+            let result = try await run([complete ? "complete" : "reopen"] + targets, killAfter: killAfter)
             if killAfter != nil, result.wasKilled { killedWrites += 1 }
-            completions.append((id, complete, result.status == 0))
-            events.record(
-                result.status == 0 ? .wrote(item: id, field: "complete", value: String(complete)) : .unsure(item: id))
+            if targets.count > 1 {
+                if result.status == 0 { setsMade += 1 } else if result.wasKilled { setsKilled += 1 }
+            }
+            for target in targets {
+                completions.append((target, complete, result.status == 0))
+                events.record(
+                    result.status == 0
+                        ? .wrote(item: target, field: "complete", value: String(complete)) : .unsure(item: target))
+            }
             return
         }
         let text = uniqueText("e")

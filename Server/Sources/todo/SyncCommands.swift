@@ -86,7 +86,7 @@ struct Sync: AsyncParsableCommand {
     }
 
     /// ", N change set(s) applied whole" and ", M change set(s) refused whole" (a new list and its owner, `todo lists
-    /// new`) when the push sent sets; nothing otherwise.
+    /// new`; several items marked at once, `todo complete A B`) when the push sent sets; nothing otherwise.
     static func sets(_ result: PushResult) -> String {
         (result.changeSetsPushed > 0 ? ", \(result.changeSetsPushed) change set(s) applied whole" : "")
             + (result.changeSetsRefused > 0 ? ", \(result.changeSetsRefused) change set(s) refused whole" : "")

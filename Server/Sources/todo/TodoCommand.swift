@@ -100,26 +100,49 @@ struct List: AsyncParsableCommand {
 func change(_ options: GlobalOptions, _ id: String, _ verb: String, _ edit: @escaping (inout TodoItem) -> Void)
     async throws
 {
+    try await change(options, [id], verb, edit)
+}
+
+/// Changes items found by id prefix: one alone, several as one change set (kept on the device and applied on the
+/// server together, or not at all).
+func change(_ options: GlobalOptions, _ ids: [String], _ verb: String, _ edit: @escaping (inout TodoItem) -> Void)
+    async throws
+{
     try await perform(options) { app in
-        var item = try await app.item(matching: id)
-        edit(&item)
-        try await app.items.update(item)
-        print("\(verb) \(TodoApp.short(item.id))  \(item.text)")
+        var items: [TodoItem] = []
+        for id in ids {
+            var item = try await app.item(matching: id)
+            edit(&item)
+            items.append(item)
+        }
+        guard Set(items.map(\.id)).count == items.count else { throw TodoError("An item is named twice") }
+        if items.count == 1 {
+            try await app.items.update(items[0])
+        } else {
+            let table = try app.items
+            try await app.client.changeSet { [items] set in
+                for item in items { try set.update(item, in: table) }
+            }
+        }
+        for item in items { print("\(verb) \(TodoApp.short(item.id))  \(item.text)") }
     }
 }
 
 struct Complete: AsyncParsableCommand {
-    static let configuration = CommandConfiguration(abstract: "Mark an item done.")
+    static let configuration = CommandConfiguration(
+        abstract: "Mark items done.", discussion: "Several items are marked as one change set: done together or not.")
     @OptionGroup var options: GlobalOptions
-    @Argument(help: "The item's id, or any unique prefix of it.") var id: String
-    func run() async throws { try await change(options, id, "Completed") { $0.complete = true } }
+    @Argument(help: "The items' ids, or unique prefixes of them.") var ids: [String]
+    func run() async throws { try await change(options, ids, "Completed") { $0.complete = true } }
 }
 
 struct Reopen: AsyncParsableCommand {
-    static let configuration = CommandConfiguration(abstract: "Mark an item not done.")
+    static let configuration = CommandConfiguration(
+        abstract: "Mark items not done.",
+        discussion: "Several items are marked as one change set: reopened together or not.")
     @OptionGroup var options: GlobalOptions
-    @Argument(help: "The item's id, or any unique prefix of it.") var id: String
-    func run() async throws { try await change(options, id, "Reopened") { $0.complete = false } }
+    @Argument(help: "The items' ids, or unique prefixes of them.") var ids: [String]
+    func run() async throws { try await change(options, ids, "Reopened") { $0.complete = false } }
 }
 
 struct Edit: AsyncParsableCommand {

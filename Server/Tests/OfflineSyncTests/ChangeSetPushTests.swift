@@ -109,6 +109,50 @@ import Testing
         }
     }
 
+    /// Found by `sync-chaos --fields` (two items marked done at once, seed 13): a member sent before, whose fields the
+    /// server holds by another device's write, reads as *applied before* (412 holding every field sent) while the
+    /// other member is 424. It was left as it was and the set sent again, unchanged, three times a push and at every
+    /// push after: refused forever, with nothing shown to resolve. Its effect is on the server: it is complete, and the
+    /// rest of the set goes.
+    @Test func aMemberTheServerAlreadyHoldsDoesNotHoldTheSetBackForever() async throws {
+        let workspace = try Workspace()
+        try await LiveServer.run(in: workspace) { url in
+            let transport = ScriptedTransport(forwardingTo: URLSessionTransport())
+            let (a, b) = try await SyncClient.pair(url, workspace: workspace) {
+                $0.transport = transport
+                $0.retryLimit = 0
+            }
+            let (tableA, tableB) = (
+                try a.syncTable("TodoItem", of: TodoItem.self), try b.syncTable("TodoItem", of: TodoItem.self)
+            )
+            try await tableB.insert(contentsOf: [Self.todo("one"), Self.todo("two")])
+            try await b.push()
+            try await tableA.pull(queryID: "all")
+            var one = try #require(try await tableA.item(id: ItemID("one")))
+            var two = try #require(try await tableA.item(id: ItemID("two")))
+            one.complete = true
+            two.text = "edited"
+            try await a.changeSet { [one, two] set in
+                try set.update(one, in: tableA)
+                try set.update(two, in: tableA)
+            }
+            // Sent (the attempt recorded), with no reply: the network dropped it.
+            transport.append([.fail(.timedOut)])
+            await #expect(throws: PushError.self) { try await a.push() }
+            // Meanwhile another device marks "one" done too.
+            var done = try #require(try await tableB.item(id: ItemID("one")))
+            done.complete = true
+            try await tableB.update(done)
+            try await b.push()
+
+            let result = try await a.push()
+            #expect(result.pushedCount == 2 && result.changeSetsPushed == 1, "\(result)")
+            #expect(try await a.pendingOperations().isEmpty)
+            #expect(try await a.table("TodoItem", of: TodoItem.self).item(id: ItemID("two"))?.text == "edited")
+            #expect(try await tableA.item(id: ItemID("one"))?.complete == true)
+        }
+    }
+
     @Test(arguments: [SyncClient.ChangeSetFallback.refuse, .sendSeparately])
     func withoutAtomicBatchesTheConfigurationDecides(fallback: SyncClient.ChangeSetFallback) async throws {
         let workspace = try Workspace()

@@ -12,7 +12,8 @@ extension PushRunner {
     /// - Applied: every member is completed, in one local transaction.
     /// - Refused: nothing was applied. A member answered 409/412 that the decision reads as *applied before* (a
     ///   replay of a set whose reply was lost: every member says so) is not a failure; when every member is such,
-    ///   the set is complete. Otherwise each failed member is settled without being sent again — merged by itself,
+    ///   the set is complete. When only some are, the server holds their effect by other writes: they are completed,
+    ///   and the set goes on without them. Each failed member is settled without being sent again — merged by itself,
     ///   resolved by the conflict handler, or parked with its error — and the members answered 424 wait with them.
     ///   When none is left parked, the set goes again (at most ``setRounds`` times in a push); when one is, every
     ///   member's item waits for the next push after its resolution.
@@ -84,6 +85,12 @@ extension PushRunner {
             result.changeSetsRefused += 1
             logger.info(
                 "The server refused a change set", metadata: [SyncLogKey.operations: "\(frozen.count)"])
+            // A member read as applied in a set that was not (another member failed, the rest 424) holds on the server
+            // by another write: its effect is there, so it is complete, and the rest of the set goes without it. Sent
+            // again unchanged, it would read the same forever.
+            try await complete(succeeded, result: &result)
+            let completed = Set(succeeded.map(\.0.id))
+            ids.removeAll { completed.contains($0) }
             var waits = false
             for entry in decided where entry.reply.status != 424 {
                 if case .succeeded = entry.decision { continue }
