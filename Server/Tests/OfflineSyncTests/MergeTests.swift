@@ -200,6 +200,40 @@ struct DatedItem: Codable, Sendable, Equatable {
         }
     }
 
+    /// Found by `sync-chaos --fields` with change sets: a set's boundary keeps an item's later edits apart, so several
+    /// updates of one item can wait behind a conflict. Taken from the server, the settled one's newer edits merged
+    /// over the server's row with the last one's base only, and only the last was rebased: the done of the one in
+    /// between was lost (its base already said done), and it sent the server's text back as its own change.
+    @Test func takingTheServersRowUnderSeveralWaitingEditsKeepsEachOfThem() async throws {
+        let workspace = try Workspace()
+        try await LiveServer.run(in: workspace) { url in
+            let (a, b) = try await Self.twoDevices(url, workspace) {
+                $0.changeSetsWithoutAtomicServer = .sendSeparately
+            }
+            let table = try b.syncTable("TodoItem", of: DatedItem.self)
+            var first = try #require(try await table.item(id: ItemID("t")))
+            first.text = "soy milk"
+            try await b.changeSet { [first] set in try set.update(first, in: table) }
+            try await Self.edit(b) { $0.complete = true }
+            var last = try #require(try await table.item(id: ItemID("t")))
+            last.due = "2026-12-24"
+            try await b.changeSet { [last] set in try set.update(last, in: table) }
+            #expect(try await b.pendingOperations().count == 3, "the sets' boundaries keep the three apart")
+            try await Self.edit(a) { $0.text = "oat milk" }
+            try await a.push()
+            await #expect(throws: PushError.self) { try await b.push() }
+            let conflict = try #require(try await b.operationErrors().first)
+            #expect(conflict.conflictingFields == ["text"])
+            try await b.resolve(conflict, with: .takeServerItem)
+            let result = try await b.push()
+            #expect(result.errors.isEmpty && result.mergedCount == 0)
+            let expected = DatedItem(id: "t", text: "oat milk", complete: true, due: "2026-12-24")
+            let server = try #require(try await Self.server(a))
+            #expect(server["text"] == "oat milk" && server["complete"] == true && server["due"] == "2026-12-24")
+            #expect(try await table.item(id: ItemID("t")) == expected)
+        }
+    }
+
     @Test(arguments: ["serverWins", "clientWins", "resolve"])
     func theTablesPolicyDecidesFieldsChangedOnBothSides(policy: String) async throws {
         let workspace = try Workspace()

@@ -131,6 +131,15 @@ class LocalStoreReader {
         return try Row.fetchOne(statement, arguments: [id]).map(operation)
     }
 
+    /// The item's pending operations, in queue order.
+    func operations(for id: ItemID, in table: TableName) throws -> [PendingOperation] {
+        let statement = try db.cachedStatement(
+            sql:
+                "SELECT \(Self.operationColumns) FROM \"sync_operations\" WHERE \"tableName\" = ? AND \"itemID\" = ? ORDER BY \"id\""
+        )
+        return try Row.fetchAll(statement, arguments: [table.canonical, id.rawValue]).map(operation)
+    }
+
     /// The item's last pending operation, or nil.
     func lastOperation(for id: ItemID, in table: TableName) throws -> PendingOperation? {
         let statement = try db.cachedStatement(

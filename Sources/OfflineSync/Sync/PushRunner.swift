@@ -343,16 +343,19 @@ extension PushRunner {
         throws
     {
         let table = operation.table
-        if var newer = try writer.lastOperation(for: operation.itemID, in: table) {
+        // Newer edits of the item: one, or several when change sets' boundaries keep them apart.
+        let waiting = try writer.operations(for: operation.itemID, in: table)
+        if var newer = waiting.last, let next = waiting.first {
             guard let serverItem, let version = serverItem["version"], !serverItem.isDeleted else { return }
             if newer.kind == .delete {
                 newer.item?["version"] = version
                 try writer.updateOperation(newer)
             } else if var row = try writer.item(operation.itemID, in: table) {
-                if operation.attempt == nil, newer.kind == .update, newer.attempt == nil, let base = newer.base {
+                if operation.attempt == nil, next.kind == .update, next.attempt == nil, let base = next.base {
                     // Nothing the settled operation sent is on the server (a conflict taken or discarded): the newer
-                    // edit's own changes, since its base, go over the server's row. When one meets a change of the
-                    // server's, the row and the newer operation stay as they are: it meets that conflict itself.
+                    // edits' own changes, since the first one's base, go over the server's row. When one meets a
+                    // change of the server's, the row and the newer operations stay as they are: they meet that
+                    // conflict themselves.
                     let outcome = FieldMerge.merge(base: base, mine: row, theirs: serverItem)
                     guard outcome.conflicts.isEmpty else { return }
                     // The user fields merged; the system properties stay the local row's, with the server's version
@@ -367,10 +370,10 @@ extension PushRunner {
                 }
                 row["version"] = version
                 try writer.upsert(row, in: table)
-                // The newer update's changes are now those since the server's row.
-                if newer.kind == .update, newer.attempt == nil, newer.base != nil {
-                    newer.base = serverItem
-                    try writer.updateOperation(newer)
+                // The newer updates' changes are now those since the server's row.
+                for var update in waiting where update.kind == .update && update.attempt == nil && update.base != nil {
+                    update.base = serverItem
+                    try writer.updateOperation(update)
                 }
             }
         } else if let serverItem, !serverItem.isDeleted {
