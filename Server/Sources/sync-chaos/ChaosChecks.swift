@@ -301,6 +301,13 @@ extension ChaosRun {
         for device in devices {
             let writers = device.editsCompletion ? completeWriters : textWriters
             let field = device.editsCompletion ? "done" : "text"
+            // A conflict names the fields changed on both sides: never one this device does not change.
+            let other = device.editsCompletion ? "text" : "complete"
+            for (id, fields) in device.conflictFields.sorted(by: { $0.key < $1.key }) where fields.contains(other) {
+                failures.append(
+                    "\(device.name) was shown a conflict on \(id.prefix(8))'s \(other), which it never changes "
+                        + "(shown: \(device.shownFor[id] ?? "?"))")
+            }
             for id in device.conflicted {
                 let short = String(id.prefix(8))
                 guard !deleted.contains(short), writers[short, default: []].subtracting([device.index]).isEmpty else {

@@ -21,6 +21,8 @@ final class Device: @unchecked Sendable {  // @unchecked: used by one thread at 
     var byFields = false
     /// In a run by fields: whether this device edits only `complete` (else only the text).
     var editsCompletion = false
+    /// The fields each conflict shown to the device named as changed on both sides, by item.
+    var conflictFields: [String: Set<String>] = [:]
     /// Every `complete`/`reopen` started, in order: item id, the value it set, and whether `todo` acknowledged it.
     var completions: [(id: String, complete: Bool, acknowledged: Bool)] = []
     /// Ids of items a delete was started for (acknowledged or killed).
@@ -360,6 +362,9 @@ final class Device: @unchecked Sendable {  // @unchecked: used by one thread at 
             }
             conflictsShown += 1
             conflicted.insert(id)
+            for field in conflict["fields"]?.arrayValue ?? [] {
+                if let field = field.stringValue { conflictFields[id, default: []].insert(field) }
+            }
             shownFor[id] =
                 "\(conflict["operation"]?.stringValue ?? "?") \(conflict["status"]?.serialized() ?? "?")"
                 + " mine \(conflict["mine"]?["version"]?.serialized() ?? "-")"
