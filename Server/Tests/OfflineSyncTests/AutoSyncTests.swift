@@ -68,6 +68,42 @@ import Testing
         }
     }
 
+    /// Tables pulled together (`autoPull(together:)`, issue 49): a change to the second table alone reaches the other
+    /// device by the server's notification of that table, with pulls scheduled a minute apart.
+    @Test(.timeLimit(.minutes(3)))
+    func tablesPulledTogetherFollowEveryTablesChanges() async throws {
+        let workspace = try Workspace()
+        var options = Self.options
+        options.pullInterval = .seconds(60)
+        let tables = [try TableConfiguration(name: "TodoItem"), try TableConfiguration(name: "Lines")]
+        try await LiveServer.run(in: workspace, tables: tables) { [options] url in
+            var devices: [(SyncClient, SyncTable<TodoItem>)] = []
+            for store in ["a.sqlite", "b.sqlite"] {
+                let client = try await SyncClient.make(url, workspace: workspace, store: store) {
+                    $0.clock = ContinuousClock()
+                    $0.retryLimit = 0
+                }
+                let (todos, lines) = (
+                    try client.syncTable("TodoItem", of: TodoItem.self),
+                    try client.syncTable("Lines", of: TodoItem.self)
+                )
+                await client.startSyncing(
+                    pulling: [try client.autoPull(together: [try todos.pulling(), try lines.pulling()])],
+                    options: options)
+                devices.append((client, lines))
+            }
+            let ((a, aLines), (b, bLines)) = (devices[0], devices[1])
+            let seenByB = ObservationTests.Collected(bLines.observe())
+            try await seenByB.last { $0.isEmpty }
+            try await Task.sleep(for: .milliseconds(300))  // B's first pull and its follow request are under way
+            try await aLines.insert(TodoItem(id: "l", text: "a line", complete: false))
+            try await seenByB.last(within: .seconds(45)) { ObservationTests.texts($0) == ["a line"] }
+            await a.stopSyncing()
+            await b.stopSyncing()
+            await seenByB.cancel()
+        }
+    }
+
     @Test(.timeLimit(.minutes(3)))
     func twoDevicesConvergeWithNoSyncCall() async throws {
         let workspace = try Workspace()

@@ -30,9 +30,35 @@ public struct AutoSyncOptions: Sendable {
 
 /// One pull the automatic sync runs: a table with its query, pulled incrementally under its query id.
 public struct AutoSyncPull: Sendable {
-    /// The table pulled.
+    /// The table pulled (of tables pulled together, the first).
     public let table: TableName
+    /// Every table pulled: several for a pull together (``SyncClient/autoPull(together:passes:)``).
+    let tables: [TableName]
     let run: @Sendable () async throws -> Void
+
+    init(table: TableName, tables: [TableName]? = nil, run: @escaping @Sendable () async throws -> Void) {
+        (self.table, self.tables, self.run) = (table, tables ?? [table], run)
+    }
+}
+
+extension SyncClient {
+    /// Tables the automatic sync pulls together (``pullTogether(_:passes:progress:)``), so that it never shows part of
+    /// a change set they share (see ``startSyncing(pulling:options:)``).
+    ///
+    /// - Parameters:
+    ///   - pulls: The tables and their queries (``SyncTable/pulling(_:queryID:)``); at least one.
+    ///   - passes: As for ``pullTogether(_:passes:progress:)``.
+    /// - Returns: The pull.
+    /// - Throws: `ValueError` for no table, or a table named twice.
+    public func autoPull(together pulls: [TablePull], passes: Int = 4) throws -> AutoSyncPull {
+        guard let first = pulls.first else { throw ValueError(kind: "pull", reason: "name at least one table") }
+        guard Set(pulls.map(\.table.canonical)).count == pulls.count else {
+            throw ValueError(kind: "pull", reason: "each table may be pulled together only once")
+        }
+        return AutoSyncPull(table: first.table, tables: pulls.map(\.table)) {
+            _ = try await self.pullTogether(pulls, passes: passes)
+        }
+    }
 }
 
 extension SyncTable {
@@ -108,7 +134,7 @@ final class AutoSyncer: Sendable {
                 }
                 group.addTask {
                     await Self.followChanges(
-                        client, tables: pulls.map(\.table), triggers: triggers, shared: shared, logger: logger)
+                        client, tables: pulls.flatMap(\.tables), triggers: triggers, shared: shared, logger: logger)
                 }
                 // The loop ends only when stopped; the helpers above (one may end early: a server without change
                 // notifications) are cancelled with it.

@@ -144,11 +144,13 @@ public struct JointPullSummary: Sendable, Hashable {
         return total
     }
 
+    /// Whether two summaries hold the same tables, summaries, passes and wholeness.
     public static func == (lhs: Self, rhs: Self) -> Bool {
         lhs.passes == rhs.passes && lhs.isWhole == rhs.isWhole
             && lhs.tables.elementsEqual(rhs.tables) { $0.table == $1.table && $0.summary == $1.summary }
     }
 
+    /// Hashes what ``==`` compares.
     public func hash(into hasher: inout Hasher) {
         hasher.combine(passes)
         hasher.combine(isWhole)
