@@ -153,6 +153,46 @@ import Testing
         }
     }
 
+    /// Found by `sync-chaos --shared` (seed 2): a device added to a list and removed again while one pull together ran
+    /// — the members' rows of the list received in its first pass, the removal found in the second. The second listing
+    /// of the scope did not drop what the first pass had kept, so the rows were stored with the new scope token, and no
+    /// later pull looked again: the device held the list's members (and the list) for good.
+    @Test func rowsKeptBeforeTheScopeShrankInThePullAreNotApplied() async throws {
+        try await Self.withServer { device in
+            let alice = try await device("alice")
+            try await alice.members.insert(Self.member("m-alice", list: "groceries", user: "alice", role: "owner"))
+            try await alice.lists.insert(["id": "groceries", "name": "Groceries"])
+            try await alice.client.push()
+            let bob = try await device("bob")
+            let together = { [bob] in
+                try await bob.client.pullTogether([
+                    try bob.members.pulling(queryID: "members"), try bob.lists.pulling(queryID: "lists"),
+                ])
+            }
+            try await together()
+            try await alice.members.insert(Self.member("m-bob", list: "groceries", user: "bob", role: "editor"))
+            try await alice.client.push()
+            // Bob is removed right after his pull has read the members (pass 1), before it reads the lists.
+            let removed = Locked(false)
+            bob.transport.before.withLock {
+                $0 = { request in
+                    guard request.url.path.lowercased().hasSuffix("/tables/todolist"),
+                        removed.withLock({
+                            let first = !$0; $0 = true; return first
+                        })
+                    else { return }
+                    try? await alice.members.delete(id: ItemID("m-bob"))
+                    _ = try? await alice.client.push()
+                }
+            }
+            let summary = try await together()
+            #expect(summary.isWhole && summary.passes >= 2)
+            #expect(try await bob.ids(bob.members).isEmpty, "no member row of a list bob is not in")
+            #expect(try await bob.ids(bob.lists).isEmpty)
+            #expect(try await together().total.removedCount == 0)
+        }
+    }
+
     @Test func aRowMovedToAListTheUserIsNotInLeavesTheirDevice() async throws {
         try await Self.withServer { device in
             let alice = try await device("alice")

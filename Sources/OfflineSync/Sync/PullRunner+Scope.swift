@@ -78,6 +78,9 @@ extension PullRunner {
                 let restarted = restarts(stored)
                 staged?.scope = StagedScope(
                     ids: ids, token: consistent ? token : nil, restarted: restarted || held.scope?.restarted == true)
+                // Rows an earlier pass kept that the scope has lost since would be stored with its new token, which no
+                // later pull would see change: they go now.
+                staged?.rows = held.rows.filter { ids.contains($0.key) }
                 log.info("Pull of several tables found the user's scope changed: applied with the rows")
                 return (0, requests, restarted)
             }
