@@ -39,7 +39,8 @@ import Testing
             ),
             (.object(["text": 5]), "Invalid item: field 'text' holds strings; got integers"),
             (.object(["done": "yes"]), "Invalid item: field 'done' holds true or false; got strings"),
-            (.object(["Text": "x"]), "Invalid item: field 'Text' differs from the existing field 'text' only in case"),
+            (.object(["text": "x", "TEXT": "y"]), "Invalid item: fields 'TEXT' and 'text' name one column, 'text'"),
+            (.object(["Text": "x", "tExt": "y"]), "Invalid item: fields 'Text' and 'tExt' name one column, 'text'"),
             // Two new fields in one write that differ only in case: SQLite answered 503 ("duplicate column name"),
             // PostgreSQL 200 with two columns (found by schemathesis, auth run, seed 2).
             (.object(["_J": [:], "_j": [1]]), "Invalid item: field '_j' differs from the field '_J' only in case"),
@@ -53,6 +54,35 @@ import Testing
             let reply = try await client.send(.patch, "/tables/TodoItem/a", json: body)
             #expect(reply.status == .badRequest)
             #expect(reply.error == message)
+        }
+    }
+
+    /// Issue 50: columns are matched without case, as on SQL Server-backed servers (the E2E suites' `Blog` test sends
+    /// `postid` for the declared `postId`): a write in another case stores the declared (or first written) column, on
+    /// every route, and queries find it in any case.
+    @Test(arguments: Backend.all) func aFieldInAnotherCaseIsItsColumn(_ backend: Backend) async throws {
+        let declared = try TableConfiguration(name: "comments", columns: ["postId": .string, "text": .string])
+        try await Fixture.withServer(backend, tables: [declared, try TableConfiguration(name: "TodoItem")]) { client in
+            let inserted = try await client.send(
+                .post, "/tables/comments", json: ["id": "c", "postid": "p1", "Text": "x"])
+            #expect(inserted.status == .created)
+            #expect(inserted.json?["postId"] == "p1" && inserted.json?["text"] == "x")
+            #expect(inserted.json?["postid"] == nil && inserted.json?["Text"] == nil)
+            let changed = try await client.send(.patch, "/tables/comments/c", json: ["POSTID": "p2"])
+            #expect(changed.status == .ok && changed.json?["postId"] == "p2")
+            let batch = try await client.send(
+                .post, "/batch",
+                json: ["requests": [["method": "PATCH", "url": "tables/comments/c", "body": ["PostId": "p3"]]]])
+            #expect(batch.json?["responses"]?.arrayValue?.first?["body"]?["postId"] == "p3")
+            // A dynamic table's column keeps the case it was first written in.
+            _ = try await client.send(.post, "/tables/TodoItem", json: ["id": "a", "Priority": 1])
+            let dynamic = try await client.send(.post, "/tables/TodoItem", json: ["id": "b", "priority": 2])
+            #expect(dynamic.status == .created && dynamic.json?["Priority"] == 2 && dynamic.json?["priority"] == nil)
+            // Queries name it in any case.
+            let found = try await client.send(.get, "/tables/comments?$filter=POSTID%20eq%20'p3'&$select=postid,TEXT")
+            #expect(found.ids == ["c"])
+            #expect(found.json?.arrayValue?.first?["postId"] == "p3")
+            #expect(try await client.send(.get, "/tables/TodoItem?$orderby=PRIORITY%20desc").ids == ["b", "a"])
         }
     }
 

@@ -14,6 +14,30 @@ struct WritePlan: Sendable {
 }
 
 extension TableSchema {
+    /// The fields with each user field named as its column is declared (or was first written), when the client spelled
+    /// it in another case: columns are matched without case, as on the SQL Server-backed servers (issue 50), and
+    /// stored under one name. Fields that match no column, and system properties, keep their names.
+    ///
+    /// - Throws: ``TableStoreError/invalidItem(_:)`` when two fields name one column.
+    func declaredNames(_ fields: [String: JSONValue]) throws(TableStoreError) -> [String: JSONValue] {
+        let other = fields.keys.filter { columns[$0] == nil && !SystemProperty.isSystemProperty($0) }
+        guard !other.isEmpty else { return fields }
+        // Names are ASCII (the body's parse limits), so lowercasing them is per byte.
+        let declared = Dictionary(columns.keys.map { ($0.lowercased(), $0) }, uniquingKeysWith: { first, _ in first })
+        var renamed = fields
+        var namedBy: [String: String] = [:]  // column → the field that names it
+        for field in fields.keys where columns[field] != nil { namedBy[field] = field }
+        for field in other.sorted() {
+            guard let name = declared[field.lowercased()] else { continue }
+            if let first = namedBy.updateValue(field, forKey: name) {
+                throw .invalidItem(
+                    "fields '\(min(first, field))' and '\(max(first, field))' name one column, '\(name)'")
+            }
+            renamed[name] = renamed.removeValue(forKey: field)
+        }
+        return renamed
+    }
+
     /// Checks an item's user fields against the schema and turns them into column values.
     ///
     /// System properties in `fields` are skipped (the caller deals with `id` and `version`; the others

@@ -72,7 +72,15 @@ extension TableController {
         let schema = try await schema(call)
         let pathID = try pathID(call)
         var scope = try await authorize(effect, schema, call)
-        let request = try await read(schema, pathID)
+        var request = try await read(schema, pathID)
+        // Every field by its column's declared name, whatever case the client spelled it in (SQL Server-backed servers
+        // match columns so): hooks, rules and the store see one spelling.
+        switch request.action {
+        case .insert(let given): request.action = .insert(try await perform { try schema.declaredNames(given) })
+        case .change(let given): request.action = .change(try await perform { try schema.declaredNames(given) })
+        case .replace(let given): request.action = .replace(try await perform { try schema.declaredNames(given) })
+        case .delete, .undelete: break
+        }
         // The rule checked is the write's own: a handler that reads another write than its route's is a bug.
         guard request.effect == effect else {
             call.logger.error("A \(effect) route read a \(request.effect) of \(schema.name)")
