@@ -79,7 +79,8 @@ import Testing
             let dynamic = try await client.send(.post, "/tables/TodoItem", json: ["id": "b", "priority": 2])
             #expect(dynamic.status == .created && dynamic.json?["Priority"] == 2 && dynamic.json?["priority"] == nil)
             // Queries name it in any case.
-            let found = try await client.send(.get, "/tables/comments?$filter=POSTID%20eq%20'p3'&$select=postid,TEXT")
+            let found = try await client.send(
+                .get, "/tables/comments?$filter=POSTID%20eq%20'p3'&$select=id,postid,TEXT")
             #expect(found.ids == ["c"])
             #expect(found.json?.arrayValue?.first?["postId"] == "p3")
             #expect(try await client.send(.get, "/tables/TodoItem?$orderby=PRIORITY%20desc").ids == ["b", "a"])

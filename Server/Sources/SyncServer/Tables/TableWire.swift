@@ -45,7 +45,11 @@ struct V2TableWire: TableWire {
     var odata: ODataDialect { .v2 }
     var itemMethods: [HTTPRequest.Method] { [.get, .patch, .delete, .post] }
     func normalized(_ query: ODataQuery) throws -> ODataQuery { query }
-    func rowShape(for query: ODataQuery) -> RowShape { .stored }
+    /// Every system property; with `$select` exactly the fields named (system properties only when named), as the
+    /// Node.js and ASP.NET servers answer (issue 50).
+    func rowShape(for query: ODataQuery) -> RowShape {
+        query.select.map { RowShape(systemProperties: Set($0.compactMap(SystemProperty.init(rawValue:)))) } ?? .stored
+    }
     func shown(_ item: JSONValue) -> JSONValue { item }
     func checkNewID(_ id: ItemID) throws {}
 
