@@ -93,7 +93,7 @@ extension PullRunner {
                 try account.confirm(in: writer)
                 var counts: [(applied: Int, skipped: Int, removed: Int)] = []
                 for (pull, table) in zip(pulls, staged) {
-                    guard let table else { continue }
+                    let table = table ?? StagedTable()  // every table has one: the passes never clear it
                     let removed = try table.scope?.settle(in: pull.table, writer: writer) ?? 0
                     let (applied, skipped) = try Self.store(table.rows.values, in: pull.table, writer: writer)
                     if let queryID = pull.queryID, let cursor = table.cursor {
