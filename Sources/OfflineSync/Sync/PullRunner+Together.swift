@@ -49,20 +49,11 @@ extension PullRunner {
     ) async throws -> JointPullSummary {
         var summaries = pulls.map { _ in PullSummary(appliedCount: 0, skippedCount: 0, requestCount: 0) }
         var (passCount, isWhole) = (0, false)
-        do {
+        try await stoppingAsPull {
             var starts: [PullStart] = []
             for pull in pulls { starts.append(try await pullStart(pull.table, queryID: pull.queryID)) }
             if starts.contains(where: { $0.pendingCount > 0 }) {
-                do {
-                    _ = try await push()
-                } catch let error as PushError {
-                    switch error {
-                    case .operationsFailed(let result): summaries[0].pushErrors = result.errors
-                    case .serverUnavailable(let reason, _): throw SyncStop.unavailable(reason)
-                    case .unauthorized: throw SyncStop.unauthorized
-                    case .cancelled: throw SyncStop.cancelled
-                    }
-                }
+                summaries[0].pushErrors = try await pushFirst(push)
                 starts = []
                 for pull in pulls { starts.append(try await pullStart(pull.table, queryID: pull.queryID)) }
             }
@@ -110,12 +101,6 @@ extension PullRunner {
                 summaries[index].removedCount = count.removed
             }
             if holdsFiles { try await attachments.removeUnnamedAttachments() }
-        } catch SyncStop.unavailable(let error) {
-            throw PullError.serverUnavailable(error)
-        } catch SyncStop.unauthorized {
-            throw PullError.unauthorized
-        } catch SyncStop.cancelled {
-            throw PullError.cancelled
         }
         return JointPullSummary(
             tables: zip(pulls, summaries).map { ($0.table, $1) }, passes: passCount, isWhole: isWhole)

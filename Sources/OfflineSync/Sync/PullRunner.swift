@@ -39,20 +39,11 @@ extension PullRunner {
         ahead: Bool, progress: (@Sendable (PullProgress) -> Void)?, push: () async throws -> PushResult
     ) async throws -> PullSummary {
         var summary = PullSummary(appliedCount: 0, skippedCount: 0, requestCount: 1)
-        do {
+        try await stoppingAsPull {
             // What the pull starts from, in one read (each store access is a transaction on a reader's queue).
             var start = try await pullStart(table, queryID: queryID)
             if start.pendingCount > 0 {
-                do {
-                    _ = try await push()
-                } catch let error as PushError {
-                    switch error {
-                    case .operationsFailed(let result): summary.pushErrors = result.errors
-                    case .serverUnavailable(let reason, _): throw SyncStop.unavailable(reason)
-                    case .unauthorized: throw SyncStop.unauthorized
-                    case .cancelled: throw SyncStop.cancelled
-                    }
-                }
+                summary.pushErrors = try await pushFirst(push)
                 start = try await pullStart(table, queryID: queryID)  // the push's resolutions may mark rows
             }
             try await refetch(start.refetch, in: table)
@@ -68,6 +59,30 @@ extension PullRunner {
             }
             // The files of rows the pull deleted.
             if holdsFiles { try await attachments.removeUnnamedAttachments() }
+        }
+        return summary
+    }
+
+    /// The push before a pull: the operations it left refused, which do not stop the pull (PROTOCOL.md §8); an
+    /// unavailable server, a 401 or a cancellation stop it (``SyncStop``).
+    func pushFirst(_ push: () async throws -> PushResult) async throws -> [OperationError] {
+        do {
+            _ = try await push()
+            return []
+        } catch let error as PushError {
+            switch error {
+            case .operationsFailed(let result): return result.errors
+            case .serverUnavailable(let reason, _): throw SyncStop.unavailable(reason)
+            case .unauthorized: throw SyncStop.unauthorized
+            case .cancelled: throw SyncStop.cancelled
+            }
+        }
+    }
+
+    /// Runs a pull's work, its ``SyncStop``s thrown as the ``PullError``s they are.
+    func stoppingAsPull<T>(_ body: () async throws -> T) async throws -> T {
+        do {
+            return try await body()
         } catch SyncStop.unavailable(let error) {
             throw PullError.serverUnavailable(error)
         } catch SyncStop.unauthorized {
@@ -75,7 +90,6 @@ extension PullRunner {
         } catch SyncStop.cancelled {
             throw PullError.cancelled
         }
-        return summary
     }
 
     /// What a pull starts from: the table's pending operations, the items marked to be fetched again, the query's
