@@ -162,9 +162,10 @@ enum Fixture {
     }
 
     /// Runs `body` with the table store of `configuration`, prepared, opened beside any application's (the same file
-    /// or database).
+    /// or database). `queryTimeout` bounds a PostgreSQL store's work per call (the server's default, 10 s, unless given).
     static func withTableStore(
-        _ configuration: SyncServerConfiguration, _ body: @Sendable (any TableStore) async throws -> Void
+        _ configuration: SyncServerConfiguration, queryTimeout: Duration = .seconds(10),
+        _ body: @Sendable (any TableStore) async throws -> Void
     ) async throws {
         switch configuration.database {
         case .sqlite(let path):
@@ -172,7 +173,7 @@ enum Fixture {
             try await store.prepare(configuration.servedTables)
             try await body(store)
         case .postgres(let url):
-            let store = try PostgresTableStore(url: url)
+            let store = try PostgresTableStore(url: url, queryTimeout: queryTimeout)
             try await withThrowingTaskGroup(of: Void.self) { group in
                 group.addTask { try await store.run() }
                 try await store.prepare(configuration.servedTables)
