@@ -234,6 +234,38 @@ struct DatedItem: Codable, Sendable, Equatable {
         }
     }
 
+    /// Found by the plain chaos test (seed 1, v2; its monotonic-read check, in 3 of 8 whole-suite runs over two stops):
+    /// an edit sent with no reply read, then the item deleted on the device (the delete waits behind the edit), then
+    /// the edit's conflict kept as mine. Keeping it wrote the edit's item back into the store: the deleted item showed
+    /// again, without the server's stamp, until the next sync deleted it. Now the item stays deleted, and the delete
+    /// goes over the server's row the person has seen.
+    @Test func keepingMineOfAnEditTheDeviceDeletedSinceDoesNotBringTheItemBack() async throws {
+        let workspace = try Workspace()
+        try await LiveServer.run(in: workspace) { url in
+            let transport = ScriptedTransport(forwardingTo: URLSessionTransport())
+            let (a, b) = try await Self.twoDevices(url, workspace) {
+                $0.transport = transport
+                $0.retryLimit = 0
+            }
+            try await Self.edit(b) { $0.text = "soy milk" }
+            transport.append([.fail(.timedOut)])
+            await #expect(throws: PushError.self) { try await b.push() }
+            let table = try b.syncTable("TodoItem", of: DatedItem.self)
+            try await table.delete(id: ItemID("t"))
+            #expect(try await b.pendingOperations().map(\.kind) == [.update, .delete])
+            try await Self.edit(a) { $0.text = "oat milk" }
+            try await a.push()
+            await #expect(throws: PushError.self) { try await b.push() }
+            let conflict = try #require(try await b.operationErrors().first)
+            try await b.resolve(conflict, with: .keepMine(nil))
+            #expect(try await table.item(id: ItemID("t")) == nil, "deleted on this device after the edit")
+            try await b.push()
+            #expect(try await Self.server(a) == nil)
+            #expect(try await b.pendingOperations().isEmpty)
+            #expect(try await b.operationErrors().isEmpty)
+        }
+    }
+
     @Test(arguments: ["serverWins", "clientWins", "resolve"])
     func theTablesPolicyDecidesFieldsChangedOnBothSides(policy: String) async throws {
         let workspace = try Workspace()

@@ -40,10 +40,11 @@ extension SyncClient {
     ///
     /// It pushes first when any of the tables has pending operations (as ``SyncTable/pull(_:queryID:progress:)``
     /// does), then pulls each table in turn, pass after pass from where the last ended, until a pass in which no table
-    /// has anything new, and applies every row and scope change it received in one local transaction. So it costs a
-    /// request per table more than separate pulls (the pass that finds nothing), holds what it received in memory
-    /// until the end, and shows nothing before: use it for tables that share sets, and a plain pull for a large first
-    /// download. Items with pending operations are skipped, as by any pull.
+    /// has anything new, and applies every row and scope change it received in one local transaction. So when the
+    /// first pass brings rows it costs a request per table more than separate pulls (the pass that finds nothing; a
+    /// pull with nothing new makes one pass), holds what it received in memory until the end, and shows nothing before:
+    /// use it for tables that share sets, and a plain pull for a large first download. Items with pending operations
+    /// are skipped, as by any pull.
     ///
     /// For example:
     /// ```swift

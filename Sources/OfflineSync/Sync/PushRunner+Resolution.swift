@@ -45,9 +45,20 @@ extension PushRunner {
                 }
                 if item == nil, let serverVersion = server?["version"] { mine["version"] = serverVersion }
                 mine["id"] = .string(operation.itemID.rawValue)
+                let newer = try writer.lastOperation(for: operation.itemID, in: table).flatMap {
+                    $0.id == current.id ? nil : $0
+                }
                 if current.kind == .delete {
                     current.item = mine
                     try writer.deleteItem(operation.itemID, in: table)
+                } else if local == nil, var delete = newer, delete.kind == .delete {
+                    // Deleted on this device after this change: the item stays deleted (the change, with no row to
+                    // send, goes), and the delete goes over the server's row, which the person has now seen.
+                    current.item = nil
+                    if serverIsLive, let serverVersion = server?["version"] {
+                        delete.item?["version"] = serverVersion
+                        try writer.updateOperation(delete)
+                    }
                 } else {
                     current.item = nil
                     try writer.upsert(mine.removing([.deleted]), in: table)
