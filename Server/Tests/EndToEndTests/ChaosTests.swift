@@ -18,7 +18,7 @@ import Testing
 /// device left with a stale row after taking the server's version (point 2). Each case runs with the devices
 /// speaking v2, and again with them speaking v3 (Datasync) or both on one table (`--protocol mixed`: even-numbered
 /// devices v2, odd ones v3), against the one server that serves both. Its monotonic-read check failed now and then in
-/// whole-suite runs (3 of 8 over two stops, seed 1): a deleted item read again, unstamped, after a conflict of an edit
+/// whole-suite runs (3 of 9 over two stops, seed 1): a deleted item read again, unstamped, after a conflict of an edit
 /// made before the delete was kept as mine (`MergeTests.keepingMineOfAnEditTheDeviceDeletedSince…`).
 ///
 /// The runs are two serialized suites, `ChaosTests` (every dialect under faults, kills and restarts; one user's devices)
