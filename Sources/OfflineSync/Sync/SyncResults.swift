@@ -150,7 +150,7 @@ public struct JointPullSummary: Sendable, Hashable {
             && lhs.tables.elementsEqual(rhs.tables) { $0.table == $1.table && $0.summary == $1.summary }
     }
 
-    /// Hashes what ``==`` compares.
+    /// Hashes what `==` compares.
     public func hash(into hasher: inout Hasher) {
         hasher.combine(passes)
         hasher.combine(isWhole)
