@@ -36,6 +36,22 @@ struct DatedItem: Codable, Sendable, Equatable {
         try await table.update(item)
     }
 
+    /// ``twoDevices(_:_:configureB:)``, where B's edit of the text ("soy milk") was sent and its reply never read (the
+    /// network dropped it): the edit stays queued, attempted, and B sends nothing again by itself (no retries).
+    static func devicesWithAnUnreadEdit(_ url: URL, _ workspace: Workspace) async throws -> (
+        a: SyncClient, b: SyncClient
+    ) {
+        let transport = ScriptedTransport(forwardingTo: URLSessionTransport())
+        let (a, b) = try await twoDevices(url, workspace) {
+            $0.transport = transport
+            $0.retryLimit = 0
+        }
+        try await edit(b) { $0.text = "soy milk" }
+        transport.append([.fail(.timedOut)])
+        await #expect(throws: PushError.self) { try await b.push() }
+        return (a, b)
+    }
+
     static func server(_ client: SyncClient) async throws -> JSONValue? {
         try await client.table("TodoItem", of: JSONValue.self).item(id: ItemID("t"))
     }
@@ -161,14 +177,7 @@ struct DatedItem: Codable, Sendable, Equatable {
     func takingTheServersRowUnderANewerEditKeepsTheServersOtherFields(newerEditsText: Bool) async throws {
         let workspace = try Workspace()
         try await LiveServer.run(in: workspace) { url in
-            let transport = ScriptedTransport(forwardingTo: URLSessionTransport())
-            let (a, b) = try await Self.twoDevices(url, workspace) {
-                $0.transport = transport
-                $0.retryLimit = 0
-            }
-            try await Self.edit(b) { $0.text = "soy milk" }
-            transport.append([.fail(.timedOut)])
-            await #expect(throws: PushError.self) { try await b.push() }
+            let (a, b) = try await Self.devicesWithAnUnreadEdit(url, workspace)
             try await Self.edit(b) { item in
                 if newerEditsText { item.text = "rice milk" } else { item.due = "2026-12-24" }
             }
@@ -242,14 +251,7 @@ struct DatedItem: Codable, Sendable, Equatable {
     @Test func keepingMineOfAnEditTheDeviceDeletedSinceDoesNotBringTheItemBack() async throws {
         let workspace = try Workspace()
         try await LiveServer.run(in: workspace) { url in
-            let transport = ScriptedTransport(forwardingTo: URLSessionTransport())
-            let (a, b) = try await Self.twoDevices(url, workspace) {
-                $0.transport = transport
-                $0.retryLimit = 0
-            }
-            try await Self.edit(b) { $0.text = "soy milk" }
-            transport.append([.fail(.timedOut)])
-            await #expect(throws: PushError.self) { try await b.push() }
+            let (a, b) = try await Self.devicesWithAnUnreadEdit(url, workspace)
             let table = try b.syncTable("TodoItem", of: DatedItem.self)
             try await table.delete(id: ItemID("t"))
             #expect(try await b.pendingOperations().map(\.kind) == [.update, .delete])
