@@ -92,9 +92,12 @@ final class Device: @unchecked Sendable {  // @unchecked: used by one thread at 
         commands += 1
         let result = try await runChild(todo, arguments, environment: environment, killAfter: killAfter)
         let said = (result.output + result.error).split(separator: "\n").prefix(3).joined(separator: " / ")
+        // Up to 100 kB a command: a read's whole JSON line, so that a failed run's reads can be read back from its
+        // folder (cut at 1,500 bytes, they were not JSON any more).
         history.append(
             "\(commands): todo \(arguments.joined(separator: " ")) → "
-                + (result.wasKilled ? "killed" : "\(result.status)") + (said.isEmpty ? "" : ": \(said.prefix(1500))"))
+                + (result.wasKilled ? "killed" : "\(result.status)") + (said.isEmpty ? "" : ": \(said.prefix(100_000))")
+        )
         return result
     }
 
