@@ -25,11 +25,7 @@ extension SyncTable {
         let filter = try query.checked().filter
         return TablePull(
             table: name, filter: filter, queryID: queryID, before: { try await recordAttachmentFields() },
-            after: {
-                if let policy = attachmentPolicy, policy.download == .afterPull {
-                    try await client.context.attachments.prefetchAttachments(in: name, fields: policy.fields)
-                }
-            })
+            after: { try await prefetchAfterPull() })
     }
 }
 

@@ -136,6 +136,12 @@ extension SyncTable {
         return hash
     }
 
+    /// Downloads the files the pulled rows name, when the table's policy says to after a pull.
+    func prefetchAfterPull() async throws {
+        guard let policy = attachmentPolicy, policy.download == .afterPull else { return }
+        try await client.context.attachments.prefetchAttachments(in: name, fields: policy.fields)
+    }
+
     /// Records the fields of this table's policy, so that the store keeps their files while rows name them.
     func recordAttachmentFields() async throws {
         guard let fields = attachmentPolicy?.fields, !fields.isEmpty else { return }

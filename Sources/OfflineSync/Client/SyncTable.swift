@@ -221,9 +221,7 @@ public struct SyncTable<Item: Codable & Sendable>: Sendable {
                     progress?(page)
                 })
         }
-        if let policy = attachmentPolicy, policy.download == .afterPull {
-            try await client.context.attachments.prefetchAttachments(in: name, fields: policy.fields)
-        }
+        try await prefetchAfterPull()
         return summary
     }
 

@@ -23,15 +23,15 @@ extension PullRunner {
         case none, exits, scope
     }
 
-    /// `staged` is the token a pull of several tables together has kept to store (``StagedTable/scope``), if any: the
-    /// one to compare with.
-    func scopeChange(_ table: TableName, token: String?, pulledBefore: Bool, staged: String?? = nil) async throws
+    /// `staged` is the listing a pull of several tables together has kept to store (``StagedTable/scope``), if any:
+    /// its token is the one to compare with.
+    func scopeChange(_ table: TableName, token: String?, pulledBefore: Bool, staged: StagedScope? = nil) async throws
         -> ScopeChange
     {
         guard let token else { return .none }
         let key = Self.scopeKey(table)
         var (stored, count) = try await store.read { (try $0.setting(key), try $0.count(in: table, matching: nil)) }
-        if let staged { stored = staged }
+        if let staged { stored = staged.token }
         if stored == token { return .none }
         guard let stored else {
             if !pulledBefore, count == 0 {
@@ -73,8 +73,12 @@ extension PullRunner {
                 change == .scope || !consistent || Self.groups(of: stored) != Self.groups(of: token)
             }
             if let held = staged {
-                var stored = held.scope?.token
-                if held.scope == nil { stored = try await store.read { try $0.setting(Self.scopeKey(table)) } }
+                let stored: String?
+                if let scope = held.scope {
+                    stored = scope.token
+                } else {
+                    stored = try await store.read { try $0.setting(Self.scopeKey(table)) }
+                }
                 let restarted = restarts(stored)
                 staged?.scope = StagedScope(
                     ids: ids, token: consistent ? token : nil, restarted: restarted || held.scope?.restarted == true)

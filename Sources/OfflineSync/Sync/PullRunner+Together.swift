@@ -103,7 +103,8 @@ extension PullRunner {
             if holdsFiles { try await attachments.removeUnnamedAttachments() }
         }
         return JointPullSummary(
-            tables: zip(pulls, summaries).map { ($0.table, $1) }, passes: passCount, isWhole: isWhole)
+            tables: zip(pulls, summaries).map { .init(table: $0.table, summary: $1) }, passes: passCount,
+            isWhole: isWhole)
     }
 }
 

@@ -144,7 +144,7 @@ extension PullRunner {
         let sinceStart = clock.stopwatch()
         var page = try await fetch(table, filter: filter, after: cursor, pageSize: pacing.size, count: true)
         let change = try await scopeChange(
-            table, token: page.scopeToken, pulledBefore: cursor != nil, staged: staged?.scope.map { $0.token })
+            table, token: page.scopeToken, pulledBefore: cursor != nil, staged: staged?.scope)
         if change != .none {
             // The user's scope changed, or rows moved out of it: the rows the device keeps are checked against the
             // server's, and (for a scope) every query of the table starts over, so that a group just joined comes whole.

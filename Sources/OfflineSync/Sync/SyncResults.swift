@@ -122,8 +122,16 @@ public struct PullSummary: Sendable, Hashable {
 
 /// What a pull of several tables together did (``SyncClient/pullTogether(_:passes:progress:)``).
 public struct JointPullSummary: Sendable, Hashable {
-    /// Each table's summary, in the order pulled. Its `requestCount` counts every pass.
-    public var tables: [(table: TableName, summary: PullSummary)]
+    /// One table's part of the pull.
+    public struct Table: Sendable, Hashable {
+        /// The table.
+        public var table: TableName
+        /// What the pull did to it. Its `requestCount` counts every pass.
+        public var summary: PullSummary
+    }
+
+    /// Each table's summary, in the order pulled.
+    public var tables: [Table]
     /// The passes over the tables it took: the last found nothing new, unless ``isWhole`` is false.
     public var passes: Int
     /// Whether the rows applied show every change set whole: a pass found nothing new in any table. False when
@@ -134,7 +142,7 @@ public struct JointPullSummary: Sendable, Hashable {
     /// The summaries added up, as one pull's: the push's refusals are the first table's.
     public var total: PullSummary {
         var total = PullSummary(appliedCount: 0, skippedCount: 0, requestCount: 0)
-        for (_, summary) in tables {
+        for summary in tables.map(\.summary) {
             total.appliedCount += summary.appliedCount
             total.skippedCount += summary.skippedCount
             total.requestCount += summary.requestCount
@@ -142,22 +150,6 @@ public struct JointPullSummary: Sendable, Hashable {
             total.pushErrors += summary.pushErrors
         }
         return total
-    }
-
-    /// Whether two summaries hold the same tables, summaries, passes and wholeness.
-    public static func == (lhs: Self, rhs: Self) -> Bool {
-        lhs.passes == rhs.passes && lhs.isWhole == rhs.isWhole
-            && lhs.tables.elementsEqual(rhs.tables) { $0.table == $1.table && $0.summary == $1.summary }
-    }
-
-    /// Hashes what `==` compares.
-    public func hash(into hasher: inout Hasher) {
-        hasher.combine(passes)
-        hasher.combine(isWhole)
-        for (table, summary) in tables {
-            hasher.combine(table)
-            hasher.combine(summary)
-        }
     }
 }
 
