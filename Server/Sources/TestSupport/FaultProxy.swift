@@ -95,6 +95,9 @@ public final class FaultProxy: Sendable {
     /// Starts or ends a network partition.
     public func setPartitioned(_ value: Bool) { state?.withLockedValue { $0.isPartitioned = value } }
 
+    /// Sets the chance that a request meets a fault (0 pauses the faults; a run's opening scripted without them).
+    public func setFaultRate(_ rate: Double) { state?.withLockedValue { $0.rate = rate } }
+
     /// Heals: no more faults or partition.
     public func heal() {
         state?.withLockedValue {

@@ -194,7 +194,7 @@ import Testing
         #expect(result.status == 0, "\(result.output)\(result.error)")
         #expect(result.output.contains("sync-chaos: 1 of 1 seed(s) passed"))
         let lines = result.output.split(separator: "\n")
-        // Under load a seed makes fewer steps (4–22 merges a seed alone, 4 in one whole-suite run): never none.
+        // Under load a seed makes fewer steps (CI once met none in seed 13): the run's opening makes one for sure.
         #expect(
             lines.contains { $0.contains("merged with other devices' edits") && !$0.hasSuffix(" by themselves: 0") })
         if `protocol` == "v2" {
