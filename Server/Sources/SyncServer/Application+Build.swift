@@ -124,10 +124,20 @@ func seed(_ configuration: SyncServerConfiguration, store: any TableStore) async
             guard var fields = row.objectValue else {
                 throw ConfigurationError("table '\(table.name)': seed row \(index + 1) is not an object")
             }
-            let id = try fields.removeValue(forKey: SystemProperty.id.rawValue)?.stringValue.map { try ItemID($0) }
+            let given = fields.removeValue(forKey: SystemProperty.id.rawValue)
+            let id: ItemID
             do {
-                _ = try await store.insert(
-                    fields, id: id ?? ItemID(configuration.makeID()), into: table.name, scope: .everything)
+                if table.integerIDs {
+                    // Its own number, or the next one.
+                    if let number = given?.intValue {
+                        id = try IntegerIDs.stored(number)
+                    } else {
+                        id = try IntegerIDs.stored(try await store.nextIntegerID(in: table.name))
+                    }
+                } else {
+                    id = try given?.stringValue.map { try ItemID($0) } ?? ItemID(configuration.makeID())
+                }
+                _ = try await store.insert(fields, id: id, into: table.name, scope: .everything)
             } catch TableStoreError.alreadyExists {
                 continue
             } catch TableStoreError.invalidItem(let reason) {

@@ -19,14 +19,16 @@ enum E2E {
         configuration.routes = { router in ParamsTestTable.addRoutes(to: router) }
     }
 
-    /// The tables: string ids, page size 1,000; "number" columns are doubles.
+    /// The tables: string ids but for `IntIdRoundTripTable` and `intIdMovies` (integer ids the server gives, as the
+    /// Node.js server's `autoIncrement: true`), page size 1,000; "number" columns are doubles.
     static func tables() throws -> [TableConfiguration] {
         func table(
             _ name: String, softDelete: Bool = false, columns: [String: SQLColumnType]? = nil,
-            authenticated: Bool = false
+            authenticated: Bool = false, integerIDs: Bool = false
         ) throws -> TableConfiguration {
             var table = try TableConfiguration(
                 name: name, softDelete: softDelete, pageSize: 1000, maxTop: 1000, columns: columns)
+            table.integerIDs = integerIDs
             table.access = Dictionary(
                 uniqueKeysWithValues: TableOperation.allCases.map { ($0, authenticated ? .authenticated : .anonymous) })
             return table
@@ -42,7 +44,18 @@ enum E2E {
         // SQL Server's default collation, which the clients' tests expect ("Amélie" before "American Beauty").
         movies.collation = .caseInsensitive
         movies.seed = try movieSeed()
+        // The same movies by number, 1 to 248 in the seed's order (the Node.js server seeds them without ids).
+        var intIdMovies = try table("intIdMovies", columns: movieColumns, integerIDs: true)
+        intIdMovies.collation = .caseInsensitive
+        intIdMovies.seed = try movieSeed().map { movie in
+            var fields = movie.objectValue ?? [:]
+            fields["id"] = nil
+            return .object(fields)
+        }
         return [
+            // Columns are added as the round-trip tests send them (string1, bool1, …), as Node.js's dynamic schema.
+            try table("IntIdRoundTripTable", integerIDs: true),
+            intIdMovies,
             authenticatedTable,
             try table("public"),
             try table(
@@ -81,7 +94,7 @@ enum E2E {
                 APIResponse(body: [
                     "runtime": ["type": "swift", "version": "OfflineSync e2e-server"],
                     "features": [
-                        "intIdTables": false, "stringIdTables": true, "nhPushEnabled": false,
+                        "intIdTables": true, "stringIdTables": true, "nhPushEnabled": false,
                         "queryExpandSupport": false, "userEnabled": false, "liveSDKLogin": false,
                         "azureActiveDirectoryLogin": false, "singleSignOnLogin": false, "stringReplace": true,
                         "nodeRuntimeOnly": false, "dotNetRuntimeOnly": false,

@@ -13,7 +13,7 @@ import Testing
 /// `e2e-server` (issue 31), the Node.js SDK's end-to-end test server on the library, as a process with
 /// `sync-server`'s options: its seeded movies in SQL Server's order, the scripted `ParamsTestTable`, the custom APIs
 /// (`runtimeInfo`, `movieFinder`, the permission echoes, `jwtTokenGenerator`) and a per-user table with the token it
-/// hands out — on SQLite and PostgreSQL — then SIGTERM.
+/// hands out, the integer-id tables — on SQLite and PostgreSQL — then SIGTERM.
 extension ProcessTests {
     @Suite struct E2EServerTests {
         @Test(.timeLimit(.minutes(2))) func theNodeE2EServerAnswersOnSQLite() async throws {
@@ -57,7 +57,18 @@ extension ProcessTests {
                 let patched = try await http.send(.PATCH, "/tables/ParamsTestTable/42?q=1", body: [:])
                 #expect(patched.body?["id"] == 42)
 
-                #expect(try await http.send(.GET, "/api/runtimeInfo").body?["features"]?["stringIdTables"] == true)
+                let features = try await http.send(.GET, "/api/runtimeInfo").body?["features"]
+                #expect(features?["stringIdTables"] == true && features?["intIdTables"] == true)
+                // The integer-id tables (issue 50): the movies by number, the round-trip table's ids given in turn.
+                let byNumber = try await http.send(
+                    .GET, "/tables/intIdMovies?$orderby=id%20desc&$top=2&$select=id,title")
+                #expect(byNumber.body?.arrayValue?.compactMap { $0["id"]?.intValue } == [248, 247])
+                #expect(try await http.send(.GET, "/tables/intIdMovies/1").body?["title"] == "The Shawshank Redemption")
+                #expect(try await http.send(.GET, "/tables/intIdMovies/0").status == 404)
+                let first = try await http.send(.POST, "/tables/IntIdRoundTripTable", body: ["string1": "Hey"])
+                let second = try await http.send(.POST, "/tables/IntIdRoundTripTable", body: ["number": 12345.678])
+                let (one, two) = (first.body?["id"]?.intValue ?? 0, second.body?["id"]?.intValue ?? 0)
+                #expect(first.status == 201 && one > 0 && two == one + 1)
                 let amelie = try await http.send(.GET, "/api/movieFinder/title/Am%C3%A9lie")
                 #expect(amelie.body?["movies"]?.arrayValue?.first?["releaseDate"] == "2001-04-24T00:00:00.000Z")
                 let sameYear = try await http.send(.POST, "/api/movieFinder/moviesOnSameYear", body: ["year": 1994])

@@ -20,6 +20,7 @@ import Yams
 /// Column types are `string`, `int`, `double`, `bool` and `date`. An access is `anonymous`,
 /// `authenticated`, `disabled` or `{"subjects": [...], "roles": [...]}`; a table's `access` is one
 /// access for every operation, or `{"read": …, "insert": …, "update": …, "delete": …}`.
+/// `"autoIncrement": true` gives a table integer ids the server assigns (``TableConfiguration/integerIDs``).
 public struct ConfigurationFile: Sendable {
     /// The tables, in file order.
     public var tables: [TableConfiguration] = []
@@ -196,7 +197,7 @@ extension TableConfiguration {
         let known: Set<String> = [
             "name", "softDelete", "pageSize", "maxTop", "maxColumns", "maxNewColumnsPerWrite", "columns", "perUser",
             "access", "collation", "collations", "claimScope", "membershipScope", "members",
-            "attachments",
+            "attachments", "autoIncrement",
         ]
         for key in members.keys.sorted() where !known.contains(key) {
             throw ConfigurationError("\(label): unknown key '\(key)'")
@@ -235,6 +236,7 @@ extension TableConfiguration {
         table.maxColumns = try integer("maxColumns", default: table.maxColumns)
         table.maxNewColumnsPerWrite = try integer("maxNewColumnsPerWrite", default: table.maxNewColumnsPerWrite)
         table.perUser = try bool("perUser", default: false)
+        table.integerIDs = try bool("autoIncrement", default: false)
         if let access = members["access"] { table.access = try tableAccess(from: access, label: label) }
         func collation(_ value: JSONValue, _ key: String) throws -> Collation {
             guard let text = value.stringValue, let collation = Collation(rawValue: text) else {

@@ -125,6 +125,13 @@ public struct TableConfiguration: Sendable, Hashable {
     /// table's ``TableHooks/afterCommit`` hook: set by ``SyncServerConfiguration/servedTables`` for the tables that
     /// have one (and only there, so that nothing is recorded that no delivery takes).
     var recordsCommits = false
+    /// Whether the server assigns the table's ids, as the integers 1, 2, 3, … (the Node.js server's
+    /// `autoIncrement: true`, the ASP.NET server's integer-id entities): an insert names no id (or null or 0), and the
+    /// rows' ids are JSON numbers, in paths (`/tables/T/42`) and in `$filter` (`id eq 42`, `id gt 10`) too; an id is
+    /// never given again, even after its row is deleted. For the online table API of Azure Mobile Apps 2.0.0 clients:
+    /// offline sync needs ids a device chooses (PROTOCOL.md §1), so the v3 dialect refuses these tables, and the
+    /// OfflineSync client refuses them as sync tables. Not with a members table or a membership scope. Default: false.
+    public var integerIDs = false
     /// Who may do each operation; an operation not listed takes the server's default (any signed-in user
     /// when ``SyncServerConfiguration/auth`` is set, anyone otherwise). Default: none listed.
     public var access: [TableOperation: Access] = [:]
@@ -204,6 +211,9 @@ public struct TableConfiguration: Sendable, Hashable {
             if column == scopeColumn || column == groupColumn {
                 throw ConfigurationError("\(label): '\(column)' scopes the rows; it cannot name files too")
             }
+        }
+        if integerIDs, members != nil || membershipScope != nil {
+            throw ConfigurationError("\(label): integer ids are not for a members table or a membership-scoped table")
         }
         if Set(attachmentColumns).count != attachmentColumns.count {
             throw ConfigurationError("\(label): an attachment column is listed twice")

@@ -32,8 +32,14 @@ public struct CommittedWrite: Sendable, Hashable {
         self.item = item
     }
 
-    /// The item's id.
-    public var id: String? { item[SystemProperty.id.rawValue]?.stringValue }
+    /// The item's id (in a table of integer ids, its number's digits).
+    public var id: String? {
+        switch item[SystemProperty.id.rawValue] {
+        case .string(let text)?: text
+        case .int(let number)?: String(number)
+        default: nil
+        }
+    }
     /// The item's version after the write.
     public var version: Version? { item.version }
 }

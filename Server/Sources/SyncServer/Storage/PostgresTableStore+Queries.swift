@@ -133,6 +133,8 @@ extension PostgresTableStore {
         switch cell.columnName {
         case "createdAt", "updatedAt":
             return .string(WireDate(millisecondsSince1970: try cell.decode(Int64.self)).description)
+        case "id" where schema.configuration.integerIDs:
+            return IntegerIDs.shown(try cell.decode(String.self))
         default:
             break
         }

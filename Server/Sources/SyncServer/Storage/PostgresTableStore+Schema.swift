@@ -58,6 +58,12 @@ extension PostgresTableStore {
             ),
         ]
         + PostgresAttachmentStore.migrations.enumerated().map { (6 + $0.offset, $0.element.name, $0.element.sql) }
+        + [
+            (
+                6 + PostgresAttachmentStore.migrations.count, "integer ids",
+                #"ALTER TABLE "__sync_tables" ADD COLUMN "lastID" bigint NOT NULL DEFAULT 0"#
+            )
+        ]
 
     public func prepare(_ tables: [TableConfiguration]) async throws {
         for configuration in tables {
@@ -86,6 +92,28 @@ extension PostgresTableStore {
 
     public func schema(of table: TableName) async throws -> TableSchema? {
         schemas.schema(of: table)
+    }
+
+    public func nextIntegerID(in table: TableName) async throws -> Int64 {
+        let schema = try schemas.require(table)
+        let logger = self.logger
+        return try await withConnection(isWrite: true) { connection in
+            // Above the largest integer id stored too: seeded rows, and rows written before the counter. Ids other
+            // instances give meanwhile are above the counter's value, which the update reads under its row lock.
+            var largest: Int64 = 0
+            let stored = try await connection.query(
+                PostgresQuery(unsafeSQL: "SELECT max(\"id\") FROM \(StoreSQL.quoted(schema.name.canonical))"),
+                logger: logger)
+            for try await (text) in stored.decode(String?.self) { largest = text.flatMap(IntegerIDs.number) ?? 0 }
+            guard largest < Int64.max else {
+                throw TableStoreError.invalidItem("\(schema.name) has no integer id left")
+            }
+            let rows = try await connection.query(
+                #"UPDATE "__sync_tables" SET "lastID" = GREATEST("lastID", \#(largest)) + 1 WHERE "name" = \#(schema.name.canonical) RETURNING "lastID""#,
+                logger: logger)
+            for try await next in rows.decode(Int64.self) { return next }
+            throw TableStoreError.unknownTable(table)
+        }
     }
 
     /// Applies the bookkeeping migrations this database lacks (the caller holds the schema lock).

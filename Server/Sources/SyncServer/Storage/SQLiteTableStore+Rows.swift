@@ -45,12 +45,14 @@ struct SQLiteRowWriter {
     /// How a column's values are shown: system properties by their rules, user columns by type.
     enum Form {
         case text  // id, version
+        case integerID  // id, in a table of integer ids
         case date  // createdAt, updatedAt
         case flag  // deleted
         case user(SQLColumnType?)
 
         init(_ column: String, schema: TableSchema) {
             switch column {
+            case "id" where schema.configuration.integerIDs: self = .integerID
             case "id", "version": self = .text
             case "createdAt", "updatedAt": self = .date
             case "deleted": self = .flag
@@ -62,6 +64,7 @@ struct SQLiteRowWriter {
         func json(_ value: DatabaseValue) -> JSONValue {
             switch self {
             case .text: String.fromDatabaseValue(value).map(JSONValue.string) ?? .null
+            case .integerID: String.fromDatabaseValue(value).map(IntegerIDs.shown) ?? .null
             case .date:
                 Int64.fromDatabaseValue(value).map { .string(WireDate(millisecondsSince1970: $0).description) } ?? .null
             case .flag: .bool((Int64.fromDatabaseValue(value) ?? 0) != 0)

@@ -157,7 +157,7 @@ extension SQLiteTableStore {
     static func isInScope(_ item: JSONValue, _ scope: RowScope, schema: TableSchema, in db: Database) throws -> Bool {
         guard StoreSQL.isVisible(item, to: scope.owner, schema: schema) else { return false }
         guard let filter = try StoreSQL.scopeFilter(scope, schema: schema, dialect: .sqlite),
-            let id = item[SystemProperty.id.rawValue]?.stringValue
+            let id = IntegerIDs.storedText(of: item[SystemProperty.id.rawValue])
         else { return true }
         let (sql, arguments) = filter.render(for: .sqlite)
         return try Bool.fetchOne(

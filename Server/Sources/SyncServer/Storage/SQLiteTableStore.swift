@@ -74,6 +74,9 @@ public final class SQLiteTableStore: TableStore {
         migrator.registerMigration("v3: scope exits") { db in
             try db.execute(sql: ScopeExits.createSQL(stamp: "INTEGER"))
         }
+        migrator.registerMigration("v4: integer ids") { db in
+            try db.execute(sql: #"ALTER TABLE "__sync_tables" ADD COLUMN "lastID" INTEGER NOT NULL DEFAULT 0"#)
+        }
         return migrator
     }
 
@@ -86,6 +89,26 @@ public final class SQLiteTableStore: TableStore {
 
     public func schema(of table: TableName) async throws -> TableSchema? {
         schemas.schema(of: table)
+    }
+
+    public func nextIntegerID(in table: TableName) async throws -> Int64 {
+        let schema = try schemas.require(table)
+        return try await write { db in
+            // Above the largest integer id stored too: seeded rows, and rows written before the counter.
+            let largest =
+                try String.fetchOne(
+                    db, sql: "SELECT max(\"id\") FROM \(StoreSQL.quoted(schema.name.canonical))"
+                ).flatMap(IntegerIDs.number) ?? 0
+            guard largest < Int64.max,
+                let next = try Int64.fetchOne(
+                    db,
+                    sql:
+                        #"UPDATE "__sync_tables" SET "lastID" = max("lastID", ?) + 1 WHERE "name" = ? RETURNING "lastID""#,
+                    arguments: [largest, schema.name.canonical]),
+                next > 0
+            else { throw TableStoreError.invalidItem("\(schema.name) has no integer id left") }
+            return next
+        }
     }
 
     /// The atomic set of writes the current task is in (``atomically(_:)``), if any.

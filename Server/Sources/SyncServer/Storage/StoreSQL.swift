@@ -215,8 +215,10 @@ enum StoreSQL {
             orderings.append(ODataOrdering(SystemProperty.id.rawValue))
         }
         let orderBy: SQLFragment
+        // A table of integer ids compares them as stored (``IntegerIDs``), for every reader of the table.
+        let filter = schema.configuration.integerIDs ? try IntegerIDs.storedFilter(query.filter) : query.filter
         do {
-            if let filter = query.filter { conditions.append(try translator.predicate(filter)) }
+            if let filter { conditions.append(try translator.predicate(filter)) }
             orderBy = try translator.orderBy(orderings)
         } catch {
             throw .invalidQuery(error.description)

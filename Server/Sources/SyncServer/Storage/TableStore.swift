@@ -156,10 +156,23 @@ public protocol TableStore: Sendable {
     /// - Throws: ``TableStoreError``.
     func memberships(of user: String, in table: TableName, group: String?, exitsOf: TableName?) async throws
         -> [Membership]
+
+    /// The next id of a table with ``TableConfiguration/integerIDs``: greater than every id the store gave the table
+    /// before (also of rows deleted since, and of rows given by other instances on the same database) and than every
+    /// integer id its rows hold. Taken even when the insert that asked for it fails (a gap, as SQL identities leave).
+    ///
+    /// - Parameter table: The table.
+    /// - Returns: The id, 1 or more.
+    /// - Throws: ``TableStoreError``; from a store without integer ids (the default), ``TableStoreError/unavailable(_:)``.
+    func nextIntegerID(in table: TableName) async throws -> Int64
 }
 
 extension TableStore {
     public var offersAtomicSets: Bool { false }
+
+    public func nextIntegerID(in table: TableName) async throws -> Int64 {
+        throw TableStoreError.unavailable("this store cannot give integer ids")
+    }
 
     public func atomically<T: Sendable>(_ body: @escaping @Sendable () async throws -> T) async throws -> T {
         throw TableStoreError.unavailable("this store cannot apply a set of writes atomically")

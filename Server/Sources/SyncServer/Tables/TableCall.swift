@@ -14,18 +14,21 @@ struct TableCall: Sendable {
     /// The item id as the route's path gave it (percent-encoded, not yet checked); nil on a table's URL.
     var item: String?
     var logger: Logger
+    /// The dialect the request speaks.
+    var dialect: ODataDialect
 
-    init(caller: Caller?, table: String, item: String?, logger: Logger) {
+    init(caller: Caller?, table: String, item: String?, logger: Logger, dialect: ODataDialect = .v2) {
         self.caller = caller
         self.table = table
         self.item = item
         self.logger = logger
+        self.dialect = dialect
     }
 
     /// The call a route's request makes.
     init(_ context: SyncRequestContext) {
         self.init(
             caller: context.caller, table: context.parameters.get("name") ?? "", item: context.parameters.get("id"),
-            logger: context.logger)
+            logger: context.logger, dialect: context.dialect)
     }
 }

@@ -16,13 +16,18 @@ extension TableController {
         guard let schema = try await store.schema(of: name) else {
             throw APIError(.notFound, TableStoreError.unknownTable(name).description)
         }
+        if schema.configuration.integerIDs, call.dialect == .v3 {
+            throw APIError.badRequest(
+                "\(schema.name) has integer ids, which Datasync clients cannot hold: call it with ZUMO-API-VERSION 2.0.0"
+            )
+        }
         return schema
     }
 
     /// The table and the item id named in the path.
     func target(_ call: TableCall) async throws -> (TableSchema, ItemID) {
         let schema = try await schema(call)
-        return (schema, try Self.item(pathID(call)))
+        return (schema, try Self.item(pathID(call, schema)))
     }
 
     /// The item id of an item route's path (a table's URL names none: 404).
@@ -31,11 +36,18 @@ extension TableController {
         return id
     }
 
-    /// The item id named in the path, nil on a table's URL: 400 when it is not an id.
-    func pathID(_ call: TableCall) throws -> ItemID? {
+    /// The item id named in the path, nil on a table's URL: 400 when it is not an id. In a table of integer ids, the
+    /// stored form of the number (a number that is not positive: 404).
+    func pathID(_ call: TableCall, _ schema: TableSchema) throws -> ItemID? {
         guard let raw = call.item else { return nil }
         guard let text = ODataQuery.percentDecode(raw) else {
             throw APIError.badRequest("Invalid item id: bad percent-encoding")
+        }
+        if schema.configuration.integerIDs {
+            guard let id = try IntegerIDs.stored(path: text) else {
+                throw APIError(.notFound, TableStoreError.notFound.description)
+            }
+            return id
         }
         do { return try ItemID(text) } catch { throw APIError.badRequest("\(error)") }
     }
@@ -124,11 +136,13 @@ extension TableController {
     /// The body of a change to the item `id` (PATCH, v3's PUT): system properties of the right types, and an `id`,
     /// if given, equal to the URL's — compared as bytes: two normalizations of one text are two ids (issue 14,
     /// point 9). 400 otherwise.
-    func changeFields(_ request: Request, id: ItemID) async throws -> [String: JSONValue] {
+    func changeFields(_ request: Request, id: ItemID, _ schema: TableSchema) async throws -> [String: JSONValue] {
         let fields = try await body(request)
-        try checkSystemProperties(fields)
+        try checkSystemProperties(fields, schema)
+        let integerIDs = schema.configuration.integerIDs
         if let bodyID = fields[SystemProperty.id.rawValue], bodyID != .null,
-            bodyID.stringValue.map({ !$0.utf8.elementsEqual(id.rawValue.utf8) }) ?? true
+            (integerIDs ? IntegerIDs.storedText(of: bodyID) : bodyID.stringValue)
+                .map({ !$0.utf8.elementsEqual(id.rawValue.utf8) }) ?? true
         {
             throw APIError.badRequest("The item ID and querystring ID did not match")
         }
@@ -136,10 +150,15 @@ extension TableController {
     }
 
     /// Refuses system properties of the wrong JSON type (the server sets them, but a client that sends
-    /// `"version": {}` has a bug worth hearing about): strings for id, version and the dates, a bool for deleted.
-    func checkSystemProperties(_ fields: [String: JSONValue]) throws {
+    /// `"version": {}` has a bug worth hearing about): strings for id, version and the dates, a bool for deleted; in a
+    /// table of integer ids, a number for id.
+    func checkSystemProperties(_ fields: [String: JSONValue], _ schema: TableSchema) throws {
         for property in SystemProperty.allCases {
             guard let value = fields[property.rawValue], value != .null else { continue }
+            if property == .id, schema.configuration.integerIDs {
+                guard value.intValue != nil else { throw APIError.badRequest("Invalid item: 'id' must be an integer") }
+                continue
+            }
             let isString = value.stringValue != nil
             let fits = property == .deleted ? value.boolValue != nil : isString
             if !fits {
@@ -236,8 +255,9 @@ extension TableController {
         return !host.isEmpty && host.allSatisfy { $0.isASCII && ($0.isLetter || $0.isNumber || $0 == "-" || $0 == ".") }
     }
 
-    func itemURL(_ request: Request, id: ItemID) -> String {
-        baseURL(request) + request.uri.path + "/" + ODataQuery.percentEncode(id.rawValue)
+    func itemURL(_ request: Request, id: ItemID, _ schema: TableSchema) -> String {
+        let shown = schema.configuration.integerIDs ? IntegerIDs.shownText(id.rawValue) : id.rawValue
+        return baseURL(request) + request.uri.path + "/" + ODataQuery.percentEncode(shown)
     }
 
     /// The next page's URL, built from the parsed query (so an option written `%24top` is not kept beside the new

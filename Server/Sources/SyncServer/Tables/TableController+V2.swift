@@ -42,10 +42,10 @@ extension TableController {
     /// precondition.
     func v2Update(_ request: Request, _ context: SyncRequestContext) async throws -> Response {
         let call = TableCall(context)
-        let (_, item) = try await write(.change, call) { _, id in
+        let (_, item) = try await write(.change, call) { schema, id in
             let id = try Self.item(id)
             return try Self.v2Change(
-                id: id, body: try await changeFields(request, id: id), ifMatch: try ifMatch(request),
+                id: id, body: try await changeFields(request, id: id, schema), ifMatch: try ifMatch(request),
                 includeDeleted: try includesDeleted(request))
         }
         return JSONResponse.item(.ok, item)

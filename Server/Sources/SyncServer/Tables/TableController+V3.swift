@@ -18,9 +18,9 @@ extension TableController {
     /// a body `version` is not a precondition. Under v2, PUT is not a route (405).
     func v3Replace(_ request: Request, _ context: SyncRequestContext) async throws -> Response {
         let call = TableCall(context)
-        let (_, item) = try await write(.change, call) { _, id in
+        let (_, item) = try await write(.change, call) { schema, id in
             let id = try Self.item(id)
-            let fields = try await changeFields(request, id: id)
+            let fields = try await changeFields(request, id: id, schema)
             let includeDeleted = try includesDeleted(request)
             var write = WriteRequest(
                 id: id, action: .replace(fields), includeDeleted: includeDeleted, shown: Self.v3Item)

@@ -70,7 +70,7 @@ extension TableController {
         _ read: (TableSchema, ItemID?) async throws -> WriteRequest
     ) async throws -> (id: ItemID, item: JSONValue) {
         let schema = try await schema(call)
-        let pathID = try pathID(call)
+        let pathID = try pathID(call, schema)
         var scope = try await authorize(effect, schema, call)
         var request = try await read(schema, pathID)
         // Every field by its column's declared name, whatever case the client spelled it in (SQL Server-backed servers

@@ -75,18 +75,24 @@ struct TableController: Sendable {
         return query
     }
 
-    /// `POST /tables/T` in both dialects: a new row, with the id the body gives or a new one.
+    /// `POST /tables/T` in both dialects: a new row, with the id the body gives or a new one (in a table of integer
+    /// ids, always the store's next one: a body may name none, or null or 0).
     func insert(_ request: Request, _ context: SyncRequestContext) async throws -> Response {
         let call = TableCall(context)
+        let schema = try await schema(call)
         let (id, item) = try await write(.insert, call) { _, _ in
             var fields = try await body(request)
-            try checkSystemProperties(fields)
+            try checkSystemProperties(fields, schema)
             let id: ItemID
-            switch fields[SystemProperty.id.rawValue] {
-            case nil, .null?:
+            switch (fields[SystemProperty.id.rawValue], schema.configuration.integerIDs) {
+            case (nil, false), (.null?, false):
                 id = try ItemID(makeID())
-            case .string(let text)?:
+            case (.string(let text)?, false):
                 do { id = try ItemID(text) } catch { throw APIError.badRequest("\(error)") }
+            case (nil, true), (.null?, true), (.int(0)?, true):
+                id = try IntegerIDs.stored(try await perform { try await store.nextIntegerID(in: schema.name) })
+            case (_, true):
+                throw APIError.badRequest("Invalid item: \(schema.name)'s ids are assigned by the server; send no 'id'")
             default:
                 throw APIError.badRequest("Invalid item: 'id' must be a string")
             }
@@ -94,6 +100,6 @@ struct TableController: Sendable {
             try context.wire.checkNewID(id)
             return WriteRequest(id: id, action: .insert(fields), shown: context.wire.shown)
         }
-        return context.wire.inserted(item, location: itemURL(request, id: id))
+        return context.wire.inserted(item, location: itemURL(request, id: id, schema))
     }
 }
