@@ -22,6 +22,12 @@ public enum SystemProperty: String, Sendable, CaseIterable, Codable {
         SystemProperty(rawValue: name) != nil
     }
 
+    /// Why an item whose `id` is a number cannot be synced offline: a table of integer ids the server gives (Azure
+    /// Mobile Apps' `autoIncrement` tables) is for the online table API, as in the original SDKs.
+    public static let integerIDsReason =
+        "its ids are integers the server gives, which offline sync cannot hold (a device must choose an item's id "
+        + "while offline); use the online table API (SyncClient.table) for this table"
+
     /// Whether `name` is reserved for the protocol: field names starting with `__` (§1).
     ///
     /// - Parameter name: A field name.
@@ -35,6 +41,12 @@ extension JSONValue {
     /// The item's `id` as an ``ItemID``, or nil when absent, not a string, or invalid.
     public var itemID: ItemID? {
         self[SystemProperty.id.rawValue]?.stringValue.flatMap(ItemID.init(rawValue:))
+    }
+
+    /// Why the item has no ``itemID``: it has none, or — in words that say what to do — its `id` is a number (a
+    /// table of integer ids, which offline sync cannot hold).
+    public var missingIDReason: String {
+        self[SystemProperty.id.rawValue]?.intValue == nil ? "it has no valid 'id'" : SystemProperty.integerIDsReason
     }
 
     /// The item's `version`, or nil when absent or not a string.

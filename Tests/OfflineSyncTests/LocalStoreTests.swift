@@ -48,9 +48,27 @@ import Testing
         let client = try await SyncClient.make(URL(string: "http://127.0.0.1:9")!, workspace: workspace)
         let table = try client.syncTable("Numbered", of: NumberedItem.self)
         let error = await #expect(throws: ValueError.self) { try await table.insert(NumberedItem(id: 7, text: "x")) }
-        #expect(error?.description.contains("'id' must be a String") == true)
+        // A number says why (a table of integer ids) and what to use instead (issue 50).
+        #expect(error?.description.contains("ids are integers") == true)
+        #expect(error?.description.contains("SyncClient.table") == true)
         #expect(try await table.count() == 0)
         #expect(try await client.pendingOperations().isEmpty)
+    }
+
+    struct Movie: Codable, Sendable, Identifiable {
+        var id: Int
+        var title: String
+    }
+
+    /// Issue 50: an item `Identifiable` by an integer is a table of integer ids, refused as a sync table at once.
+    @Test func anItemIdentifiableByAnIntegerIsNoSyncTables() async throws {
+        let workspace = try Workspace()
+        let client = try await SyncClient.make(URL(string: "http://127.0.0.1:9")!, workspace: workspace)
+        let error = #expect(throws: ValueError.self) { try client.syncTable("intIdMovies", of: Movie.self) }
+        #expect(error?.description.contains("ids are integers") == true)
+        #expect(error?.description.contains("SyncClient.table") == true)
+        // Its online table is fine.
+        _ = try client.table("intIdMovies", of: Movie.self)
     }
 }
 

@@ -26,16 +26,7 @@ public struct ChangeSet {
     @discardableResult
     public func insert<Item: Codable & Sendable>(_ item: Item, into table: SyncTable<Item>) throws -> Item {
         var value = try ItemCoder.json(item)
-        var generated = false
-        switch value["id"] {
-        case nil, .null?, .string("")?:
-            value["id"] = .string(makeID())
-            generated = true
-        case .string?:
-            break
-        case .some:
-            throw ValueError(kind: "item", reason: "its 'id' must be a String (ids are strings on the wire)")
-        }
+        let generated = try SyncContext.givingID(&value, makeID)
         let stored = try SyncContext.apply(.insert, value, in: table.name, writer: writer, changeSet: number)
         return generated ? try ItemCoder.item(stored, as: Item.self, in: table.name) : item
     }

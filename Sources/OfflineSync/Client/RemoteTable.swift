@@ -26,7 +26,7 @@ public struct RemoteTable<Item: Codable & Sendable>: Sendable {
 
     /// One item.
     ///
-    /// - Parameter id: The item's id.
+    /// - Parameter id: The item's id (of a table of integer ids: the number's digits, `ItemID("42")`).
     /// - Returns: The item, or nil when the server has none (or, under v3, only its tombstone: 410).
     /// - Throws: ``RemoteTableError`` or ``TransportError``; ``AccountError`` (nothing sent).
     public func item(id: ItemID) async throws -> Item? {
@@ -36,7 +36,7 @@ public struct RemoteTable<Item: Codable & Sendable>: Sendable {
         return try ItemCoder.item(response.item ?? .null, as: Item.self)
     }
 
-    /// Inserts an item.
+    /// Inserts an item (of a table of integer ids: its `id` 0 or absent; the server gives the next number).
     ///
     /// - Parameter item: The item.
     /// - Returns: The stored item.
@@ -58,7 +58,7 @@ public struct RemoteTable<Item: Codable & Sendable>: Sendable {
     @discardableResult
     public func update(_ item: Item) async throws -> Item {
         let value = try ItemCoder.json(item)
-        guard let id = value.itemID else { throw ValueError(kind: "item", reason: "it has no valid 'id'") }
+        let id = try Self.id(of: value)
         let response = try await endpoint.send(
             endpoint.wire.updateMethod, endpoint.url(name, id: id),
             body: value.removing(SystemProperty.serverManaged),
@@ -74,10 +74,17 @@ public struct RemoteTable<Item: Codable & Sendable>: Sendable {
     /// - Throws: ``RemoteTableError`` or ``TransportError``; ``AccountError`` (nothing sent).
     public func delete(_ item: Item) async throws {
         let value = try ItemCoder.json(item)
-        guard let id = value.itemID else { throw ValueError(kind: "item", reason: "it has no valid 'id'") }
+        let id = try Self.id(of: value)
         let response = try await endpoint.send(
             "DELETE", endpoint.url(name, id: id), ifMatch: value.version, features: [])
         _ = try Self.check(response, expecting: [200, 204])
+    }
+
+    /// The id of an item: its string, or — in a table of integer ids — its positive number.
+    private static func id(of value: JSONValue) throws -> ItemID {
+        if let id = value.itemID { return id }
+        if let number = value[SystemProperty.id.rawValue]?.intValue, number > 0 { return try ItemID(String(number)) }
+        throw ValueError(kind: "item", reason: "it has no valid 'id'")
     }
 
     private static func check(_ response: HTTPResponseData, expecting statuses: Set<Int>) throws -> JSONValue {

@@ -179,9 +179,20 @@ public final class SyncClient: Sendable {
     ///   - name: The table's name on the server: 1–128 letters, digits and `_`, starting with a letter.
     ///   - type: The item type (`JSONValue` for untyped items).
     /// - Returns: The sync table.
-    /// - Throws: `ValueError` when `name` is not a valid table name.
+    /// - Throws: `ValueError` when `name` is not a valid table name, or when `Item` is `Identifiable` by an integer:
+    ///   offline sync needs ids a device chooses (strings, PROTOCOL.md §1), as the original SDKs' offline tables did;
+    ///   a table of integer ids the server gives is for ``table(_:of:)``.
     public func syncTable<Item: Codable & Sendable>(_ name: String, of type: Item.Type) throws -> SyncTable<Item> {
-        SyncTable(name: try TableName(name), client: self)
+        let name = try TableName(name)
+        try Self.refuseIntegerIDs(type, table: name)
+        return SyncTable(name: name, client: self)
+    }
+
+    /// Refuses an item type `Identifiable` by an integer as a sync table's.
+    static func refuseIntegerIDs<Item>(_ type: Item.Type, table: TableName) throws {
+        func isInteger<T: Identifiable>(_: T.Type) -> Bool { T.ID.self is any BinaryInteger.Type }
+        guard let identifiable = type as? any Identifiable.Type, isInteger(identifiable) else { return }
+        throw ValueError(kind: "sync table \(table)", reason: SystemProperty.integerIDsReason)
     }
 
     /// A sync table whose rows name files (docs/attachments.md): `attachments` says which fields, and whether a pull
@@ -197,11 +208,14 @@ public final class SyncClient: Sendable {
     ///   - type: The item type (`JSONValue` for untyped items).
     ///   - attachments: The fields that name files, and when to download them.
     /// - Returns: The sync table.
-    /// - Throws: `ValueError` when `name` is not a valid table name.
+    /// - Throws: `ValueError` when `name` is not a valid table name, or `Item` is `Identifiable` by an integer (see
+    ///   ``syncTable(_:of:)``).
     public func syncTable<Item: Codable & Sendable>(
         _ name: String, of type: Item.Type, attachments: AttachmentPolicy
     ) throws -> SyncTable<Item> {
-        SyncTable(name: try TableName(name), client: self, attachmentPolicy: attachments)
+        let name = try TableName(name)
+        try Self.refuseIntegerIDs(type, table: name)
+        return SyncTable(name: name, client: self, attachmentPolicy: attachments)
     }
 
     /// A sync table of untyped items (see ``syncTable(_:of:)``).
@@ -213,7 +227,8 @@ public final class SyncClient: Sendable {
         try syncTable(name, of: JSONValue.self)
     }
 
-    /// A table used online only: every call is a request; the local store is not touched.
+    /// A table used online only: every call is a request; the local store is not touched. Its ids may be strings
+    /// or the integers a server gives (a table of integer ids: `Item`'s `id` an `Int`, 0 or nil for a new item).
     ///
     /// - Parameters:
     ///   - name: The table's name on the server.

@@ -37,15 +37,7 @@ public struct SyncTable<Item: Codable & Sendable>: Sendable {
         var generatedIDs = false
         let values = try items.map { item in
             var value = try ItemCoder.json(item)
-            switch value["id"] {
-            case nil, .null?, .string("")?:
-                value["id"] = .string(client.configuration.makeID())
-                generatedIDs = true
-            case .string?:
-                break
-            case .some:
-                throw ValueError(kind: "item", reason: "its 'id' must be a String (ids are strings on the wire)")
-            }
+            if try SyncContext.givingID(&value, client.configuration.makeID) { generatedIDs = true }
             return value
         }
         let stored = try await client.context.write(.insert, values, in: name)

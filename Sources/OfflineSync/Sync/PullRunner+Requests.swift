@@ -9,7 +9,9 @@ extension PullRunner {
     static let pulledFields: Set<String> = ["id", "updatedAt", "deleted", "version"]
 
     static func cursor(of item: JSONValue) throws -> PullCursor {
-        guard let id = item.itemID else { throw PullError.invalidRow("a row has no valid id") }
+        guard let id = item.itemID else {
+            throw PullError.invalidRow(item["id"]?.intValue == nil ? "a row has no valid id" : item.missingIDReason)
+        }
         guard let updatedAt = item.updatedAt else { throw PullError.invalidRow("row \(id) has no updatedAt") }
         return PullCursor(updatedAt: updatedAt, itemID: id)
     }

@@ -47,6 +47,24 @@ actor SyncContext {
         }
     }
 
+    /// Gives an item about to be inserted the id `makeID` makes when it has none (or null, or ""): true when it did.
+    ///
+    /// - Throws: `ValueError` when its `id` is not a string (ids are strings on the wire; a number is a table of
+    ///   integer ids, which offline sync cannot hold).
+    static func givingID(_ value: inout JSONValue, _ makeID: () -> String) throws -> Bool {
+        switch value["id"] {
+        case nil, .null?, .string("")?:
+            value["id"] = .string(makeID())
+            return true
+        case .string?:
+            return false
+        case .int?:
+            throw ValueError(kind: "item", reason: SystemProperty.integerIDsReason)
+        case .some:
+            throw ValueError(kind: "item", reason: "its 'id' must be a String (ids are strings on the wire)")
+        }
+    }
+
     /// One local write: the row, then the queue per PROTOCOL.md §6 (in the caller's transaction), in `changeSet` when
     /// given. An update keeps the stored row's fields that `knownFields` says the item's model does not know (a column
     /// another app version or another app added): the item replaces the row, and a v3 update replaces it on the
@@ -55,7 +73,7 @@ actor SyncContext {
         _ kind: OperationKind, _ item: JSONValue, in table: TableName, writer: LocalStoreWriter,
         knownFields: ((JSONValue) -> Set<String>?)? = nil, changeSet: Int64? = nil
     ) throws -> JSONValue {
-        guard let id = item.itemID else { throw ValueError(kind: "item", reason: "it has no valid 'id'") }
+        guard let id = item.itemID else { throw ValueError(kind: "item", reason: item.missingIDReason) }
         // An insert only needs to know whether the row exists; updates and deletes need its content.
         let existing = kind == .insert ? nil : try writer.item(id, in: table)
         let exists = kind == .insert ? try writer.containsItem(id, in: table) : existing != nil

@@ -194,7 +194,10 @@ extension HTTPResponseData {
     /// The item the body holds (an object with an `id`; an error body is not an item), with its
     /// `version` taken from the `ETag` when there is one.
     var item: JSONValue? {
-        guard case .object(var members) = json, members["id"]?.stringValue != nil else { return nil }
+        // An id is a string, or the number of a table of integer ids (read by the online table API only).
+        guard case .object(var members) = json,
+            members["id"]?.stringValue ?? members["id"]?.intValue.map(String.init) != nil
+        else { return nil }
         if let tag = header("ETag"), let version = try? Version(entityTag: tag) {
             members["version"] = .string(version.rawValue)
         }
