@@ -83,6 +83,9 @@ public enum ODataFunction: String, Sendable, Hashable, CaseIterable {
     /// `contains(field, needle)` (OData v4).
     case contains
     case startswith, endswith, length, indexof, substring, tolower, toupper, trim, concat
+    /// `replace(field, find, with)`: every occurrence of `find` (case-sensitive) replaced (OData v2, as the Node.js
+    /// server's `stringReplace` feature).
+    case replace
     case year, month, day, hour, minute, second
     case round, floor, ceiling
 
@@ -91,6 +94,7 @@ public enum ODataFunction: String, Sendable, Hashable, CaseIterable {
         switch self {
         case .substringof, .contains, .startswith, .endswith, .indexof, .concat: 2...2
         case .substring: 2...3
+        case .replace: 3...3
         default: 1...1
         }
     }

@@ -41,6 +41,11 @@ extension SQLTranslator {
         case .trim:
             try require(arguments, [.string], function)
             return derived(SQLFragment("trim(") + arguments[0].sql + SQLFragment(")"), .string, arguments)
+        case .replace:
+            try require(arguments, [.string, .string, .string], function)
+            return derived(
+                SQLFragment("replace(") + arguments[0].sql + SQLFragment(", ") + arguments[1].sql + SQLFragment(", ")
+                    + arguments[2].sql + SQLFragment(")"), .string, arguments)
         case .concat:
             try require(arguments, [.string, .string], function)
             return derived(

@@ -115,31 +115,61 @@ enum E2E {
             ("applicationPermission", Access.anonymous), ("publicPermission", .anonymous),
             ("userPermission", .authenticated), ("adminPermission", .anonymous),
         ] {
-            apis.append(CustomAPI(name, access: access, handler: Permission.echo))
+            var api = CustomAPI(name, access: access, handler: Permission.echo)
+            api.takesOtherBodies = true  // the suites send text/xml and text/plain bodies, echoed as strings
+            apis.append(api)
         }
         return apis
     }
 }
 
-/// The permission APIs: they answer with the method, the query and the body, at the status `?status=` asks, with the
-/// request's `x-test-zumo-*` headers sent back.
+/// The permission APIs: they answer with the method, the query and the body (a body that is not JSON as its text), at
+/// the status `?status=` asks, with the request's `x-test-zumo-*` headers sent back, as `?format=` asks: `json`, `xml`
+/// (the Node.js server's `<root>…</root>`) or any other (JSON text with its brackets spelled `__{__`, `__[__`, …).
 enum Permission {
     @Sendable static func echo(_ request: APIRequest) async throws -> APIResponse {
-        let format = request.parameters["format"] ?? "json"
-        guard format == "json" else {
-            throw RequestRefusal(.badRequest, "format: this server answers json only, not \(format)")
-        }
         var output: [String: JSONValue] = ["method": .string(request.method.rawValue), "user": ["level": "anonymous"]]
+        if let caller = request.caller {
+            output["user"] = ["level": "authenticated", "userId": .string(caller.subject)]
+        }
         let query = request.parameters.filter { $0.key != "format" && $0.key != "status" }
         if !query.isEmpty { output["query"] = .object(query.mapValues(JSONValue.string)) }
         if let body = request.body { output["body"] = body }
+        if let other = request.otherBody { output["body"] = .string(String(decoding: other.bytes, as: UTF8.self)) }
         var headers: HTTPFields = [:]
         for field in request.headers where field.name.canonicalName.hasPrefix("x-test-zumo-") {
             headers.append(field)
         }
-        let status = request.parameters["status"].flatMap(Int.init).flatMap { (100...599).contains($0) ? $0 : nil }
-        return APIResponse(
-            status: HTTPResponse.Status(code: status ?? 200), headers: headers, body: .object(output))
+        let status = HTTPResponse.Status(
+            code: request.parameters["status"].flatMap(Int.init).flatMap { (100...599).contains($0) ? $0 : nil } ?? 200)
+        switch request.parameters["format"] ?? "json" {
+        case "json":
+            return APIResponse(status: status, headers: headers, body: .object(output))
+        case "xml":
+            return APIResponse(
+                status: status, headers: headers, contentType: "text/xml", text: "<root>\(xml(.object(output)))</root>")
+        default:
+            var text = ""
+            for character in JSONValue.object(output).serialized() {
+                switch character {
+                case "{", "}", "[", "]": text += "__\(character)__"
+                default: text.append(character)
+                }
+            }
+            return APIResponse(status: status, headers: headers, contentType: "text/plain", text: text)
+        }
+    }
+
+    /// A value as the Node.js E2E server writes it in XML: members by sorted name as elements, arrays as
+    /// `<array><item>…</item></array>`, text as it is, null as `null`.
+    static func xml(_ value: JSONValue) -> String {
+        switch value {
+        case .null: "null"
+        case .string(let text): text
+        case .array(let items): "<array>" + items.map { "<item>\(xml($0))</item>" }.joined() + "</array>"
+        case .object(let members): members.keys.sorted().map { "<\($0)>\(xml(members[$0] ?? .null))</\($0)>" }.joined()
+        default: value.serialized()
+        }
     }
 }
 

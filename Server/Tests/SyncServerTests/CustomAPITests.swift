@@ -86,6 +86,30 @@ import Testing
         }
     }
 
+    /// Issue 50 (the E2E suites call `applicationPermission` as `applicationpermission`, with text and XML bodies):
+    /// names match without case, as on the Node.js and ASP.NET servers; an API that takes other bodies gets their
+    /// bytes and type, and may answer with a body that is not JSON.
+    @Test func namesMatchWithoutCaseAndOtherBodiesGoBothWays() async throws {
+        var text = CustomAPI("Shout", methods: [.post]) { request in
+            let said = request.otherBody.map { String(decoding: $0.bytes, as: UTF8.self) } ?? "(json)"
+            return APIResponse(
+                contentType: "text/plain", text: "\(said.uppercased()) as \(request.otherBody?.contentType ?? "-")")
+        }
+        text.takesOtherBodies = true
+        try await Fixture.withServer(.sqlite, configure: { $0.apis = Self.apis + [text] }) { client in
+            #expect(try await client.send(.get, "/api/ECHO?a=1").json?["parameters"] == ["a": "1"])
+            #expect(try await client.send(.get, "/api/Echo/more").status == .ok)
+            let shouted = try await client.send(
+                .post, "/api/shout", body: "<hi/>", headers: [.contentType: "text/xml"])
+            #expect(shouted.status == .ok && shouted.text == "<HI/> as text/xml")
+            #expect(shouted[HTTPField.Name.contentType.rawName] == "text/plain")
+            // JSON still arrives as JSON; an API that does not take other bodies still answers 415.
+            #expect(try await client.send(.post, "/api/shout", json: ["a": 1]).text == "(JSON) as -")
+            let refused = try await client.send(.post, "/api/GREET", body: "hi", headers: [.contentType: "text/plain"])
+            #expect(refused.status == .unsupportedMediaType)
+        }
+    }
+
     @Test func anAPIHasTheTablesAuthentication() async throws {
         let alice = AuthTests.bearer(try await AuthTests.token("alice"))
         let root = AuthTests.bearer(try await AuthTests.token("root"))

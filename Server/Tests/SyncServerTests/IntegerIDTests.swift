@@ -30,6 +30,9 @@ import Testing
             #expect(second.json?["id"] == .int(2))
             let third = try await client.send(.post, "/tables/numbers", json: ["id": .null, "name": "c"])
             #expect(third.json?["id"] == .int(3))
+            // An empty id is none too (the E2E suites' "Invalid id: empty").
+            let fourth = try await client.send(.post, "/tables/numbers", json: ["id": "", "name": "d"])
+            #expect(fourth.json?["id"] == .int(4))
             // An id of the client's own is refused: the server gives them.
             for id: JSONValue in ["a", 7, "7"] {
                 let refused = try await client.send(.post, "/tables/numbers", json: ["id": id, "name": "x"])
@@ -58,9 +61,9 @@ import Testing
             let answer = batch.json?["responses"]?.arrayValue?.first
             #expect(answer?["status"] == 200 && answer?["body"]?["id"] == .int(2))
 
-            let deleted = try await client.send(.delete, "/tables/numbers/3")
-            #expect(deleted.status == .ok && deleted.json?["id"] == .int(3) && deleted.json?["deleted"] == true)
-            let undeleted = try await client.send(.post, "/tables/numbers/3")
+            let deleted = try await client.send(.delete, "/tables/numbers/4")
+            #expect(deleted.status == .ok && deleted.json?["id"] == .int(4) && deleted.json?["deleted"] == true)
+            let undeleted = try await client.send(.post, "/tables/numbers/4")
             #expect(undeleted.status == .ok && undeleted.json?["deleted"] == false)
 
             // The v3 dialect cannot hold integer ids: the table is refused there, with the way out.

@@ -60,6 +60,8 @@ import Testing
             ("tolower(name) eq 'bob'", ["a", "b"]),
             ("toupper(name) eq '\u{DC}N\u{CF}CODE STRASSE'", ["e"]),
             ("trim(concat(' ',name)) eq 'Bob'", ["a"]),
+            // Every occurrence, case-sensitive; its result compared (the E2E suites' "String.replace, trim").
+            ("replace(name,'b','p') eq 'Bop' or replace(name,'%_','-') eq '100-real*deal'", ["a", "c"]),
             ("year(released) eq 2020 and month(released) eq 2 and day(released) eq 29", ["b"]),
             ("hour(released) eq 12 and minute(released) eq 34 and second(released) eq 56", ["b"]),
             ("released lt datetime'1970-01-01T00:00:00.000Z'", ["c"]),

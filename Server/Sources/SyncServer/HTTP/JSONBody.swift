@@ -19,11 +19,30 @@ enum JSONBody {
     /// - Returns: The value.
     /// - Throws: ``APIError``: 415, 413 or 400.
     static func read(_ request: Request, maxBytes: Int, what: String) async throws -> JSONValue {
-        let mediaType = request.headers[.contentType]?.split(separator: ";").first?
-            .trimmingCharacters(in: .whitespaces).lowercased()
-        guard mediaType == "application/json" else {
+        guard isJSON(request) else {
             throw APIError(.unsupportedMediaType, "The body must be JSON: send Content-Type: application/json")
         }
+        let buffer = try await bytes(request, maxBytes: maxBytes, what: what)
+        do {
+            return try buffer.withUnsafeReadableBytes { raw in
+                try JSONValue(parsingUTF8: raw.bindMemory(to: UInt8.self), limits: .clientText)
+            }
+        } catch {
+            throw APIError.badRequest("The body is not valid JSON: \(error)")
+        }
+    }
+
+    /// Whether the request's media type is `application/json` (parameters allowed).
+    static func isJSON(_ request: Request) -> Bool {
+        let mediaType = request.headers[.contentType]?.split(separator: ";").first?
+            .trimmingCharacters(in: .whitespaces).lowercased()
+        return mediaType == "application/json"
+    }
+
+    /// The body's bytes, whatever its type: past `maxBytes` a 413, cut short a 400.
+    ///
+    /// - Throws: ``APIError``: 413 or 400.
+    static func bytes(_ request: Request, maxBytes: Int, what: String) async throws -> ByteBuffer {
         let tooLarge = APIError(.contentTooLarge, "\(what) is larger than \(maxBytes) bytes")
         if let length = request.headers[.contentLength], (Int(length) ?? .max) > maxBytes { throw tooLarge }
         var request = request
@@ -35,12 +54,6 @@ enum JSONBody {
         } catch let error as HTTPParserError {
             throw APIError.badRequest("The request body is malformed: \(error)")
         }
-        do {
-            return try buffer.withUnsafeReadableBytes { raw in
-                try JSONValue(parsingUTF8: raw.bindMemory(to: UInt8.self), limits: .clientText)
-            }
-        } catch {
-            throw APIError.badRequest("The body is not valid JSON: \(error)")
-        }
+        return buffer
     }
 }

@@ -17,7 +17,8 @@ public import SyncOData
 /// ]
 /// ```
 /// A request needs `ZUMO-API-VERSION` (2.0.x or 3.0.x), as table requests do, unless the server does not check it.
-/// A method the API does not take is answered 405 with an `Allow` header; a body that is not JSON, 415.
+/// A method the API does not take is answered 405 with an `Allow` header; a body that is not JSON, 415 (unless it
+/// ``CustomAPI/takesOtherBodies``). Its name is matched without case.
 public struct CustomAPI: Sendable {
     /// Answers one call. It may throw ``RequestRefusal`` to answer with a status and a message; any other error is
     /// a 500 whose details go to the log only.
@@ -31,6 +32,9 @@ public struct CustomAPI: Sendable {
     public var access: Access?
     /// The code that answers.
     public var handler: Handler
+    /// Whether a body of another media type than JSON reaches the handler (as ``APIRequest/otherBody``) instead of
+    /// being answered 415; false by default.
+    public var takesOtherBodies = false
 
     /// Creates an API.
     ///
@@ -69,6 +73,9 @@ public struct APIRequest: Sendable {
     public var headers: HTTPFields
     /// The JSON body, nil when the request has none.
     public var body: JSONValue?
+    /// A body of another media type than JSON, for an API that takes them (``CustomAPI/takesOtherBodies``): its
+    /// `Content-Type` (nil when the request has none) and bytes.
+    public var otherBody: (contentType: String?, bytes: [UInt8])?
     /// Who called, when the request carried a valid token.
     public var caller: Caller?
     /// The server's tables, to read.
@@ -132,7 +139,7 @@ public struct TableReader: Sendable {
     }
 }
 
-/// The answer of a ``CustomAPI``: a status, headers and a JSON body (or none).
+/// The answer of a ``CustomAPI``: a status, headers and a JSON body (or another, or none).
 public struct APIResponse: Sendable {
     /// The status; 200 by default.
     public var status: HTTPResponse.Status
@@ -140,6 +147,20 @@ public struct APIResponse: Sendable {
     public var headers: HTTPFields
     /// The body, or nil for none.
     public var body: JSONValue?
+    /// A body of another media type than JSON (`text/xml`, `text/plain`, …), sent instead of ``body``.
+    public var otherBody: (contentType: String, bytes: [UInt8])?
+
+    /// Creates a response whose body is not JSON.
+    ///
+    /// - Parameters:
+    ///   - status: The status.
+    ///   - headers: More header fields.
+    ///   - contentType: The body's media type, sent as `Content-Type`.
+    ///   - text: The body, sent as UTF-8.
+    public init(status: HTTPResponse.Status = .ok, headers: HTTPFields = [:], contentType: String, text: String) {
+        self.init(status: status, headers: headers)
+        otherBody = (contentType, Array(text.utf8))
+    }
 
     /// Creates a response.
     ///
@@ -198,13 +219,17 @@ struct CustomAPIRoutes: Sendable {
     let authenticates: Bool
     let tables: TableReader
 
+    /// Routes `/api/{name}` and `/api/{name}/…`, the name matched without case (as the Node.js and ASP.NET servers
+    /// route: the E2E suites call `applicationPermission` as `applicationpermission`).
     func addRoutes(to group: RouterGroup<SyncRequestContext>) {
-        for api in apis {
-            for method in CustomAPI.routedMethods {
-                for path in [api.name, api.name + "/**"] {
-                    group.on(RouterPath(path), method: method) { request, context in
-                        try await call(api, request, context)
+        let byName = Dictionary(uniqueKeysWithValues: apis.map { ($0.name.lowercased(), $0) })
+        for method in CustomAPI.routedMethods {
+            for path in ["{apiName}", "{apiName}/**"] {
+                group.on(RouterPath(path), method: method) { request, context in
+                    guard let name = context.parameters.get("apiName"), let api = byName[name.lowercased()] else {
+                        throw HTTPError(.notFound)
                     }
+                    return try await call(api, request, context)
                 }
             }
         }
@@ -226,7 +251,12 @@ struct CustomAPIRoutes: Sendable {
             method: request.method, name: api.name, path: path, parameters: APIRequest.parameters(query), query: query,
             headers: request.headers, body: nil, caller: context.caller, tables: tables)
         if Self.hasBody(request) {
-            call.body = try await JSONBody.read(request, maxBytes: maxBodySize, what: "The request body")
+            if api.takesOtherBodies, !JSONBody.isJSON(request) {
+                let bytes = try await JSONBody.bytes(request, maxBytes: maxBodySize, what: "The request body")
+                call.otherBody = (request.headers[.contentType], Array(buffer: bytes))
+            } else {
+                call.body = try await JSONBody.read(request, maxBytes: maxBodySize, what: "The request body")
+            }
         }
         let answer: APIResponse
         do {
@@ -236,6 +266,11 @@ struct CustomAPIRoutes: Sendable {
         }
         var response =
             answer.body.map { JSONResponse.make(answer.status, $0) } ?? Response(status: answer.status)
+        if let other = answer.otherBody {
+            response = Response(
+                status: answer.status, headers: [.contentType: other.contentType],
+                body: ResponseBody(byteBuffer: ByteBuffer(bytes: other.bytes)))
+        }
         for name in Set(answer.headers.map(\.name)) { response.headers[name] = nil }
         response.headers.append(contentsOf: answer.headers)
         return response

@@ -133,8 +133,9 @@ extension TableSchema {
             }
             return .int(int)
         case (.double, .int(let int)):
-            // A double holds every integer up to 2^53 exactly; past that it would round silently.
-            guard int.magnitude <= 1 << 53 else {
+            // A double holds every integer up to 2^53 exactly; past that it would round silently — unless the digits
+            // are a double's shortest form, as JavaScript writes every number: that client held the double.
+            guard int.magnitude <= 1 << 53 || SQLColumnType.isShortestForm(ofDouble: int) else {
                 throw .invalidItem(
                     "field '\(field)' holds doubles, which keep integers exactly only up to 2^53; \(int) is larger")
             }
@@ -189,5 +190,23 @@ extension SQLColumnType {
         case .json: "objects or arrays"
         case .dynamic: "any value"
         }
+    }
+
+    /// Whether `int`'s digits are the shortest decimal form of the double nearest it (`1152921504606847000` for
+    /// 2^60, as JavaScript's `JSON.stringify` writes it), so that storing that double keeps what the client meant.
+    /// An integer from a 64-bit client (`1152921504606846975`) is not: its double would lose digits.
+    static func isShortestForm(ofDouble int: Int64) -> Bool {
+        let text = "\(Double(int.magnitude))"  // "1.152921504606847e+18", or "9007199254740994.0" below 1e16
+        let digits: Substring
+        let exponent: Int
+        if let e = text.firstIndex(of: "e") {
+            guard let power = Int(text[text.index(after: e)...]) else { return false }
+            (digits, exponent) = (Substring(text[..<e].filter { $0 != "." }), power)
+        } else {
+            guard text.hasSuffix(".0") else { return false }
+            (digits, exponent) = (text.dropLast(2), text.count - 3)
+        }
+        guard exponent + 1 >= digits.count else { return false }
+        return digits + String(repeating: "0", count: exponent + 1 - digits.count) == String(int.magnitude)
     }
 }

@@ -156,7 +156,9 @@ extension TableController {
         for property in SystemProperty.allCases {
             guard let value = fields[property.rawValue], value != .null else { continue }
             if property == .id, schema.configuration.integerIDs {
-                guard value.intValue != nil else { throw APIError.badRequest("Invalid item: 'id' must be an integer") }
+                guard value.intValue != nil || value == .string("") else {
+                    throw APIError.badRequest("Invalid item: 'id' must be an integer")
+                }
                 continue
             }
             let isString = value.stringValue != nil

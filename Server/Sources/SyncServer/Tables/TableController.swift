@@ -76,7 +76,7 @@ struct TableController: Sendable {
     }
 
     /// `POST /tables/T` in both dialects: a new row, with the id the body gives or a new one (in a table of integer
-    /// ids, always the store's next one: a body may name none, or null or 0).
+    /// ids, always the store's next one: a body may name none, or null, 0 or "").
     func insert(_ request: Request, _ context: SyncRequestContext) async throws -> Response {
         let call = TableCall(context)
         let schema = try await schema(call)
@@ -89,7 +89,7 @@ struct TableController: Sendable {
                 id = try ItemID(makeID())
             case (.string(let text)?, false):
                 do { id = try ItemID(text) } catch { throw APIError.badRequest("\(error)") }
-            case (nil, true), (.null?, true), (.int(0)?, true):
+            case (nil, true), (.null?, true), (.int(0)?, true), (.string("")?, true):
                 id = try IntegerIDs.stored(try await perform { try await store.nextIntegerID(in: schema.name) })
             case (_, true):
                 throw APIError.badRequest("Invalid item: \(schema.name)'s ids are assigned by the server; send no 'id'")
