@@ -2,6 +2,7 @@ import HTTPTypes
 import SyncCore
 import SyncOData
 import SyncSQL
+import SyncSQLite
 import Testing
 
 @testable import SyncServer
@@ -113,6 +114,19 @@ import Testing
             let next = try await client.send(.post, "/tables/numbers", json: ["name": "c"])
             #expect(next.json?["id"] == .int(4))
         }
+    }
+
+    /// A hook sees the id as the wire shows it, not as the store keeps it.
+    @Test func hooksSeeTheNumber() async throws {
+        let seen = Locked<[String]>([])
+        let hooks = TableHooks(beforeInsert: { write in seen.withLock { $0.append(write.id.rawValue) } })
+        try await Fixture.withServer(
+            .sqlite, tables: [try Self.numbers()], configure: { $0.hooks = ["numbers": hooks] }
+        ) {
+            client in
+            _ = try await client.send(.post, "/tables/numbers", json: ["name": "a"])
+        }
+        #expect(seen.withLock { $0 } == ["1"])
     }
 
     /// Seed rows keep their numbers; the next insert is above the largest.

@@ -134,7 +134,7 @@ public struct TableWrite: Sendable {
     public let kind: Kind
     /// The table.
     public let table: TableName
-    /// The item's id.
+    /// The item's id (in a table of ``TableConfiguration/integerIDs``, its number's digits: `42`).
     public let id: ItemID
     /// Who writes, when the request carried a valid token.
     public let caller: Caller?
@@ -166,7 +166,8 @@ extension TableController {
         _ call: TableCall
     ) async throws -> [String: JSONValue] {
         guard let hook = hooks[schema.name.canonical]?.hook(kind) else { return fields }
-        var write = TableWrite(kind: kind, table: schema.name, id: id, caller: call.caller, fields: fields)
+        let shown = schema.configuration.integerIDs ? try ItemID(IntegerIDs.shownText(id.rawValue)) : id
+        var write = TableWrite(kind: kind, table: schema.name, id: shown, caller: call.caller, fields: fields)
         do {
             try await hook(&write)
         } catch let refusal as RequestRefusal {
