@@ -107,7 +107,9 @@ enum StoreSQL {
         -> SQLFragment?
     {
         var conditions: [SQLFragment] = []
-        if let filter = scope.filter {
+        // A read hook's filter compares an integer-id table's ids as a query's does (``IntegerIDs``).
+        let filter = schema.configuration.integerIDs ? try IntegerIDs.storedFilter(scope.filter) : scope.filter
+        if let filter {
             do {
                 conditions.append(
                     SQLFragment("(")
