@@ -195,8 +195,7 @@ extension HTTPResponseData {
     /// `version` taken from the `ETag` when there is one.
     var item: JSONValue? {
         // An id is a string, or the number of a table of integer ids (read by the online table API only).
-        guard case .object(var members) = json,
-            members["id"]?.stringValue ?? members["id"]?.intValue.map(String.init) != nil
+        guard case .object(var members) = json, members["id"]?.stringValue != nil || members["id"]?.intValue != nil
         else { return nil }
         if let tag = header("ETag"), let version = try? Version(entityTag: tag) {
             members["version"] = .string(version.rawValue)
