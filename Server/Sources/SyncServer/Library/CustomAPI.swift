@@ -226,9 +226,11 @@ struct CustomAPIRoutes: Sendable {
         for method in CustomAPI.routedMethods {
             for path in ["{apiName}", "{apiName}/**"] {
                 group.on(RouterPath(path), method: method) { request, context in
-                    guard let name = context.parameters.get("apiName"), let api = byName[name.lowercased()] else {
-                        throw HTTPError(.notFound)
-                    }
+                    // Names are ASCII (checked at startup): any other path is no API, decided from its bytes before
+                    // anything lowercases or hashes client text.
+                    guard let name = context.parameters.get("apiName"), name.utf8.count <= 128,
+                        name.utf8.allSatisfy({ $0 < 0x80 }), let api = byName[name.lowercased()]
+                    else { throw HTTPError(.notFound) }
                     return try await call(api, request, context)
                 }
             }

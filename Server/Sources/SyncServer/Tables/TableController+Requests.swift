@@ -257,8 +257,10 @@ extension TableController {
         return !host.isEmpty && host.allSatisfy { $0.isASCII && ($0.isLetter || $0.isNumber || $0 == "-" || $0 == ".") }
     }
 
-    func itemURL(_ request: Request, id: ItemID, _ schema: TableSchema) -> String {
-        let shown = schema.configuration.integerIDs ? IntegerIDs.shownText(id.rawValue) : id.rawValue
+    /// The URL of the item `id`, whose stored row is `item`: its id as the row shows it (a number, in a table of
+    /// integer ids).
+    func itemURL(_ request: Request, id: ItemID, item: JSONValue) -> String {
+        let shown = item[SystemProperty.id.rawValue]?.intValue.map { String($0) } ?? id.rawValue
         return baseURL(request) + request.uri.path + "/" + ODataQuery.percentEncode(shown)
     }
 

@@ -79,8 +79,7 @@ struct TableController: Sendable {
     /// ids, always the store's next one: a body may name none, or null, 0 or "").
     func insert(_ request: Request, _ context: SyncRequestContext) async throws -> Response {
         let call = TableCall(context)
-        let schema = try await schema(call)
-        let (id, item) = try await write(.insert, call) { _, _ in
+        let (id, item) = try await write(.insert, call) { schema, _ in
             var fields = try await body(request)
             try checkSystemProperties(fields, schema)
             let id: ItemID
@@ -100,6 +99,6 @@ struct TableController: Sendable {
             try context.wire.checkNewID(id)
             return WriteRequest(id: id, action: .insert(fields), shown: context.wire.shown)
         }
-        return context.wire.inserted(item, location: itemURL(request, id: id, schema))
+        return context.wire.inserted(item, location: itemURL(request, id: id, item: item))
     }
 }
