@@ -26,32 +26,45 @@ public struct RawReply: Sendable {
     public var responses: Int { text.components(separatedBy: "HTTP/1.1 ").count - 1 }
 }
 
+extension RawReply: CustomStringConvertible {
+    /// For a failed expectation: whether the server closed, after how long, and the first 300 bytes.
+    public var description: String {
+        "\(closed ? "closed" : "still open") after \(elapsed), \(bytes.count) bytes: \(text.prefix(300))"
+    }
+}
+
 extension RawConnection {
-    /// Connects to 127.0.0.1:`port`, sends `request` and reads until the server closes the connection or 10 s pass
-    /// without a byte.
+    /// How long ``exchange(port:_:)`` and ``readAll(_:)`` wait for a byte before they give up on an answer. A hang
+    /// guard, not a measure: in one CI whole-suite run on two cores (the test took 38 s there, under a second alone)
+    /// `EdgeLimitTests.aChunkedPartCarriesNoMoreThanItsContentRange` read no byte of its 400 when this was 10 s. Every
+    /// caller expects the server to answer and end the connection, so only a failure waits this long.
+    public static let idleLimit = Duration.seconds(60)
+
+    /// Connects to 127.0.0.1:`port`, sends `request` and reads until the server closes the connection or
+    /// ``idleLimit`` passes without a byte.
     ///
     /// - Throws: When the connection is refused.
     public static func exchange(port: Int, _ request: String) async throws -> RawReply {
         let started = ContinuousClock.now
-        let connection = try await RawConnection(port: port, sending: Array(request.utf8), timeout: .seconds(10))
-        let (bytes, closed) = await connection.receiveAll(timeout: .seconds(10))
+        let connection = try await RawConnection(port: port, sending: Array(request.utf8), timeout: idleLimit)
+        let (bytes, closed) = await connection.receiveAll(timeout: Self.idleLimit)
         await connection.close()
         return RawReply(bytes: bytes, closed: closed, elapsed: started.duration(to: .now))
     }
 
-    /// Sends `request` on this connection and reads until the server closes it or 10 s pass without a byte.
+    /// Sends `request` on this connection and reads until the server closes it or ``idleLimit`` passes without a byte.
     public func readAll(_ request: String) async -> RawReply {
         let started = ContinuousClock.now
-        startReceivingAll(timeout: .seconds(10))  // reading from the first byte of the answer, on the event loop
+        startReceivingAll(timeout: Self.idleLimit)  // reading from the first byte of the answer, on the event loop
         await send(request)
-        let (bytes, closed) = await receiveAll(timeout: .seconds(10))
+        let (bytes, closed) = await receiveAll(timeout: Self.idleLimit)
         return RawReply(bytes: bytes, closed: closed, elapsed: started.duration(to: .now))
     }
 
     /// Sends `request` and reads the status of its answer, leaving the connection open (keep-alive).
     public func firstStatus(_ request: String) async -> Int? {
         await send(request)
-        return RawReply(bytes: await receiveHead(timeout: .seconds(10)), closed: false, elapsed: .zero).status
+        return RawReply(bytes: await receiveHead(timeout: Self.idleLimit), closed: false, elapsed: .zero).status
     }
 
     /// Sends `request`, then reads its answer 1 KB a second until the server ends the connection or `limit` passes.

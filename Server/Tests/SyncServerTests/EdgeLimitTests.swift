@@ -93,7 +93,7 @@ import Testing
                 + "Transfer-Encoding: chunked\r\nConnection: close\r\n\r\n"
                 + String(chunk.utf8.count, radix: 16) + "\r\n" + chunk + "\r\n0\r\n\r\n"
             let reply = try await RawConnection.exchange(port: port, request)
-            #expect(reply.status == 400, "\(reply.text.prefix(300))")
+            #expect(reply.status == 400, "\(reply)")
             let head = try await RawConnection.exchange(
                 port: port,
                 "HEAD /tables/notes/attachments/\(hash) HTTP/1.1\r\nHost: localhost\r\nZUMO-API-VERSION: 2.0.0\r\n"

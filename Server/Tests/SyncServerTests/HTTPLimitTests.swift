@@ -73,9 +73,12 @@ import Testing
                 port: port, post + "Transfer-Encoding: chunked\r\n\r\nzz\r\n{}\r\n0\r\n\r\n")
             #expect(badChunk.status == 400)
             #expect(badChunk.json?["error"]?.stringValue?.hasPrefix("The request body is malformed") == true)
+            // `Connection: close`: a body framed by chunked as its last coding ("gzip, chunked") ends where the server
+            // sees its end, and the connection may stay open for a next request; each ends after its one answer here.
             for coding in ["xchunked", "gzip", "gzip, chunked"] {
                 let reply = try await RawConnection.exchange(
-                    port: port, post + "Transfer-Encoding: \(coding)\r\n\r\n2\r\n{}\r\n0\r\n\r\n")
+                    port: port,
+                    post + "Transfer-Encoding: \(coding)\r\nConnection: close\r\n\r\n2\r\n{}\r\n0\r\n\r\n")
                 #expect(reply.status == 501, "\(coding)")
                 #expect(
                     reply.json?["error"]
@@ -234,7 +237,7 @@ extension HTTPLimitTests {
             // answered.
             #expect(await connection.firstStatus(first.head + first.body + second.head) == 201)
             let rest = await connection.readAll(second.body)
-            #expect(rest.text.contains("HTTP/1.1 201"), "\(rest.text.prefix(300))")
+            #expect(rest.text.contains("HTTP/1.1 201"), "\(rest)")
         }
     }
 
