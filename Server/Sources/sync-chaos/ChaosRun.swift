@@ -356,6 +356,7 @@ struct ChaosRun {
                 "  change sets: \(devices.map(\.setsPushed).reduce(0, +)) applied whole, "
                 + "\(devices.map(\.setsRefused).reduce(0, +)) refused whole, as completed syncs told; "
                 + (watched ?? "server not watched (PostgreSQL); ")
+                + "\(devices.map(\.listPullsNotApplied).reduce(0, +)) pulls of lists that kept changing (nothing applied); "
                 + "\(devices.map(\.listReadsChecked).reduce(0, +)) device reads of lists checked; half sets read: "
                 + "\(devices.map(\.halfSetsRead.count).reduce(0, +))"
         }

@@ -67,6 +67,8 @@ final class Device: @unchecked Sendable {  // @unchecked: used by one thread at 
     var atomicUsers: Set<String> = []
     var listReadsChecked = 0
     var halfSetsRead: [String] = []
+    /// Completed syncs whose pull of lists and members applied nothing because they kept changing through its passes.
+    var listPullsNotApplied = 0
     /// The other devices' users, whom this one shares its list with.
     var others: [String] = []
     /// In a run with files (``ChaosRun/Settings/attachments``): where the device keeps the files it attaches, and
@@ -343,6 +345,7 @@ final class Device: @unchecked Sendable {  // @unchecked: used by one thread at 
             if part.hasSuffix(" change set(s) applied whole") { setsPushed += count }
             if part.hasSuffix(" change set(s) refused whole") { setsRefused += count }
         }
+        if result.output.contains("Lists and members kept changing") { listPullsNotApplied += 1 }
         if result.status == 1, settling || random.nextDouble() < 0.5 {
             try await resolveWhatIsShown(settling: settling)
         }

@@ -20,15 +20,18 @@ extension TodoApp {
 
     /// Incremental pull of every item — and first, on a server with shared lists, of the lists and their members,
     /// together, so that no list shows without its owner — with a progress line on a terminal for long pulls. The
-    /// summary adds up the tables'.
-    func pullAll() async throws -> PullSummary {
+    /// summary adds up the tables'; `listsStillChanging` is true when the lists and members changed on the server
+    /// through every pass of their pull, which then applied nothing of them (the next sync tries again).
+    func pullAll() async throws -> (summary: PullSummary, listsStillChanging: Bool) {
         do {
             var shared: [PullSummary] = []
+            var listsStillChanging = false
             do {
                 let joint = try await client.pullTogether([
                     try members.pulling(queryID: "allListMembers"), try lists.pulling(queryID: "allTodoLists"),
                 ])
                 shared = joint.tables.map(\.summary)
+                listsStillChanging = !joint.isWhole
             } catch PullError.rejected(status: 404, _) {
                 // A server without shared lists (the tutorial's): items only.
             }
@@ -41,7 +44,7 @@ extension TodoApp {
             var all = summary
             all.appliedCount += shared.map(\.appliedCount).reduce(0, +)
             all.removedCount += shared.map(\.removedCount).reduce(0, +)
-            return all
+            return (all, listsStillChanging)
         } catch let error as PullError {
             switch error {
             case .serverUnavailable(let reason): throw try await unavailable(reason)
@@ -74,16 +77,20 @@ struct Sync: AsyncParsableCommand {
     func run() async throws {
         try await perform(options) { app in
             let sent = try await app.pushAll()
-            let summary = try await app.pullAll()
+            let (summary, listsStillChanging) = try await app.pullAll()
             print(
                 "Synced with \(app.serverURL): sent \(sent.pushedCount) change(s)\(Self.merges(sent))\(Self.sets(sent)), "
                     + "received \(summary.appliedCount) item(s).")
             if summary.removedCount > 0 {
                 print("Removed \(summary.removedCount) row(s) of lists no longer shared with you.")
             }
+            if listsStillChanging { print(Self.listsStillChanging) }
             try await app.failIfChangesWait()
         }
     }
+
+    /// Said when the lists and members kept changing through their whole pull, which then applied none of them.
+    static let listsStillChanging = "Lists and members kept changing on the server: not updated this time; sync again."
 
     /// ", N change set(s) applied whole" and ", M change set(s) refused whole" (a new list and its owner, `todo lists
     /// new`; several items marked at once, `todo complete A B`) when the push sent sets; nothing otherwise.
@@ -116,7 +123,9 @@ struct Pull: AsyncParsableCommand {
     @OptionGroup var options: GlobalOptions
     func run() async throws {
         try await perform(options) { app in
-            print("Received \(try await app.pullAll().appliedCount) item(s).")
+            let (summary, listsStillChanging) = try await app.pullAll()
+            print("Received \(summary.appliedCount) item(s).")
+            if listsStillChanging { print(Sync.listsStillChanging) }
             try await app.failIfChangesWait()
         }
     }

@@ -50,8 +50,8 @@ extension SyncClient {
     /// ```
     /// - Parameters:
     ///   - pulls: The tables and their queries, each table once.
-    ///   - passes: The most passes before it applies what it has although writes did not pause
-    ///     (``JointPullSummary/isWhole`` then says so).
+    ///   - passes: The most passes; when writes did not pause for that many, nothing received is applied (a set could be
+    ///     half in it) and ``JointPullSummary/isWhole`` says so: the tables keep what they showed until a later pull.
     ///   - progress: Called as pages arrive, with the table and the rows received of it so far.
     /// - Returns: Each table's summary, the passes, and whether every set is whole.
     /// - Throws: ``PullError`` as ``SyncTable/pull(_:queryID:progress:)`` does; then nothing received was applied

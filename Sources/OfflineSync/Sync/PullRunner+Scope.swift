@@ -54,12 +54,16 @@ extension PullRunner {
     /// listing had the same (else, after three listings, none: the next pull checks again, and the rows the scope lost
     /// meanwhile go then).
     ///
+    /// Without `keepsToken` (the scope changed again after each of several listings) no token is kept either, so that
+    /// the next pull looks again.
+    ///
     /// With `staged` (a pull of several tables together), nothing is written: the listing is kept there, for
     /// ``StagedScope/settle(in:writer:)`` to apply with the pulled rows, and the pull's own cursor starts over.
     ///
     /// - Returns: How many rows were removed, the requests it took, and whether the queries start over.
     func reconcileScope(
-        _ table: TableName, _ change: ScopeChange, pageSize: Int, _ log: Logger, staged: inout StagedTable?
+        _ table: TableName, _ change: ScopeChange, pageSize: Int, _ log: Logger, staged: inout StagedTable?,
+        keepsToken: Bool = true
     ) async throws -> (removed: Int, requests: Int, restarted: Bool) {
         var (attempt, requests) = (0, 0)
         while true {
@@ -81,7 +85,8 @@ extension PullRunner {
                 }
                 let restarted = restarts(stored)
                 staged?.scope = StagedScope(
-                    ids: ids, token: consistent ? token : nil, restarted: restarted || held.scope?.restarted == true)
+                    ids: ids, token: consistent && keepsToken ? token : nil,
+                    restarted: restarted || held.scope?.restarted == true)
                 // Rows an earlier pass kept that the scope has lost since would be stored with its new token, which no
                 // later pull would see change: they go now.
                 staged?.rows = held.rows.filter { ids.contains($0.key) }
@@ -91,8 +96,10 @@ extension PullRunner {
             let (removed, restarted) = try await store.write { [account] writer in
                 try account.confirm(in: writer)
                 let restarted = restarts(try writer.setting(Self.scopeKey(table)))
-                let removed = try StagedScope(ids: ids, token: consistent ? token : nil, restarted: restarted)
-                    .settle(in: table, writer: writer)
+                let removed = try StagedScope(
+                    ids: ids, token: consistent && keepsToken ? token : nil, restarted: restarted
+                )
+                .settle(in: table, writer: writer)
                 return (removed, restarted)
             }
             log.info(

@@ -14,8 +14,9 @@ import SyncOData
 /// none, or before it); a set that committed during the pass would have shown in the request of a table that came
 /// after its commit, which found none — so no set committed during it; and rows of a set that committed after it were
 /// not asked for. It rests on the server's order (PROTOCOL.md §5: a row written later sorts after every row seen), and
-/// needs the server to apply sets atomically. When writes never pause for `passes` passes, the pull applies what it
-/// has and says so (``JointPullSummary/isWhole``).
+/// needs the server to apply sets atomically. When writes never pause for `passes` passes, the pull applies nothing and
+/// says so (``JointPullSummary/isWhole``): what it holds mixes the tables' states at different times, so a set could be
+/// half in it.
 extension PullRunner {
     /// One table of a pull of several together: where its query is and what it received since the pull began.
     struct StagedTable: Sendable {
@@ -74,10 +75,14 @@ extension PullRunner {
                 }
                 isWhole = received == 0
             }
-            if !isWhole {
+            guard isWhole else {
                 logger.warning(
-                    "Pull of several tables applies what it has: writes did not pause",
+                    "Pull of several tables applied nothing: writes did not pause",
                     metadata: [SyncLogKey.pages: "\(passCount)"])
+                for index in summaries.indices {
+                    (summaries[index].appliedCount, summaries[index].skippedCount) = (0, 0)
+                }
+                return
             }
             let finished = WireDate(now()).description
             let (counts, holdsFiles) = try await store.write { [account, staged] writer in

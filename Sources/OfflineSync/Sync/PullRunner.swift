@@ -143,22 +143,28 @@ extension PullRunner {
         let clock = ContinuousClock()
         let sinceStart = clock.stopwatch()
         var page = try await fetch(table, filter: filter, after: cursor, pageSize: pacing.size, count: true)
-        let change = try await scopeChange(
-            table, token: page.scopeToken, pulledBefore: cursor != nil, staged: staged?.scope)
-        if change != .none {
+        var listings = 0
+        while case let change = try await scopeChange(
+            table, token: page.scopeToken, pulledBefore: cursor != nil, staged: staged?.scope),
+            change != .none
+        {
             // The user's scope changed, or rows moved out of it: the rows the device keeps are checked against the
             // server's, and (for a scope) every query of the table starts over, so that a group just joined comes whole.
             // The first page is asked again, after the listing: one read before it could hold a row that left the
-            // scope between the two, and the store now keeps the listing's token.
+            // scope between the two, and the store now keeps the listing's token. That page's own token is checked in
+            // turn: a scope that changed again between the listing and the page (a user removed and added back) gave a
+            // page narrower than the token kept, and its rows behind the cursor were never asked for again.
+            listings += 1
             let (removed, requests, restarted) = try await reconcileScope(
-                table, change, pageSize: sizes.max, log, staged: &staged)
-            summary.removedCount = removed
+                table, change, pageSize: sizes.max, log, staged: &staged, keepsToken: listings < 3)
+            summary.removedCount += removed
             summary.requestCount += requests + 1
             if restarted {
                 cursor = nil
                 staged?.cursor = nil
             }
             page = try await fetch(table, filter: filter, after: cursor, pageSize: pacing.size, count: true)
+            if listings == 3 { break }  // the scope keeps changing: no token kept, so the next pull looks again
         }
         if let followed = pacing.firstPage(after: sinceStart(), serverPageSize: page.serverPageSize) {
             log.info("Pull follows the server's page size", metadata: [SyncLogKey.pageSize: "\(followed)"])

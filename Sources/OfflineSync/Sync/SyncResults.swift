@@ -134,9 +134,9 @@ public struct JointPullSummary: Sendable, Hashable {
     public var tables: [Table]
     /// The passes over the tables it took: the last found nothing new, unless ``isWhole`` is false.
     public var passes: Int
-    /// Whether the rows applied show every change set whole: a pass found nothing new in any table. False when
-    /// writes on the server never paused for the passes allowed; the rows were applied all the same, and the next pull
-    /// completes any set they hold part of.
+    /// Whether the pull applied what it received: a pass found nothing new in any table, so every change set is whole.
+    /// False when writes on the server never paused for the passes allowed: then nothing was applied (the tables show
+    /// what they showed, whole, and their cursors are where they were) and the next pull tries again.
     public var isWhole: Bool
 
     /// The summaries added up, as one pull's: the push's refusals are the first table's.
