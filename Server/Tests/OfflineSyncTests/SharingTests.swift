@@ -46,9 +46,12 @@ import Testing
         }
     }
 
-    static func withServer(_ body: @Sendable (_ device: @Sendable (String) async throws -> Device) async throws -> Void)
-        async throws
-    {
+    /// Runs `body` against a server of the three tables; `device` makes a user's client (pages of at most `pageSize`
+    /// rows when given).
+    static func withServer(
+        pageSize: Int? = nil,
+        _ body: @Sendable (_ device: @Sendable (String) async throws -> Device) async throws -> Void
+    ) async throws {
         let workspace = try Workspace()
         try await LiveServer.run(
             in: workspace, tables: try tables(), auth: AuthConfiguration(hs256Secret: secret)
@@ -60,6 +63,7 @@ import Testing
                     $0.transport = transport
                     $0.retryLimit = 3  // answers slow under the whole suite's load are retried (the clock is immediate)
                     $0.tokenProvider = { _ in token }
+                    if let pageSize { ($0.pullPageSize, $0.maxPullPageSize) = (pageSize, pageSize) }
                 }
                 return Device(client: client, transport: transport)
             }
@@ -252,8 +256,56 @@ import Testing
                 try await together()
                 let isMember = state.withLock { $0.member == 1 }
                 #expect(
-                    try await bob.ids(bob.lists).contains(list) == isMember, "pattern \(pattern) after the next pull")
+                    try await bob.ids(bob.lists).contains(list) == isMember,
+                    "pattern \(pattern) after the next pull")
             }
+        }
+    }
+
+    /// A user removed between two pages of one pull and added back before the next: the page read in between showed
+    /// only the user's own rows, and the cursor went past the other members' rows, for good (the token was the same
+    /// before and after). A page whose token differs from the pull's is not used; the pull goes on from the last page
+    /// it applied (alone) or kept (together). Failed before on both.
+    @Test(arguments: [false, true]) func aScopeThatMovesBetweenTwoPagesLosesNoRow(together: Bool) async throws {
+        try await Self.withServer(pageSize: 1) { device in
+            let alice = try await device("alice")
+            try await alice.members.insert(Self.member("m-alice", list: "groceries", user: "alice", role: "owner"))
+            try await alice.lists.insert(["id": "groceries", "name": "Groceries"])
+            for user in ["carol", "dave", "bob"] {
+                try await alice.members.insert(Self.member("m-\(user)", list: "groceries", user: user, role: "editor"))
+            }
+            try await alice.client.push()
+            let bob = try await device("bob")
+            // Pages of one row: the members' second page is read with bob removed, the third with him back.
+            let pages = Locked(0)
+            bob.transport.before.withLock {
+                $0 = { request in
+                    guard request.url.path.lowercased().hasSuffix("/tables/listmember"),
+                        !(request.url.query ?? "").contains("$select")
+                    else { return }
+                    switch pages.withLock({
+                        $0 += 1; return $0
+                    }) {
+                    case 2:
+                        try? await alice.members.delete(id: ItemID("m-bob"))
+                        _ = try? await alice.client.push()
+                    case 3:
+                        try? await alice.members.insert(
+                            Self.member("m-bob-2", list: "groceries", user: "bob", role: "editor"))
+                        _ = try? await alice.client.push()
+                    default: break
+                    }
+                }
+            }
+            if together {
+                try await bob.client.pullTogether([
+                    try bob.members.pulling(queryID: "members"), try bob.lists.pulling(queryID: "lists"),
+                ])
+            } else {
+                try await bob.members.pull(queryID: "members")
+            }
+            bob.transport.before.withLock { $0 = nil }
+            #expect(try await bob.ids(bob.members) == ["m-alice", "m-carol", "m-dave", "m-bob-2"])
         }
     }
 

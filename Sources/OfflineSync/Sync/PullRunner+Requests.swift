@@ -100,6 +100,7 @@ extension PullRunner {
             response.status == 200, var page = Self.page(of: response, wire: endpoint.wire), !page.items.isEmpty
         else { return nil }
         page.isLast = !page.hasNextLink && page.items.count < pageSize
+        page.scopeToken = response.header(Self.scopeHeader)  // a page under another scope is not used (pullPages)
         return page
     }
 

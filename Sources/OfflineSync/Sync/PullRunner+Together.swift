@@ -67,10 +67,14 @@ extension PullRunner {
                     let (table, filter, queryID) = pulls[index]
                     let before = staged[index]?.received ?? 0
                     summaries[index].requestCount += 1
-                    try await pullPages(
-                        table, filter: filter, queryID: queryID, start: starts[index],
-                        sizes: (pageSize, max(pageSize, maxPageSize)), ahead: ahead, { progress(table, $0) },
-                        &summaries[index], staged: &staged[index])
+                    do {
+                        try await pullPages(
+                            table, filter: filter, queryID: queryID, start: starts[index],
+                            sizes: (pageSize, max(pageSize, maxPageSize)), ahead: ahead, { progress(table, $0) },
+                            &summaries[index], staged: &staged[index])
+                    } catch is ScopeMovedDuringPull {
+                        received += 1  // the next pass goes on from the last page kept, and decides the scope again
+                    }
                     received += (staged[index]?.received ?? 0) - before
                 }
                 isWhole = received == 0

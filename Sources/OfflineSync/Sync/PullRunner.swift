@@ -28,6 +28,10 @@ extension PullRunner {
         var scopeToken: String?
     }
 
+    /// A page of a scoped table carried another scope token than the pull went by (``pullPages``): it is not used, and
+    /// the pull goes on from the last page it applied or kept.
+    struct ScopeMovedDuringPull: Error {}
+
     /// Pulls a table (PROTOCOL.md §5, §8): push first when the table has pending operations (refused
     /// operations do not stop the pull; an unavailable server, a 401 or a cancellation do); fetch the
     /// items marked to be fetched again; then keyset pages by `(updatedAt, id)`, each applied with
@@ -48,9 +52,24 @@ extension PullRunner {
             }
             try await refetch(start.refetch, in: table)
             var unstaged: StagedTable?
-            try await pullPages(
-                table, filter: filter, queryID: queryID, start: start, sizes: (pageSize, max(pageSize, maxPageSize)),
-                ahead: ahead, progress, &summary, staged: &unstaged)
+            var moves = 0
+            while true {
+                do {
+                    try await pullPages(
+                        table, filter: filter, queryID: queryID, start: start,
+                        sizes: (pageSize, max(pageSize, maxPageSize)), ahead: ahead, progress, &summary,
+                        staged: &unstaged, followsScope: moves < 3)
+                    break
+                } catch is ScopeMovedDuringPull {
+                    // Goes on from the last page applied, whose cursor the store holds; the first page's token
+                    // decides again. A scope that keeps moving: no token kept, so that the next pull lists it, and
+                    // this one goes to the end without comparing the pages' tokens.
+                    moves += 1
+                    logger.info("Pull found the user's scope moved between pages: goes on from the last page applied")
+                    if moves == 3 { try await store.write { try $0.setSetting(nil, for: Self.scopeKey(table)) } }
+                    start = try await pullStart(table, queryID: queryID)
+                }
+            }
             let finished = WireDate(now()).description
             let holdsFiles = try await store.write { [account] writer in
                 try account.confirm(in: writer)
@@ -125,10 +144,14 @@ extension PullRunner {
     /// ``prefetch(_:filter:after:pageSize:)``, ``join(_:_:size:)``). With `staged` (a pull of several tables together,
     /// ``pullTogether(_:pageSize:maxPageSize:ahead:passes:progress:push:)``), pages and scope changes are kept there
     /// instead, from its cursor on, for one transaction to apply them all.
+    ///
+    /// Every page must carry the token of the first (a scope that moved in between: ``ScopeMovedDuringPull``, thrown
+    /// before the page is used). Without `followsScope` (a pull whose scope moved three times) pages are not compared and
+    /// no token is kept, so that the next pull lists the scope again.
     func pullPages(
         _ table: TableName, filter: ODataExpression?, queryID: QueryID?, start: PullStart,
         sizes: (first: Int, max: Int), ahead: Bool, _ progress: (@Sendable (PullProgress) -> Void)?,
-        _ summary: inout PullSummary, staged: inout StagedTable?
+        _ summary: inout PullSummary, staged: inout StagedTable?, followsScope: Bool = true
     ) async throws {
         let pageSizeKey = Self.pageSizeKey(table)
         let topLimitKey = Self.topLimitKey(table)
@@ -156,7 +179,7 @@ extension PullRunner {
             // page narrower than the token kept, and its rows behind the cursor were never asked for again.
             listings += 1
             let (removed, requests, restarted) = try await reconcileScope(
-                table, change, pageSize: sizes.max, log, staged: &staged, keepsToken: listings < 3)
+                table, change, pageSize: sizes.max, log, staged: &staged, keepsToken: followsScope && listings < 3)
             summary.removedCount += removed
             summary.requestCount += requests + 1
             if restarted {
@@ -164,8 +187,12 @@ extension PullRunner {
                 staged?.cursor = nil
             }
             page = try await fetch(table, filter: filter, after: cursor, pageSize: pacing.size, count: true)
-            if listings == 3 { break }  // the scope keeps changing: no token kept, so the next pull looks again
+            // The scope keeps changing: no token kept, so the next pull looks again.
+            if listings == 3 || !followsScope { break }
         }
+        // Every later page must carry the same token: one read under another scope (a user removed and added back
+        // between two pages) lacks rows its cursor then passes for good. It is not used (``ScopeMovedDuringPull``).
+        let tokenInForce = followsScope ? page.scopeToken : nil
         if let followed = pacing.firstPage(after: sinceStart(), serverPageSize: page.serverPageSize) {
             log.info("Pull follows the server's page size", metadata: [SyncLogKey.pageSize: "\(followed)"])
             try await store.write { try $0.setSetting(String(followed), for: pageSizeKey) }
@@ -211,11 +238,15 @@ extension PullRunner {
             progress?(PullProgress(appliedCount: received, totalCount: total))
             let waiting = clock.stopwatch()
             guard let following = try await next else { break }
+            if followsScope, following.scopeToken != tokenInForce { throw ScopeMovedDuringPull() }
             pacing.arrived(after: waiting(), applyTime: applyTime)
             summary.requestCount += 1
             page = following
             if ahead {
                 summary.requestCount += 1
+                if followsScope, let second = await afterNext, second.scopeToken != tokenInForce {
+                    throw ScopeMovedDuringPull()
+                }
                 if let second = await afterNext, let joined = try Self.join(following, second, size: nextSize) {
                     page = joined
                 } else {
