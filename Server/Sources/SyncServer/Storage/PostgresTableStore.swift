@@ -209,7 +209,8 @@ public final class PostgresTableStore: TableStore, Service {
         if joinedSet != nil { return try await body() }
         let store = ObjectIdentifier(self)
         // One transaction on one connection for the whole set, bounded as a whole; its statements run in it.
-        let (value, published) = try await transaction(queryTimeout: setLimit) { connection in
+        let (value, published) = try await transaction(queryTimeout: atomicSetLimit(queryTimeout: queryTimeout)) {
+            connection in
             let held = PostgresHeldTransaction(connection: connection, store: store, logger: self.logger)
             return try await Self.$heldSet.withValue(held) {
                 try await self.schemas.holdingPublications(body)
@@ -218,14 +219,6 @@ public final class PostgresTableStore: TableStore, Service {
         for schema in published { schemas.publish(schema) }
         return value
     }
-
-    /// The longest an atomic set's transaction runs when the store's query timeout is shorter.
-    static let minimumSetLimit = Duration.seconds(30)
-
-    /// The bound of one atomic set: ``minimumSetLimit``, or the store's query timeout when that is longer (a set runs
-    /// several statements, and waits for the sets before it to commit: `AtomicBatchTests`' four sets at once took more
-    /// than 30 s in a whole-suite run on two cores, against a store whose queries may take 2 minutes).
-    var setLimit: Duration { max(Self.minimumSetLimit, queryTimeout) }
 
     /// Runs `body` in a transaction on a pooled connection (for writes and set-up); a thrown error
     /// rolls it back. `queryTimeout` replaces the store's for this transaction (set-up work). Inside an atomic set

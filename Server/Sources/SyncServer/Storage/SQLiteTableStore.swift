@@ -125,7 +125,7 @@ public final class SQLiteTableStore: TableStore {
         if joinedSet != nil { return try await body() }
         let held: SQLiteHeldTransaction
         do {
-            held = try await SQLiteHeldTransaction.begin(pool, limit: setLimit)
+            held = try await SQLiteHeldTransaction.begin(pool, limit: atomicSetLimit(queryTimeout: queryTimeout))
         } catch let error as DatabaseError {
             throw unavailable(error)
         }
@@ -146,14 +146,6 @@ public final class SQLiteTableStore: TableStore {
         for schema in published { schemas.publish(schema) }
         return value
     }
-
-    /// The longest an atomic set holds the writer when the store's query timeout is shorter.
-    static let minimumSetLimit = Duration.seconds(30)
-
-    /// The bound of one atomic set: ``minimumSetLimit``, or the store's query timeout when that is longer (a set runs
-    /// several statements, and waits for the sets before it to commit: `AtomicBatchTests`' four sets at once took more
-    /// than 30 s in a whole-suite run on two cores, against a store whose queries may take 2 minutes).
-    var setLimit: Duration { max(Self.minimumSetLimit, queryTimeout) }
 
     /// Runs a write transaction, mapping database failures to ``TableStoreError``. Inside an atomic set
     /// (``atomically(_:)``) it is a savepoint of the set's transaction.

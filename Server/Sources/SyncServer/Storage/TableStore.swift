@@ -376,6 +376,12 @@ public struct QueryPage: Sendable {
 /// Why a request whose database work ran past the query timeout is answered 503, on either store.
 let queryTimeoutMessage = "the request's database work took longer than the query timeout"
 
+/// How long one atomic set may run on either store (its transaction, or its hold of SQLite's writer): 30 s, or the
+/// store's query timeout when that is longer. A set runs several statements and waits for the sets before it to commit:
+/// `AtomicBatchTests`' four sets at once took more than a fixed 30 s in a whole-suite run on two cores, on a store whose
+/// queries may take 2 minutes.
+func atomicSetLimit(queryTimeout: Duration) -> Duration { max(.seconds(30), queryTimeout) }
+
 /// Why a filter the database cannot parse for its nesting is refused (400).
 let tooDeepMessage =
     "$filter nests too deeply for the database: use fewer parentheses, not or functions inside one another"
