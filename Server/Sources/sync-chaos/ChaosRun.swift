@@ -326,7 +326,8 @@ struct ChaosRun {
                 + "\(settings.perUser ? " (one user, per-user table)" : "")"
                 + "\(settings.fields ? " (one field each: \(devices.map(\.completions.count).reduce(0, +)) done/not done, \(devices.map(\.edits.count).reduce(0, +)) text edits, \(Self.sharedRows(devices)) rows changed in both fields by different devices)" : "")"
                 + "\(settings.shared ? " (a user each, shared lists: \(devices.map(\.shares).reduce(0, +)) shares, \(devices.map(\.unshares).reduce(0, +)) unshares, \(devices.map(\.setsMade).reduce(0, +)) lists made as change sets, \(devices.map(\.setsKilled).reduce(0, +)) killed mid-way)" : ""), "
-                + "\(devices.map(\.commands).reduce(0, +)) todo commands, \(devices.map(\.syncs).reduce(0, +)) syncs",
+                + "\(devices.map(\.commands).reduce(0, +)) todo commands in "
+                + "\(devices.map(\.todo.processesStarted).reduce(0, +)) processes, \(devices.map(\.syncs).reduce(0, +)) syncs",
             "  requests through the proxy: \(passed + faults.values.reduce(0, +)) (\(pagesAhead) pages asked ahead); faults: "
                 + faultText.joined(separator: ", "),
             "  kills: \(devices.map(\.killedSyncs).reduce(0, +)) devices mid-sync, "
@@ -370,6 +371,7 @@ struct ChaosRun {
             }
             report.lines.append("  each device's commands: \(directory.path)/device-N.history")
         }
+        for device in devices { await device.todo.close() }
         return report
     }
 

@@ -4,12 +4,13 @@ import OfflineSyncTesting
 import SyncCore
 import TestSupport
 
-/// One device: a store file used by short-lived `todo` processes, as a person at a terminal would,
-/// with what it did recorded for the checks. Only its own thread touches it until the run joins.
+/// One device: a store file used by `todo`, as an app would, with what it did recorded for the checks. Its commands
+/// run in one `todo session` process (``CommandSession``) until a kill ends it; the next command starts another, as
+/// an app started again would. Only its own thread touches it until the run joins.
 final class Device: @unchecked Sendable {  // @unchecked: used by one thread at a time (see above).
     let index: Int
-    let todo: String
-    let environment: [String: String]
+    /// The device's `todo session`.
+    let todo: CommandSession
     var random: SplitMix64
     private var counter = 0
 
@@ -81,10 +82,11 @@ final class Device: @unchecked Sendable {  // @unchecked: used by one thread at 
         protocol wireProtocol: String = "v2", keyFile: String? = nil
     ) {
         self.index = index
-        self.todo = todo
-        environment = ["TODO_STORE": store, "TODO_URL": url, "TODO_PROTOCOL": wireProtocol]
+        let environment = ["TODO_STORE": store, "TODO_URL": url, "TODO_PROTOCOL": wireProtocol]
             .merging(token.map { ["TODO_TOKEN": $0] } ?? [:]) { $1 }
             .merging(keyFile.map { ["TODO_KEY_FILE": $0] } ?? [:]) { $1 }
+        self.todo = CommandSession(
+            todo, ["session"], environment: environment, started: Children.started, ended: Children.ended)
         random = SplitMix64(seed: seed)
     }
 
@@ -92,7 +94,8 @@ final class Device: @unchecked Sendable {  // @unchecked: used by one thread at 
 
     func run(_ arguments: [String], killAfter: Int? = nil) async throws -> CommandResult {
         commands += 1
-        let result = try await runChild(todo, arguments, environment: environment, killAfter: killAfter)
+        let line = String(decoding: try JSONEncoder().encode(arguments), as: UTF8.self)
+        let result = try await todo.run(line, killAfter: killAfter.map { .milliseconds($0) })
         let said = (result.output + result.error).split(separator: "\n").prefix(3).joined(separator: " / ")
         // Up to 100 kB a command: a read's whole JSON line, so that a failed run's reads can be read back from its
         // folder (cut at 1,500 bytes, they were not JSON any more).

@@ -65,3 +65,64 @@ struct Interactive {
         return words
     }
 }
+
+/// `todo session` (not in the help): the commands of a program that drives `todo` — one JSON array of arguments per
+/// line of standard input, run one after another in this one process. After each, a line of U+001E, `exit` and the
+/// status the command would have exited with as a process of its own is written to standard output and then to
+/// standard error, so the program knows where each command's output ends on both. It ends at the end of its input.
+///
+/// A process start costs more than most commands (about 40 ms of CPU in a debug build, the dynamic loader and the
+/// runtime's first conformance lookups): `sync-chaos` runs each device's hundreds of commands this way, and kills
+/// the session (SIGKILL) to kill a command mid-way.
+struct Session: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Run commands read as JSON arrays of arguments, one per line (for programs).", shouldDisplay: false)
+
+    /// The line that ends a command's output: U+001E (record separator), `exit`, the status.
+    static func endLine(status: Int32) -> String { "\u{1E}exit \(status)" }
+
+    func run() async throws {
+        while let line = readLine() {
+            let status: Int32
+            do {
+                let arguments = try JSONDecoder().decode([String].self, from: Data(line.utf8))
+                status = await Self.perform(arguments)
+            } catch {
+                FileHandle.standardError.write(Data("todo: not a JSON array of arguments: \(line.prefix(200))\n".utf8))
+                status = ExitCode.validationFailure.rawValue
+            }
+            print(Self.endLine(status: status))
+            fflush(nil)  // every output stream: what print() buffered comes before the end line on standard error
+            FileHandle.standardError.write(Data((Self.endLine(status: status) + "\n").utf8))
+        }
+    }
+
+    /// Runs one command as `todo` would run it alone: its error's message printed as ArgumentParser prints it.
+    ///
+    /// - Returns: The status the process would have exited with.
+    static func perform(_ arguments: [String]) async -> Int32 {
+        do {
+            var command = try TodoCommand.parseAsRoot(arguments)
+            guard !(command is TodoCommand), !(command is Session) else {
+                throw ValidationError("Give a command (a session runs commands, not prompts or sessions)")
+            }
+            if var asyncCommand = command as? any AsyncParsableCommand {
+                try await asyncCommand.run()
+            } else {
+                try command.run()
+            }
+            return ExitCode.success.rawValue
+        } catch {
+            let code = TodoCommand.exitCode(for: error)
+            let message = TodoCommand.fullMessage(for: error)
+            if !message.isEmpty {
+                if code == .success {
+                    print(message)
+                } else {
+                    FileHandle.standardError.write(Data((message + "\n").utf8))
+                }
+            }
+            return code.rawValue
+        }
+    }
+}

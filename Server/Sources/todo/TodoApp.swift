@@ -92,6 +92,10 @@ struct GlobalOptions: ParsableArguments {
         url ?? ProcessInfo.processInfo.environment["TODO_URL"] ?? "http://127.0.0.1:8080"
     }
 
+    /// The one connection pool of the process: the commands of a `todo session` share it, as an app's clients would
+    /// (a `URLSession` per command would keep its connections open until the process ends).
+    static let transport = URLSessionTransport()
+
     /// Opens the store (creating its folder) and a client for the server.
     func open() async throws -> TodoApp {
         guard let server = URL(string: serverURL), server.scheme != nil, server.host != nil else {
@@ -108,6 +112,7 @@ struct GlobalOptions: ParsableArguments {
         case "v3", "3", "3.0.0": configuration.protocol = .v3
         case let other: throw ValidationError("--protocol must be v2 or v3, not '\(other)'")
         }
+        configuration.transport = Self.transport
         configuration.requestTimeout = .seconds(10)
         configuration.retryLimit = 2
         // A list and its owner are one change set, applied whole by `sync-server` (v2). A server without atomic

@@ -16,7 +16,7 @@ struct TodoCommand: AsyncParsableCommand {
         subcommands: [
             Add.self, List.self, Complete.self, Reopen.self, Edit.self, Delete.self, Sync.self, Push.self, Pull.self,
             Pending.self, Conflicts.self, Resolve.self, Purge.self, Status.self, Watch.self, Signout.self, Lists.self,
-            Share.self, Unshare.self, Attach.self, Open.self, ImportAMA.self, Rekey.self,
+            Share.self, Unshare.self, Attach.self, Open.self, ImportAMA.self, Rekey.self, Session.self,
         ])
 
     @OptionGroup var options: GlobalOptions

@@ -65,3 +65,71 @@ import Testing
         await #expect(throws: (any Error).self) { try await runCommand("/nonexistent/program", []) }
     }
 }
+
+/// TestSupport's `CommandSession`: commands run one after another in one process (a shell reading lines here, which
+/// speaks the protocol `todo session` speaks), each with its own output, error and status; a command killed or
+/// ending the process leaves the next one a new process; a kill never falls on the next command.
+@Suite struct CommandSessionTests {
+    /// A shell that runs each line it reads, then writes the end line on both outputs.
+    static func shell() -> CommandSession {
+        CommandSession(
+            "/bin/sh",
+            [
+                "-c",
+                #"while IFS= read -r line; do eval "$line"; s=$?; printf '\036exit %d\n' $s; printf '\036exit %d\n' $s >&2; done"#,
+            ],
+            environment: ["GREETING": "hello"])
+    }
+
+    @Test func commandsShareOneProcessEachWithItsOwnOutputAndStatus() async throws {
+        let session = Self.shell()
+        let first = try await session.run("echo $GREETING $$; echo oops >&2; false")
+        #expect(first.status == 1 && first.error == "oops\n" && !first.wasKilled)
+        let second = try await session.run("echo again $$")
+        #expect(second.status == 0 && second.error == "")
+        let pid = try #require(first.output.split(separator: " ").last).trimmingCharacters(in: .whitespacesAndNewlines)
+        #expect(first.output == "hello \(pid)\n" && second.output == "again \(pid)\n")
+        #expect(session.processesStarted == 1)
+        await session.close()
+    }
+
+    @Test func aKilledCommandEndsItsProcessAndTheNextStartsAnother() async throws {
+        let session = Self.shell()
+        let before = try await session.run("echo $$")
+        // A loop of the shell itself: a `sleep` child would outlive the shell and hold its outputs open.
+        let killed = try await session.run("echo started; while :; do :; done", killAfter: .milliseconds(200))
+        #expect(killed.status == SIGKILL && killed.wasKilled && killed.output == "started\n")
+        let after = try await session.run("echo $$")
+        #expect(after.status == 0 && after.output != before.output)
+        #expect(session.processesStarted == 2)
+        // A command that ends the process is no kill: its status, and a new process next.
+        let exited = try await session.run("exit 3")
+        #expect(exited.status == 3 && !exited.wasKilled)
+        #expect(try await session.run("true").status == 0)
+        #expect(session.processesStarted == 3)
+        await session.close()
+    }
+
+    @Test func aKillDueAfterTheCommandEndedFallsOnNothing() async throws {
+        let session = Self.shell()
+        let quick = try await session.run("echo quick", killAfter: .milliseconds(100))
+        #expect(quick.status == 0 && !quick.wasKilled)
+        try await Task.sleep(for: .milliseconds(300))
+        let next = try await session.run("sleep 0.2; echo next")
+        #expect(next.status == 0 && next.output == "next\n" && !next.wasKilled)
+        #expect(session.processesStarted == 1)
+        await session.close()
+    }
+
+    @Test func aTimeoutEndsTheCommandWithSIGTERM() async throws {
+        let session = Self.shell()
+        let result = try await session.run("while :; do :; done", timeout: .milliseconds(200))
+        #expect(result.status == SIGTERM && !result.wasKilled)
+        await session.close()
+    }
+
+    @Test func aMissingExecutableThrows() async {
+        let session = CommandSession("/nonexistent/program", [])
+        await #expect(throws: (any Error).self) { try await session.run("true") }
+    }
+}

@@ -245,6 +245,47 @@ import Testing
         ) { _ in try await body(directory, port) }
     }
 
+    /// `todo session` (what sync-chaos's devices run): the commands of one process answer as separate processes
+    /// would — output, error message and exit status — and one killed mid-way leaves its store to the next process,
+    /// which syncs what the others wrote.
+    @Test(.timeLimit(.minutes(2))) func aSessionAnswersAsSeparateProcessesWould() async throws {
+        try await Self.withServerInScratch("todo-session") { directory, port in
+            let environment = [
+                "TODO_STORE": directory.appendingPathComponent("device.sqlite").path,
+                "TODO_URL": "http://127.0.0.1:\(port)",
+            ]
+            let session = CommandSession(Products.path("todo"), ["session"], environment: environment)
+            func run(_ arguments: String...) async throws -> CommandResult {
+                try await session.run(String(decoding: try JSONEncoder().encode(arguments), as: UTF8.self))
+            }
+            let added = try await run("add", "milk")
+            #expect(added.status == 0 && added.output.hasPrefix("Added ") && added.output.hasSuffix("  milk\n"))
+            // The same failures, the same words and statuses as a process of their own.
+            for arguments in [["edit", "zzz", "x"], ["frob"], ["add"]] {
+                let alone = try await runProduct("todo", arguments, environment: environment)
+                let inSession = try await session.run(
+                    String(decoding: try JSONEncoder().encode(arguments), as: UTF8.self))
+                #expect(alone.status != 0 && inSession.status == alone.status, "\(arguments)")
+                #expect(inSession.error == alone.error && inSession.output == alone.output, "\(arguments)")
+            }
+            let notJSON = try await session.run("add milk")
+            #expect(notJSON.status == 64 && notJSON.error.contains("not a JSON array"))
+            #expect(try await run("add", "eggs").status == 0)
+            // A sync killed mid-way: the next command is a new process on the same store, and nothing is lost.
+            let killed = try await session.run(#"["sync"]"#, killAfter: .milliseconds(1))
+            #expect(killed.wasKilled || killed.status == 0)
+            let synced = try await run("sync")
+            #expect(synced.status == 0, "\(synced.error)")
+            let listed = try await run("list", "--json")
+            let texts = (try JSONValue(parsing: listed.output).arrayValue ?? []).compactMap { $0["text"]?.stringValue }
+            #expect(texts.sorted() == ["eggs", "milk"])
+            #expect(session.processesStarted == (killed.wasKilled ? 2 : 1))
+            await session.close()
+            let onServer = try await Self.serverItems(port, devicesSpeak: "v2")
+            #expect(onServer.values.map { $0.split(separator: "|")[0] }.sorted() == ["eggs", "milk"])
+        }
+    }
+
     /// The move from the Azure Mobile Apps iOS SDK (issue 34) with the real processes: the old app's Core Data store —
     /// an item edited and one deleted offline, two added — is imported with `todo import-ama`, once; `todo sync` sends
     /// the four changes and another device sees them. A file that is not such a store is refused in one line.
