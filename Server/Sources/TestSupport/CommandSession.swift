@@ -39,7 +39,12 @@ public final class CommandSession: Sendable {
         self.environment = environment
         self.started = started
         self.ended = ended
+        _ = Self.brokenPipesIgnored
     }
+
+    /// A command killed before its line was written leaves a write to a pipe no one reads: without this, SIGPIPE ends
+    /// the whole tool (a test run ended by signal 13); with it, the write fails with EPIPE, which the session ignores.
+    private static let brokenPipesIgnored: Void = { signal(SIGPIPE, SIG_IGN) }()
 
     deinit { current.withLockedValue { $0 }?.signal(.kill) }
 
@@ -63,18 +68,7 @@ public final class CommandSession: Sendable {
             current.withLockedValue { $0 = process }
             starts.withLockedValue { $0 += 1 }
         }
-        let timer = Task {
-            if let killAfter {
-                try await Task.sleep(for: killAfter)
-                process.signalCommand(.kill, onPurpose: true)
-            }
-            try await Task.sleep(for: timeout - (killAfter ?? .zero))
-            process.signalCommand(.terminate, onPurpose: false)
-            try await Task.sleep(for: .seconds(5))
-            process.signalCommand(.kill, onPurpose: false)
-        }
-        defer { timer.cancel() }
-        return await process.run(line)
+        return await process.run(line, killAfter: killAfter, timeout: timeout)
     }
 
     /// Closes the process's input and waits for it to end by itself (SIGKILL after 10 s).
@@ -93,8 +87,12 @@ private final class SessionProcess: Sendable {
         /// What the command running now has printed on standard output and on standard error.
         var output: [UInt8] = []
         var error: [UInt8] = []
+        /// The number of the command running now (or last), so that a signal due to one never falls on another.
+        var command = 0
         /// Whether the command running now has written its end line on both.
         var commandEnded = false
+        /// Whether a signal was sent during the command, and whether it was `killAfter`'s.
+        var signalled = false
         var killedOnPurpose = false
         var termination: TerminationStatus?
         /// The command's caller, waiting for its end (or the process's).
@@ -187,12 +185,25 @@ private final class SessionProcess: Sendable {
         String(decoding: bytes[..<(bytes.lastIndex(of: 0x1E) ?? bytes.endIndex)], as: UTF8.self)
     }
 
-    /// Sends `line` and waits for the command's end, or the process's.
-    func run(_ line: String) async -> CommandResult {
-        state.withLockedValue { state in
-            (state.output, state.error, state.commandEnded, state.killedOnPurpose) = ([], [], false, false)
+    /// Sends `line` and waits for the command's end, or the process's; signals it on `killAfter` and `timeout`.
+    func run(_ line: String, killAfter: Duration?, timeout: Duration) async -> CommandResult {
+        let command = state.withLockedValue { state in
+            state.command += 1
+            (state.output, state.error, state.commandEnded, state.signalled, state.killedOnPurpose) =
+                ([], [], false, false, false)
+            return state.command
         }
         input.yield(line)
+        let timer = Task {
+            if let killAfter {
+                try await Task.sleep(for: killAfter)
+                signal(.kill, during: command, onPurpose: true)
+            }
+            try await Task.sleep(for: timeout - (killAfter ?? .zero))
+            signal(.terminate, during: command, onPurpose: false)
+            try await Task.sleep(for: .seconds(5))
+            signal(.kill, during: command, onPurpose: false)
+        }
         await withCheckedContinuation { continuation in
             let done = state.withLockedValue { state in
                 if state.commandEnded || state.termination != nil { return true }
@@ -201,6 +212,10 @@ private final class SessionProcess: Sendable {
             }
             if done { continuation.resume() }
         }
+        timer.cancel()
+        // A signal sent as the command wrote its end lines ends the process all the same: wait for that, so that the
+        // next command starts another instead of writing to this one as it dies.
+        if state.withLockedValue({ $0.signalled && $0.termination == nil }) { await runner.value }
         return state.withLockedValue { state in
             if state.commandEnded, let status = Self.endStatus(state.output) {
                 return CommandResult(
@@ -215,11 +230,14 @@ private final class SessionProcess: Sendable {
         }
     }
 
-    /// Sends `signal` while a command runs — never once it has ended: the process is idle then, and the signal would
-    /// fall on the next command.
-    func signalCommand(_ signal: Signal, onPurpose: Bool) {
+    /// Sends `signal` while command number `command` runs — never once it has ended: the process is idle then, or
+    /// runs the next command, which the signal must not fall on.
+    private func signal(_ signal: Signal, during command: Int, onPurpose: Bool) {
         state.withLockedValue { state in
-            guard !state.commandEnded, state.termination == nil, let execution = state.execution else { return }
+            guard state.command == command, !state.commandEnded, state.termination == nil,
+                let execution = state.execution
+            else { return }
+            state.signalled = true
             if onPurpose { state.killedOnPurpose = true }
             try? execution.send(signal: signal)
         }

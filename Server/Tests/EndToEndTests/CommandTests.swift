@@ -121,6 +121,27 @@ import Testing
         await session.close()
     }
 
+    /// Kills due about when each command ends: every command either ends by itself or is killed, and none meets a kill
+    /// meant for the one before. Before the fix, a SIGKILL sent as a command wrote its end lines left the next command
+    /// to a dying process (sync-chaos: a `todo list` that ended with status 9, killed by no one).
+    @Test func killsDueAsCommandsEndNeverFallOnTheNext() async throws {
+        let session = Self.shell()
+        var random = SystemRandomNumberGenerator()
+        var (ended, killed) = (0, 0)
+        for index in 0..<300 {
+            let result = try await session.run(
+                "echo \(index)", killAfter: .microseconds(Int.random(in: 0..<3_000, using: &random)))
+            if result.wasKilled {
+                killed += 1
+            } else {
+                #expect(result.status == 0 && result.output == "\(index)\n", "\(index): \(result)")
+                ended += 1
+            }
+        }
+        #expect(ended > 0 && killed > 0)
+        await session.close()
+    }
+
     @Test func aTimeoutEndsTheCommandWithSIGTERM() async throws {
         let session = Self.shell()
         let result = try await session.run("while :; do :; done", timeout: .milliseconds(200))
