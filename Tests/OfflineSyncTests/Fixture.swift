@@ -36,6 +36,11 @@ extension SyncClient {
     ) async throws -> SyncClient {
         var configuration = SyncClient.Configuration()
         configuration.clock = ImmediateClock()  // retries without waiting; tests that check waits set their own
+        // A hang guard, not a measure: in the whole suite on two cores an in-process server can leave a request
+        // unanswered for over 30 s (the default), 4 times running: seeders of PullTests and CompressionTests
+        // (2026-11-25), a push of SharingTests and one of TutorialFlowTests in CI (2026-11-28), each mended alone
+        // before. Tests that check timeouts set their own.
+        configuration.requestTimeout = .seconds(120)
         configuration.protocol = Wire.current.protocol
         configuration.batchPush = Wire.current.batchPush
         configure(&configuration)

@@ -15,6 +15,8 @@ import Subprocess
 ///
 /// A command killed mid-way (SIGKILL) ends the process; the next command starts another, as an app started again
 /// would. A session dropped while its process runs kills it (SIGKILL), so nothing outlives the tool that started it.
+/// A command's end is known from the end lines, or from the end of both outputs: a child the program leaves with
+/// them open keeps a killed command waiting until that child ends.
 public final class CommandSession: Sendable {
     private let executable: String
     private let arguments: [String]
@@ -155,7 +157,8 @@ private final class SessionProcess: Sendable {
 
     var hasEnded: Bool { state.withLockedValue { $0.termination != nil } }
 
-    /// Reads one of its outputs into `buffer`, waking the command's caller once both have their end line.
+    /// Reads its standard output (its standard error when `isError`), waking the command's caller once both have
+    /// their end line.
     private static func read(
         _ stream: SubprocessOutputSequence, isError: Bool, _ state: NIOLockedValueBox<State>
     ) async throws {
@@ -213,9 +216,12 @@ private final class SessionProcess: Sendable {
             if done { continuation.resume() }
         }
         timer.cancel()
-        // A signal sent as the command wrote its end lines ends the process all the same: wait for that, so that the
-        // next command starts another instead of writing to this one as it dies.
-        if state.withLockedValue({ $0.signalled && $0.termination == nil }) { await runner.value }
+        // A signal sent as the command wrote its end lines ends the process all the same (SIGKILL, should SIGTERM not
+        // be enough): wait for that, so that the next command starts another instead of writing to this one as it dies.
+        if state.withLockedValue({ $0.signalled && $0.termination == nil }) {
+            signal(.kill)
+            await runner.value
+        }
         return state.withLockedValue { state in
             if state.commandEnded, let status = Self.endStatus(state.output) {
                 return CommandResult(

@@ -26,12 +26,7 @@ struct Interactive {
             if let token = options.token { arguments += ["--token", token] }
             if let tokenFile = options.tokenFile { arguments += ["--token-file", tokenFile] }
             do {
-                var command = try TodoCommand.parseAsRoot(arguments)
-                if var asyncCommand = command as? any AsyncParsableCommand {
-                    try await asyncCommand.run()
-                } else {
-                    try command.run()
-                }
+                try await Session.runCommandLine(arguments)
             } catch let exit as ExitCode where exit != .success {
                 continue  // the command printed its message
             } catch {
@@ -97,20 +92,29 @@ struct Session: AsyncParsableCommand {
         }
     }
 
+    /// Parses `arguments` as a command line of `todo` (without the program's name) and runs the command, in this
+    /// process: the prompt's commands and a session's. A line with no command (a prompt or a session in a prompt or
+    /// a session) is refused.
+    ///
+    /// - Throws: What parsing or the command throws, as ArgumentParser's `exit(withError:)` takes it.
+    static func runCommandLine(_ arguments: [String]) async throws {
+        var command = try TodoCommand.parseAsRoot(arguments)
+        guard !(command is TodoCommand), !(command is Session) else {
+            throw ValidationError("Give a command (not a prompt or a session within one)")
+        }
+        if var asyncCommand = command as? any AsyncParsableCommand {
+            try await asyncCommand.run()
+        } else {
+            try command.run()
+        }
+    }
+
     /// Runs one command as `todo` would run it alone: its error's message printed as ArgumentParser prints it.
     ///
     /// - Returns: The status the process would have exited with.
     static func perform(_ arguments: [String]) async -> Int32 {
         do {
-            var command = try TodoCommand.parseAsRoot(arguments)
-            guard !(command is TodoCommand), !(command is Session) else {
-                throw ValidationError("Give a command (a session runs commands, not prompts or sessions)")
-            }
-            if var asyncCommand = command as? any AsyncParsableCommand {
-                try await asyncCommand.run()
-            } else {
-                try command.run()
-            }
+            try await runCommandLine(arguments)
             return ExitCode.success.rawValue
         } catch {
             let code = TodoCommand.exitCode(for: error)

@@ -81,6 +81,11 @@ import Testing
             environment: ["GREETING": "hello"])
     }
 
+    /// A command that waits 10 s: the shell waits for a `sleep` that holds none of its outputs (which would keep
+    /// them open past the shell's end), so that a killed shell leaves nothing that uses the CPU (a busy loop of the
+    /// shell's own, orphaned when a test run died, kept a core busy for 47 minutes).
+    static let wait = "sleep 10 </dev/null >/dev/null 2>&1 & wait $!"
+
     @Test func commandsShareOneProcessEachWithItsOwnOutputAndStatus() async throws {
         let session = Self.shell()
         let first = try await session.run("echo $GREETING $$; echo oops >&2; false")
@@ -96,8 +101,7 @@ import Testing
     @Test func aKilledCommandEndsItsProcessAndTheNextStartsAnother() async throws {
         let session = Self.shell()
         let before = try await session.run("echo $$")
-        // A loop of the shell itself: a `sleep` child would outlive the shell and hold its outputs open.
-        let killed = try await session.run("echo started; while :; do :; done", killAfter: .milliseconds(200))
+        let killed = try await session.run("echo started; \(Self.wait)", killAfter: .milliseconds(200))
         #expect(killed.status == SIGKILL && killed.wasKilled && killed.output == "started\n")
         let after = try await session.run("echo $$")
         #expect(after.status == 0 && after.output != before.output)
@@ -144,7 +148,7 @@ import Testing
 
     @Test func aTimeoutEndsTheCommandWithSIGTERM() async throws {
         let session = Self.shell()
-        let result = try await session.run("while :; do :; done", timeout: .milliseconds(200))
+        let result = try await session.run(Self.wait, timeout: .milliseconds(200))
         #expect(result.status == SIGTERM && !result.wasKilled)
         await session.close()
     }

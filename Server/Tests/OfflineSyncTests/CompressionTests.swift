@@ -24,10 +24,7 @@ import Testing
         let workspace = try Workspace()
         try await LiveServer.run(in: workspace) { url in
             let text = String(repeating: "a", count: 4000)
-            // The seeding is not what is tested: on 2026-11-25 the whole suite starved the server past 4 × 30 s.
-            let seeder = try await SyncClient.make(url, workspace: workspace, store: "seeder.sqlite") {
-                $0.requestTimeout = .seconds(90)
-            }
+            let seeder = try await SyncClient.make(url, workspace: workspace, store: "seeder.sqlite")
             try await seeder.syncTable("TodoItem", of: TodoItem.self).insert(
                 contentsOf: (0..<200).map { TodoItem(id: String(format: "r%04d", $0), text: text, complete: false) })
             try await seeder.push()

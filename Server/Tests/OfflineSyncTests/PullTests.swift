@@ -14,8 +14,6 @@ import Testing
     static func seed(_ url: URL, _ workspace: Workspace, count: Int) async throws {
         let seeder = try await SyncClient.make(url, workspace: workspace, store: "seeder.sqlite") {
             $0.transport = AsyncHTTPClientTransport()
-            // The seeding is not what is tested: on 2026-11-25 the whole suite starved the server past 4 × 30 s.
-            $0.requestTimeout = .seconds(90)
         }
         try await seeder.syncTable("TodoItem", of: TodoItem.self)
             .insert(
