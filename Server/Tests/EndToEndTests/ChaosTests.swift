@@ -21,33 +21,11 @@ import Testing
 /// whole-suite runs (3 of 9 over two stops, seed 1): a deleted item read again, unstamped, after a conflict of an edit
 /// made before the delete was kept as mine (`MergeTests.keepingMineOfAnEditTheDeviceDeletedSince…`).
 ///
-/// The runs are three serialized suites, `ChaosTests` (every dialect under faults, kills and restarts; encrypted
-/// stores), `ChaosModeTests` (pages, one user's devices, edits by fields) and `ChaosFilesAndListsTests` (attachments,
-/// shared lists), which run beside each other and beside the other suites: each run is its own processes, and ten at
-/// once did not fit CI's 2 cores (story tests beside them went past their guards). With two suites, the longer
-/// (about 625 s of serial runs in the whole suite, 2026-11-28) was the whole suite's last to end; three of about 340–400 s
-/// each end sooner, now that a device's commands run in one `todo session` process.
+/// The runs are two serialized suites, `ChaosTests` (every dialect under faults, kills and restarts; one user's devices)
+/// and `ChaosModeTests` (pages, attachments, shared lists), which run beside each other and beside the other suites:
+/// each run is its own processes, two at a time fit the 2 cores CI has (ten at once did not: story tests beside them
+/// went past their guards).
 @Suite(.serialized) struct ChaosTests {
-    /// Encrypted device stores under the same faults and kills (`--encrypted`, issue 48): each device's store has a
-    /// key of its own (`todo --key-file`). Checked besides the usual: no file of any device's store holds SQLite's
-    /// header or a text of the server's rows. Its first runs found commits lost with a killed process (WAL recovery
-    /// stopped at the first frame; `EncryptedStoreTests.commitsInTheWALSurviveACrash`): 3 of 4 runs of seed 1 failed.
-    @Test(.timeLimit(.minutes(3)))
-    func encryptedDeviceStoresUnderFaultsAndKillsConverge() async throws {
-        let result = try await runProduct(
-            "sync-chaos",
-            [
-                "--encrypted", "--seed", "1", "--devices", "4", "--steps", "60", "--time-limit", "120",
-                "--protocol", "mixed",
-            ],
-            environment: [:], timeout: .seconds(170))
-        print(result.output)
-        #expect(result.status == 0, "\(result.output)\(result.error)")
-        #expect(result.output.contains("sync-chaos: 1 of 1 seed(s) passed"))
-        #expect(result.output.contains("texts: none found"))
-        #expect(!result.output.contains(" 0 devices mid-sync"), "no device was killed mid-sync")
-    }
-
     @Test(.timeLimit(.minutes(3)), arguments: ["v2", "v3", "mixed"])
     func devicesUnderFaultsKillsAndRestartsConvergeWithNothingLost(protocol: String) async throws {
         let result = try await runProduct(
@@ -73,6 +51,24 @@ import Testing
         let checked = result.output.split(separator: "\n").filter { $0.contains("  consistency: ") }
         #expect(checked.count == 2 && checked.allSatisfy { !$0.contains(": 0 reads") }, "no history was checked")
         #expect(checked.allSatisfy { $0.hasSuffix("read your writes 0, monotonic reads 0") })
+    }
+
+    /// The same under tokens and a per-user table (`--per-user`): one user's devices converge, another user
+    /// sees none of the rows. Seeds 1 and 3 bite: before the client took a retried insert whose row came back
+    /// with the server's `userId` as its own, they reported "a conflict on an item no other device wrote".
+    @Test(.timeLimit(.minutes(3)), arguments: ["v2", "mixed"])
+    func oneUsersDevicesConvergeOnAPerUserTable(protocol: String) async throws {
+        let result = try await runProduct(
+            "sync-chaos",
+            [
+                "--per-user", "--seed", "1", "--seed", "3", "--devices", "3", "--steps", "30", "--time-limit", "90",
+                "--protocol", `protocol`,
+            ],
+            environment: [:], timeout: .seconds(170))
+        print(result.output)
+        #expect(result.status == 0, "\(result.output)\(result.error)")
+        #expect(result.output.contains("sync-chaos: 2 of 2 seed(s) passed"))
+        #expect(!result.output.contains(" 0 reply lost after commit"), "the seeds lose replies after commits")
     }
 
     #if os(Linux)
@@ -118,24 +114,6 @@ import Testing
 
 /// The chaos runs of the modes beside the plain one (see ``ChaosTests``).
 @Suite(.serialized) struct ChaosModeTests {
-    /// The plain run under tokens and a per-user table (`--per-user`): one user's devices converge, another user
-    /// sees none of the rows. Seeds 1 and 3 bite: before the client took a retried insert whose row came back
-    /// with the server's `userId` as its own, they reported "a conflict on an item no other device wrote".
-    @Test(.timeLimit(.minutes(3)), arguments: ["v2", "mixed"])
-    func oneUsersDevicesConvergeOnAPerUserTable(protocol: String) async throws {
-        let result = try await runProduct(
-            "sync-chaos",
-            [
-                "--per-user", "--seed", "1", "--seed", "3", "--devices", "3", "--steps", "30", "--time-limit", "90",
-                "--protocol", `protocol`,
-            ],
-            environment: [:], timeout: .seconds(170))
-        print(result.output)
-        #expect(result.status == 0, "\(result.output)\(result.error)")
-        #expect(result.output.contains("sync-chaos: 2 of 2 seed(s) passed"))
-        #expect(!result.output.contains(" 0 reply lost after commit"), "the seeds lose replies after commits")
-    }
-
     /// Pulls of many pages under the same faults (issue 17): the devices' pulls start at pages of 3 rows and
     /// grow to 6, where each round trip also asks the page after the next (`$skip`), joined only when it starts
     /// at the next page's last row; the proxy faults those requests as any other, and devices are killed
@@ -156,6 +134,38 @@ import Testing
         #expect(result.status == 0, "\(result.output)\(result.error)")
         #expect(result.output.contains("sync-chaos: 1 of 1 seed(s) passed"))
         #expect(!result.output.contains("(0 pages asked ahead)"), "no page was asked ahead")
+    }
+
+    /// Files under the same faults (issue 33, `--attachments`): devices attach files of 1–8 MB to items — some
+    /// killed mid-attach, many mid-sync while their uploads run — and the server is killed mid-upload. After
+    /// settling: every live row's file is served byte-exact, every stored file is its hash, every device opens
+    /// every file its items name byte-exact, no file is left to upload, and an acknowledged file leaves its item
+    /// only for a later attach or a conflict over it. Seeds 1, 27 and 52, three devices, mixed dialects (both on one
+    /// table): the files load the machine (a larger run beside the whole suite starved its timed tests); more seeds
+    /// by hand. Seed 27 failed 1 run in about 12 under load, before the client took only a 200 or 201 for a stored
+    /// file (it took an upload holding every byte, not yet named, for one): its row was refused as naming a missing
+    /// file, a conflict no other device made, and its acknowledged add discarded. The deterministic case is
+    /// `AttachmentSyncTests.anUploadHoldingEveryByteIsFinishedBeforeTheRowAndAnEmptyFileGoesToo`. Seed 52 failed 1
+    /// run in 87: an acknowledged file gone from its item, no conflict shown — a v3 device's retried update met the
+    /// other device's row (with the file) and took its version only, and its newer `PUT` replaced the row without
+    /// the file. The deterministic case is `PushFaultTests.aNewerEditAfterALostUpdateReplyKeepsAFieldAnotherDeviceSetMeanwhile`.
+    ///
+    /// One process per seed, each with its own limit: the three in one process took 132–158 s of its 170 s in the
+    /// whole suite, and one run was stopped during seed 52 (2026-11-27).
+    @Test(.timeLimit(.minutes(3)), arguments: [1, 27, 52])
+    func filesAttachedUnderFaultsAndKillsArriveWholeEverywhere(seed: Int) async throws {
+        let result = try await runProduct(
+            "sync-chaos",
+            [
+                "--attachments", "--seed", "\(seed)", "--devices", "3", "--steps", "30", "--time-limit", "110",
+                "--protocol", "mixed",
+            ],
+            environment: [:], timeout: .seconds(170))
+        print(result.output)
+        #expect(result.status == 0, "\(result.output)\(result.error)")
+        #expect(result.output.contains("sync-chaos: 1 of 1 seed(s) passed"))
+        #expect(!result.output.contains(" 0 acknowledged"), "no file was attached")
+        #expect(!result.output.contains(" 0 opened on devices"), "no file was opened")
     }
 
     /// Edits of different fields of the same rows under the same faults (`--fields`, issue 47): even-numbered devices
@@ -191,40 +201,25 @@ import Testing
             #expect(lines.contains { $0.contains("  change sets: ") && !$0.contains("; 0 applied whole") }, "no set")
         }
     }
-}
 
-/// The chaos runs with files and with shared lists (see ``ChaosTests``).
-@Suite(.serialized) struct ChaosFilesAndListsTests {
-    /// Files under the same faults (issue 33, `--attachments`): devices attach files of 1–8 MB to items — some
-    /// killed mid-attach, many mid-sync while their uploads run — and the server is killed mid-upload. After
-    /// settling: every live row's file is served byte-exact, every stored file is its hash, every device opens
-    /// every file its items name byte-exact, no file is left to upload, and an acknowledged file leaves its item
-    /// only for a later attach or a conflict over it. Seeds 1, 27 and 52, three devices, mixed dialects (both on one
-    /// table): the files load the machine (a larger run beside the whole suite starved its timed tests); more seeds
-    /// by hand. Seed 27 failed 1 run in about 12 under load, before the client took only a 200 or 201 for a stored
-    /// file (it took an upload holding every byte, not yet named, for one): its row was refused as naming a missing
-    /// file, a conflict no other device made, and its acknowledged add discarded. The deterministic case is
-    /// `AttachmentSyncTests.anUploadHoldingEveryByteIsFinishedBeforeTheRowAndAnEmptyFileGoesToo`. Seed 52 failed 1
-    /// run in 87: an acknowledged file gone from its item, no conflict shown — a v3 device's retried update met the
-    /// other device's row (with the file) and took its version only, and its newer `PUT` replaced the row without
-    /// the file. The deterministic case is `PushFaultTests.aNewerEditAfterALostUpdateReplyKeepsAFieldAnotherDeviceSetMeanwhile`.
-    ///
-    /// One process per seed, each with its own limit: the three in one process took 132–158 s of its 170 s in the
-    /// whole suite, and one run was stopped during seed 52 (2026-11-27).
-    @Test(.timeLimit(.minutes(3)), arguments: [1, 27, 52])
-    func filesAttachedUnderFaultsAndKillsArriveWholeEverywhere(seed: Int) async throws {
+    /// Encrypted device stores under the same faults and kills (`--encrypted`, issue 48): each device's store has a
+    /// key of its own (`todo --key-file`). Checked besides the usual: no file of any device's store holds SQLite's
+    /// header or a text of the server's rows. Its first runs found commits lost with a killed process (WAL recovery
+    /// stopped at the first frame; `EncryptedStoreTests.commitsInTheWALSurviveACrash`): 3 of 4 runs of seed 1 failed.
+    @Test(.timeLimit(.minutes(3)))
+    func encryptedDeviceStoresUnderFaultsAndKillsConverge() async throws {
         let result = try await runProduct(
             "sync-chaos",
             [
-                "--attachments", "--seed", "\(seed)", "--devices", "3", "--steps", "30", "--time-limit", "110",
+                "--encrypted", "--seed", "1", "--devices", "4", "--steps", "60", "--time-limit", "120",
                 "--protocol", "mixed",
             ],
             environment: [:], timeout: .seconds(170))
         print(result.output)
         #expect(result.status == 0, "\(result.output)\(result.error)")
         #expect(result.output.contains("sync-chaos: 1 of 1 seed(s) passed"))
-        #expect(!result.output.contains(" 0 acknowledged"), "no file was attached")
-        #expect(!result.output.contains(" 0 opened on devices"), "no file was opened")
+        #expect(result.output.contains("texts: none found"))
+        #expect(!result.output.contains(" 0 devices mid-sync"), "no device was killed mid-sync")
     }
 
     /// Shared lists under faults (`--shared`, issue 32): each device is a user who makes a list, shares it with
