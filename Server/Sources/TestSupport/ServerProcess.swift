@@ -7,7 +7,9 @@ public final class ServerProcess: Sendable {
     /// The process, to signal, stop or kill it.
     public let process: RunningProcess
 
-    /// Starts `product` on `port` and waits (up to `startTimeout`) for its `listening on` line.
+    /// Starts `product` on `port` and waits (up to `startTimeout`) for its `listening on` line. The wait is a hang
+    /// guard: in the whole suite on two cores `e2e-server` on PostgreSQL (which loads its sample rows first) took
+    /// over 20 s to say it listens (2026-11-29).
     ///
     /// - Parameters:
     ///   - port: The port.
@@ -19,7 +21,7 @@ public final class ServerProcess: Sendable {
     /// - Throws: When it does not say it listens in time (it is stopped first).
     public init(
         port: Int, database: String, options: [String] = [], product: String = "sync-server",
-        environment: [String: String] = [:], logLevel: String = "warning", startTimeout: Duration = .seconds(20)
+        environment: [String: String] = [:], logLevel: String = "warning", startTimeout: Duration = .seconds(60)
     ) async throws {
         self.port = port
         process = await RunningProcess(

@@ -86,7 +86,7 @@ final class ChaosServer: Sendable {
         self.token = token
     }
 
-    /// Starts it and waits (up to 20 s) for its `listening on` line.
+    /// Starts it and waits (up to 60 s) for its `listening on` line.
     func start() async throws {
         let server = try await ServerProcess(
             port: port, database: database, options: options, product: executable, logLevel: "error")
