@@ -255,7 +255,8 @@ import Testing
                 "TODO_URL": "http://127.0.0.1:\(port)",
             ]
             let session = CommandSession(Products.path("todo"), ["session"], environment: environment)
-            func run(_ arguments: String...) async throws -> CommandResult {
+            func run(_ arguments: String...) async throws -> CommandResult { try await run(arguments) }
+            func run(_ arguments: [String]) async throws -> CommandResult {
                 try await session.run(String(decoding: try JSONEncoder().encode(arguments), as: UTF8.self))
             }
             let added = try await run("add", "milk")
@@ -263,8 +264,7 @@ import Testing
             // The same failures, the same words and statuses as a process of their own.
             for arguments in [["edit", "zzz", "x"], ["frob"], ["add"]] {
                 let alone = try await runProduct("todo", arguments, environment: environment)
-                let inSession = try await session.run(
-                    String(decoding: try JSONEncoder().encode(arguments), as: UTF8.self))
+                let inSession = try await run(arguments)
                 #expect(alone.status != 0 && inSession.status == alone.status, "\(arguments)")
                 #expect(inSession.error == alone.error && inSession.output == alone.output, "\(arguments)")
             }
