@@ -147,7 +147,7 @@ final class Device: @unchecked Sendable {  // @unchecked: used by one thread at 
             case ..<0.70: try await delete()
             case ..<0.85: _ = try await sync(killAfter: nil)
             case ..<0.92: _ = try await sync(killAfter: 5 + Int(random.next() % 400))
-            default: try await edit(killAfter: 15 + Int(random.next() % 45))
+            default: try await edit(killAfter: 5 + Int(random.next() % 30))
             }
             return
         }
@@ -157,8 +157,8 @@ final class Device: @unchecked Sendable {  // @unchecked: used by one thread at 
         case ..<0.58: try await delete()
         case ..<0.78: try await sync(killAfter: nil)
         case ..<0.88: try await sync(killAfter: 5 + Int(random.next() % 400))
-        case ..<0.94: try await add(killAfter: 15 + Int(random.next() % 45))
-        default: try await edit(killAfter: 15 + Int(random.next() % 45))
+        case ..<0.94: try await add(killAfter: 5 + Int(random.next() % 30))
+        default: try await edit(killAfter: 5 + Int(random.next() % 30))
         }
     }
 
