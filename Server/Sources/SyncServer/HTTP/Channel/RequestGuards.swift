@@ -83,36 +83,41 @@ final class RawRequestGuard: ChannelInboundHandler, RemovableChannelHandler {
     private func scan(_ bytes: ByteBuffer) -> Bool {
         guard case .head(var lineBytes, var headBytes, var lineEnded, var terminator) = state.phase else { return true }
         let limits = state.limits
-        for byte in bytes.readableBytesView {
-            headBytes += 1
-            if !lineEnded {
-                lineBytes += 1
-                if byte == UInt8(ascii: "\n") { lineEnded = true }
+        // Over the raw bytes: walking a `ByteBufferView` costs a debug build several calls a byte (7% of the server's
+        // samples in the cursor races of LiveServerTests).
+        return bytes.withUnsafeReadableBytes { raw in
+            for byte in raw {
+                headBytes += 1
+                if !lineEnded {
+                    lineBytes += 1
+                    if byte == UInt8(ascii: "\n") { lineEnded = true }
+                }
+                // The head ends with an empty line: "\r\n\r\n" (or a bare "\n\n", which the parser also takes).
+                switch (byte, terminator) {
+                case (UInt8(ascii: "\r"), 0), (UInt8(ascii: "\r"), 2): terminator += 1
+                case (UInt8(ascii: "\n"), 1), (UInt8(ascii: "\n"), 3): terminator += 1
+                case (UInt8(ascii: "\n"), 0): terminator = 2
+                case (UInt8(ascii: "\r"), _): terminator = 1
+                default: terminator = 0
+                }
+                if !lineEnded, lineBytes > limits.maxRequestLineLength {
+                    state.refuse(.uriTooLong)
+                    return false
+                }
+                if lineEnded, headBytes - lineBytes > limits.maxHeaderSize {
+                    state.refuse(.headersTooLarge)
+                    return false
+                }
+                if terminator == 4 {
+                    // The rest (a body, a pipelined request) is the parser's; the next phases come from it.
+                    state.enter(.body)
+                    return true
+                }
             }
-            // The head ends with an empty line: "\r\n\r\n" (or a bare "\n\n", which the parser also takes).
-            switch (byte, terminator) {
-            case (UInt8(ascii: "\r"), 0), (UInt8(ascii: "\r"), 2): terminator += 1
-            case (UInt8(ascii: "\n"), 1), (UInt8(ascii: "\n"), 3): terminator += 1
-            case (UInt8(ascii: "\n"), 0): terminator = 2
-            case (UInt8(ascii: "\r"), _): terminator = 1
-            default: terminator = 0
-            }
-            if !lineEnded, lineBytes > limits.maxRequestLineLength {
-                state.refuse(.uriTooLong)
-                return false
-            }
-            if lineEnded, headBytes - lineBytes > limits.maxHeaderSize {
-                state.refuse(.headersTooLarge)
-                return false
-            }
-            if terminator == 4 {
-                // The rest (a body, a pipelined request) is the parser's; the next phases come from it.
-                state.enter(.body)
-                return true
-            }
+            state.phase = .head(
+                lineBytes: lineBytes, headBytes: headBytes, lineEnded: lineEnded, terminator: terminator)
+            return true
         }
-        state.phase = .head(lineBytes: lineBytes, headBytes: headBytes, lineEnded: lineEnded, terminator: terminator)
-        return true
     }
 }
 
