@@ -22,33 +22,28 @@ import Testing
 /// made before the delete was kept as mine (`MergeTests.keepingMineOfAnEditTheDeviceDeletedSince…`).
 ///
 /// The runs are two serialized suites, `ChaosTests` (every dialect under faults, kills and restarts; one user's devices)
-/// and `ChaosModeTests` (pages, attachments, shared lists), which run beside each other and beside the other suites:
+/// and `ChaosModeTests` (pages, attachments, edits by fields, encrypted stores, shared lists), which run beside each other and beside the other suites:
 /// each run is its own processes, two at a time fit the 2 cores CI has (ten at once did not: story tests beside them
 /// went past their guards).
 @Suite(.serialized) struct ChaosTests {
     @Test(.timeLimit(.minutes(3)), arguments: ["v2", "v3", "mixed"])
     func devicesUnderFaultsKillsAndRestartsConvergeWithNothingLost(protocol: String) async throws {
-        let result = try await runProduct(
-            "sync-chaos",
+        let output = try await runChaos(
             [
                 "--seed", "1", "--seed", "6", "--devices", "4", "--steps", "60", "--time-limit", "150",
                 "--protocol", `protocol`,
-            ],
-            environment: [:], timeout: .seconds(170))
-        print(result.output)
-        #expect(result.status == 0, "\(result.output)\(result.error)")
-        #expect(result.output.contains("sync-chaos: 2 of 2 seed(s) passed"))
+            ])
         // Every kind of fault happened (the run would prove less otherwise).
         for kind in ["request dropped", "503 answered", "reply lost after commit", "reply cut short"] {
-            #expect(!result.output.contains("; 0 \(kind)") && !result.output.contains(" 0 \(kind),"), "no \(kind)")
+            #expect(!output.contains("; 0 \(kind)") && !output.contains(" 0 \(kind),"), "no \(kind)")
         }
-        #expect(!result.output.contains(" 0 devices mid-sync"))
+        #expect(!output.contains(" 0 devices mid-sync"))
         // The chaos task kills the server on a clock, not per step, so a seed whose devices finish early may
         // meet none (seed 6 did in a clean-clone run); the run as a whole must.
-        let seedsWithoutServerKill = result.output.components(separatedBy: " 0 server (SIGKILL").count - 1
+        let seedsWithoutServerKill = output.components(separatedBy: " 0 server (SIGKILL").count - 1
         #expect(seedsWithoutServerKill < 2, "the server was never killed")
         // The consistency checks (docs/consistency.md) ran over the devices' histories, and found nothing.
-        let checked = result.output.split(separator: "\n").filter { $0.contains("  consistency: ") }
+        let checked = output.split(separator: "\n").filter { $0.contains("  consistency: ") }
         #expect(checked.count == 2 && checked.allSatisfy { !$0.contains(": 0 reads") }, "no history was checked")
         #expect(checked.allSatisfy { $0.hasSuffix("read your writes 0, monotonic reads 0") })
     }
@@ -58,17 +53,12 @@ import Testing
     /// with the server's `userId` as its own, they reported "a conflict on an item no other device wrote".
     @Test(.timeLimit(.minutes(3)), arguments: ["v2", "mixed"])
     func oneUsersDevicesConvergeOnAPerUserTable(protocol: String) async throws {
-        let result = try await runProduct(
-            "sync-chaos",
+        let output = try await runChaos(
             [
                 "--per-user", "--seed", "1", "--seed", "3", "--devices", "3", "--steps", "30", "--time-limit", "90",
                 "--protocol", `protocol`,
-            ],
-            environment: [:], timeout: .seconds(170))
-        print(result.output)
-        #expect(result.status == 0, "\(result.output)\(result.error)")
-        #expect(result.output.contains("sync-chaos: 2 of 2 seed(s) passed"))
-        #expect(!result.output.contains(" 0 reply lost after commit"), "the seeds lose replies after commits")
+            ])
+        #expect(!output.contains(" 0 reply lost after commit"), "the seeds lose replies after commits")
     }
 
     #if os(Linux)
@@ -123,17 +113,12 @@ import Testing
     /// asked no page ahead (runs before had asked 1–3); now 12–15 with three runs at once on two cores.
     @Test(.timeLimit(.minutes(3)), arguments: ["v2", "mixed"])
     func devicesPullingSmallPagesAheadUnderFaultsConverge(protocol: String) async throws {
-        let result = try await runProduct(
-            "sync-chaos",
+        let output = try await runChaos(
             [
                 "--seed", "2", "--devices", "4", "--steps", "60", "--time-limit", "90", "--protocol", `protocol`,
                 "--latency-ms", "25",
-            ],
-            environment: ["TODO_PULL_PAGE_SIZE": "3", "TODO_MAX_PULL_PAGE_SIZE": "6"], timeout: .seconds(170))
-        print(result.output)
-        #expect(result.status == 0, "\(result.output)\(result.error)")
-        #expect(result.output.contains("sync-chaos: 1 of 1 seed(s) passed"))
-        #expect(!result.output.contains("(0 pages asked ahead)"), "no page was asked ahead")
+            ], environment: ["TODO_PULL_PAGE_SIZE": "3", "TODO_MAX_PULL_PAGE_SIZE": "6"])
+        #expect(!output.contains("(0 pages asked ahead)"), "no page was asked ahead")
     }
 
     /// Files under the same faults (issue 33, `--attachments`): devices attach files of 1–8 MB to items — some
@@ -154,18 +139,13 @@ import Testing
     /// whole suite, and one run was stopped during seed 52 (2026-11-27).
     @Test(.timeLimit(.minutes(3)), arguments: [1, 27, 52])
     func filesAttachedUnderFaultsAndKillsArriveWholeEverywhere(seed: Int) async throws {
-        let result = try await runProduct(
-            "sync-chaos",
+        let output = try await runChaos(
             [
                 "--attachments", "--seed", "\(seed)", "--devices", "3", "--steps", "30", "--time-limit", "110",
                 "--protocol", "mixed",
-            ],
-            environment: [:], timeout: .seconds(170))
-        print(result.output)
-        #expect(result.status == 0, "\(result.output)\(result.error)")
-        #expect(result.output.contains("sync-chaos: 1 of 1 seed(s) passed"))
-        #expect(!result.output.contains(" 0 acknowledged"), "no file was attached")
-        #expect(!result.output.contains(" 0 opened on devices"), "no file was opened")
+            ])
+        #expect(!output.contains(" 0 acknowledged"), "no file was attached")
+        #expect(!output.contains(" 0 opened on devices"), "no file was opened")
     }
 
     /// Edits of different fields of the same rows under the same faults (`--fields`, issue 47): even-numbered devices
@@ -183,17 +163,12 @@ import Testing
     /// with `--directory DIR`): each device's `device-N.history` is there.
     @Test(.timeLimit(.minutes(3)), arguments: [("mixed", "8"), ("v2", "13")])
     func editsOfDifferentFieldsUnderFaultsMergeByThemselves(protocol: String, seed: String) async throws {
-        let result = try await runProduct(
-            "sync-chaos",
+        let output = try await runChaos(
             [
                 "--fields", "--seed", seed, "--devices", "4", "--steps", "30", "--time-limit", "80", "--protocol",
                 `protocol`,
-            ],
-            environment: [:], timeout: .seconds(170))
-        print(result.output)
-        #expect(result.status == 0, "\(result.output)\(result.error)")
-        #expect(result.output.contains("sync-chaos: 1 of 1 seed(s) passed"))
-        let lines = result.output.split(separator: "\n")
+            ])
+        let lines = output.split(separator: "\n")
         // Under load a seed makes fewer steps (CI once met none in seed 13): the run's opening makes one for sure.
         #expect(
             lines.contains { $0.contains("merged with other devices' edits") && !$0.hasSuffix(" by themselves: 0") })
@@ -208,18 +183,13 @@ import Testing
     /// stopped at the first frame; `EncryptedStoreTests.commitsInTheWALSurviveACrash`): 3 of 4 runs of seed 1 failed.
     @Test(.timeLimit(.minutes(3)))
     func encryptedDeviceStoresUnderFaultsAndKillsConverge() async throws {
-        let result = try await runProduct(
-            "sync-chaos",
+        let output = try await runChaos(
             [
                 "--encrypted", "--seed", "1", "--devices", "4", "--steps", "60", "--time-limit", "120",
                 "--protocol", "mixed",
-            ],
-            environment: [:], timeout: .seconds(170))
-        print(result.output)
-        #expect(result.status == 0, "\(result.output)\(result.error)")
-        #expect(result.output.contains("sync-chaos: 1 of 1 seed(s) passed"))
-        #expect(result.output.contains("texts: none found"))
-        #expect(!result.output.contains(" 0 devices mid-sync"), "no device was killed mid-sync")
+            ])
+        #expect(output.contains("texts: none found"))
+        #expect(!output.contains(" 0 devices mid-sync"), "no device was killed mid-sync")
     }
 
     /// Shared lists under faults (`--shared`, issue 32): each device is a user who makes a list, shares it with
@@ -235,19 +205,14 @@ import Testing
     func usersSharingListsUnderFaultsEachEndWithTheirScope(protocol: String) async throws {
         // The mixed run's server is on PostgreSQL (a cluster of its own): no watcher of its file, the devices' checks.
         let onPostgres = `protocol` == "mixed"
-        let result = try await runProduct(
-            "sync-chaos",
+        let output = try await runChaos(
             [
                 "--shared", "--seed", "1", "--seed", "2", "--devices", "3", "--steps", "30", "--time-limit", "90",
                 "--protocol", `protocol`,
-            ] + (onPostgres ? ["--postgres"] : []),
-            environment: [:], timeout: .seconds(170))
-        print(result.output)
-        #expect(result.status == 0, "\(result.output)\(result.error)")
-        #expect(result.output.contains("sync-chaos: 2 of 2 seed(s) passed"))
-        let runs = result.output.split(separator: "\n").filter { $0.contains(" killed mid-way)") }
+            ] + (onPostgres ? ["--postgres"] : []))
+        let runs = output.split(separator: "\n").filter { $0.contains(" killed mid-way)") }
         #expect(runs.count == 2 && !runs.allSatisfy { $0.contains(" 0 unshares,") }, "the seeds stop sharing lists")
-        let sets = result.output.split(separator: "\n").filter { $0.contains("  change sets: ") }
+        let sets = output.split(separator: "\n").filter { $0.contains("  change sets: ") }
         #expect(
             sets.count == 2 && sets.allSatisfy { $0.hasSuffix("half sets read: 0") && !$0.contains(" 0 device reads") })
         if onPostgres {
@@ -258,4 +223,18 @@ import Testing
         }
         #expect(!sets.allSatisfy { $0.contains(": 0 applied whole") }, "no set was pushed")
     }
+}
+
+/// Runs `sync-chaos` with `arguments` (170 s at most, a hang guard beside each case's own `--time-limit`), prints its
+/// report, and expects it to have exited 0 having passed every seed `arguments` names; returns the report.
+func runChaos(
+    _ arguments: [String], environment: [String: String] = [:], sourceLocation: SourceLocation = #_sourceLocation
+) async throws -> String {
+    let result = try await runProduct("sync-chaos", arguments, environment: environment, timeout: .seconds(170))
+    print(result.output)
+    let seeds = arguments.filter { $0 == "--seed" }.count
+    #expect(result.status == 0, "\(result.output)\(result.error)", sourceLocation: sourceLocation)
+    #expect(
+        result.output.contains("sync-chaos: \(seeds) of \(seeds) seed(s) passed"), sourceLocation: sourceLocation)
+    return result.output
 }
