@@ -76,6 +76,9 @@ final class Device: @unchecked Sendable {  // @unchecked: used by one thread at 
     /// each attach started — item, the file's SHA-256, its size, and whether `todo attach` acknowledged it.
     var files: URL?
     var attaches: [(id: String, hash: String, size: Int, acknowledged: Bool)] = []
+    /// How long the device's last writes (up to 16) took, in milliseconds, from the line sent to the end line: those
+    /// that ran to their end in a session already running (``writeKillDelay()``).
+    private var writeTimes: [Double] = []
 
     init(
         index: Int, todo: String, store: String, url: String, seed: UInt64, token: String? = nil,
@@ -95,7 +98,15 @@ final class Device: @unchecked Sendable {  // @unchecked: used by one thread at 
     func run(_ arguments: [String], killAfter: Int? = nil) async throws -> CommandResult {
         commands += 1
         let line = String(decoding: try JSONEncoder().encode(arguments), as: UTF8.self)
+        let (processes, start) = (todo.processesStarted, ContinuousClock.now)
         let result = try await todo.run(line, killAfter: killAfter.map { .milliseconds($0) })
+        let isWrite =
+            ["add", "edit", "complete", "reopen"].contains(arguments.first ?? "")
+            || arguments.starts(with: ["lists", "new"])
+        if isWrite, !result.wasKilled, result.status == 0, todo.processesStarted == processes {
+            let elapsed = (ContinuousClock.now - start).components
+            writeTimes = writeTimes.suffix(15) + [Double(elapsed.seconds) * 1e3 + Double(elapsed.attoseconds) * 1e-15]
+        }
         let said = (result.output + result.error).split(separator: "\n").prefix(3).joined(separator: " / ")
         // Up to 100 kB a command: a read's whole JSON line, so that a failed run's reads can be read back from its
         // folder (cut at 1,500 bytes, they were not JSON any more).
@@ -128,13 +139,21 @@ final class Device: @unchecked Sendable {  // @unchecked: used by one thread at 
         return items
     }
 
+    /// When to kill a write (add, edit, complete, `lists new`) with SIGKILL, in milliseconds: a seeded 0.2–1.4 of the
+    /// device's typical write (the median of ``writeTimes``; 20 ms before the first), so that most kills land mid-write
+    /// whatever the build and the machine: a release `todo` writes in a few milliseconds, a debug one in 12–25.
+    func writeKillDelay() -> Int {
+        let typical = writeTimes.isEmpty ? 20 : writeTimes.sorted()[writeTimes.count / 2]
+        return max(1, Int((0.2 + 1.2 * random.nextDouble()) * typical))
+    }
+
     /// One random step: add, edit, complete, delete, sync, or one of them killed with SIGKILL; in a shared run, also
     /// a share or an unshare of the device's own list.
     func step() async throws {
         let roll = random.nextDouble()
         if user != nil, roll < 0.13 { return try await changeSharing(share: roll < 0.06) }
         if user != nil, roll < 0.19 {
-            return try await makeList(killAfter: roll < 0.16 ? 5 + Int(random.next() % 60) : nil)
+            return try await makeList(killAfter: roll < 0.16 ? writeKillDelay() : nil)
         }
         if files != nil, roll < 0.15 {
             return try await attach(killAfter: roll < 0.03 ? 20 + Int(random.next() % 200) : nil)
@@ -147,7 +166,7 @@ final class Device: @unchecked Sendable {  // @unchecked: used by one thread at 
             case ..<0.70: try await delete()
             case ..<0.85: _ = try await sync(killAfter: nil)
             case ..<0.92: _ = try await sync(killAfter: 5 + Int(random.next() % 400))
-            default: try await edit(killAfter: 5 + Int(random.next() % 30))
+            default: try await edit(killAfter: writeKillDelay())
             }
             return
         }
@@ -157,8 +176,8 @@ final class Device: @unchecked Sendable {  // @unchecked: used by one thread at 
         case ..<0.58: try await delete()
         case ..<0.78: try await sync(killAfter: nil)
         case ..<0.88: try await sync(killAfter: 5 + Int(random.next() % 400))
-        case ..<0.94: try await add(killAfter: 5 + Int(random.next() % 30))
-        default: try await edit(killAfter: 5 + Int(random.next() % 30))
+        case ..<0.94: try await add(killAfter: writeKillDelay())
+        default: try await edit(killAfter: writeKillDelay())
         }
     }
 
