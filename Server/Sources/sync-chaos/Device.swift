@@ -104,8 +104,7 @@ final class Device: @unchecked Sendable {  // @unchecked: used by one thread at 
             ["add", "edit", "complete", "reopen"].contains(arguments.first ?? "")
             || arguments.starts(with: ["lists", "new"])
         if isWrite, !result.wasKilled, result.status == 0, todo.processesStarted == processes {
-            let elapsed = (ContinuousClock.now - start).components
-            writeTimes = writeTimes.suffix(15) + [Double(elapsed.seconds) * 1e3 + Double(elapsed.attoseconds) * 1e-15]
+            writeTimes = writeTimes.suffix(15) + [(ContinuousClock.now - start) / .milliseconds(1)]
         }
         let said = (result.output + result.error).split(separator: "\n").prefix(3).joined(separator: " / ")
         // Up to 100 kB a command: a read's whole JSON line, so that a failed run's reads can be read back from its

@@ -22,9 +22,9 @@ import Testing
 /// made before the delete was kept as mine (`MergeTests.keepingMineOfAnEditTheDeviceDeletedSince…`).
 ///
 /// The runs are two serialized suites, `ChaosTests` (every dialect under faults, kills and restarts; one user's devices)
-/// and `ChaosModeTests` (pages, attachments, edits by fields, encrypted stores, shared lists), which run beside each other and beside the other suites:
-/// each run is its own processes, two at a time fit the 2 cores CI has (ten at once did not: story tests beside them
-/// went past their guards).
+/// and `ChaosModeTests` (pages, attachments, edits by fields, encrypted stores, shared lists), which run beside each
+/// other and beside the other suites: each run is its own processes, two at a time fit the 2 cores CI has (ten at once
+/// did not: story tests beside them went past their guards).
 @Suite(.serialized) struct ChaosTests {
     @Test(.timeLimit(.minutes(3)), arguments: ["v2", "v3", "mixed"])
     func devicesUnderFaultsKillsAndRestartsConvergeWithNothingLost(protocol: String) async throws {
