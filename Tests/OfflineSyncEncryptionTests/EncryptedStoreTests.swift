@@ -8,15 +8,31 @@ import Testing
 @testable import OfflineSync
 @testable import OfflineSyncEncryption
 
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Darwin)
+    import Darwin
+#endif
+
 /// The encrypted store (issue 48): nothing readable in its files, the same rows back with the key, a wrong key and a
 /// changed page each a typed error, never wrong rows.
 @Suite struct EncryptedStoreTests {
     static let canary = "CANARY-7f3a9c"
     static let url = URL(fileURLWithPath: "/")  // never reached: these tests write locally only
 
-    /// A fresh folder for one test's store.
+    /// The folder of this test process's folders, removed when the process exits. A test cannot remove its own: its
+    /// clients keep their stores open until they go, after the test returns. (Each folder was left behind before:
+    /// 864 of them in one machine's temporary directory.)
+    static let folders: URL = {
+        let folders = FileManager.default.temporaryDirectory.appendingPathComponent(
+            "offlinesync-encryption-tests-\(UUID().uuidString)")
+        atexit { try? FileManager.default.removeItem(at: EncryptedStoreTests.folders) }
+        return folders
+    }()
+
+    /// A fresh folder for one test's store (in ``folders``).
     static func folder() throws -> URL {
-        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("enc-\(UUID().uuidString)")
+        let folder = folders.appendingPathComponent(UUID().uuidString)
         try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
         return folder
     }

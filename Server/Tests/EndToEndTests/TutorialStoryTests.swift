@@ -381,6 +381,8 @@ import Testing
     /// An import killed with SIGKILL (issue 34) at moments spread over an uninterrupted one's duration leaves the new
     /// store as it was or holds all of it — never a part — and the next `todo import-ama` completes it; the old file's
     /// bytes never change. A store of 20,000 rows, each with a pending insert, makes the import last long enough.
+    /// The processes get the test's folder as `TMPDIR`: a killed import leaves its copy of the old file in the temporary
+    /// directory, and this test's copies go with its folder.
     @Test(.timeLimit(.minutes(3))) func anImportKilledMidwayLeavesAllOrNothingAndIsDoneAgain() async throws {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("todo-ama-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
@@ -404,7 +406,9 @@ import Testing
         let whole = try await clock.measure {
             let result = try await runProduct(
                 "todo", ["import-ama", file.path],
-                environment: ["TODO_STORE": directory.appendingPathComponent("whole.sqlite").path],
+                environment: [
+                    "TODO_STORE": directory.appendingPathComponent("whole.sqlite").path, "TMPDIR": directory.path,
+                ],
                 timeout: .seconds(120))
             #expect(result.status == 0, "\(result.error)")
         }
@@ -412,8 +416,8 @@ import Testing
         for (attempt, fraction) in [0.3, 0.6, 0.8, 0.88, 0.94, 0.98].enumerated() {
             let store = directory.appendingPathComponent("killed-\(attempt).sqlite").path
             _ = try await runCommand(
-                Products.path("todo"), ["import-ama", file.path], environment: ["TODO_STORE": store],
-                killAfter: whole * fraction)
+                Products.path("todo"), ["import-ama", file.path],
+                environment: ["TODO_STORE": store, "TMPDIR": directory.path], killAfter: whole * fraction)
             // Frames of a transaction that never committed are in the -wal: the kill came during the write.
             let written = (try? FileManager.default.attributesOfItem(atPath: store + "-wal")[.size] as? Int) ?? 0
             let after = try await pending(store)
@@ -421,7 +425,8 @@ import Testing
             #expect(after.items == (after.operations == 0 ? 0 : count), "rows and queue together: \(after)")
             outcomes.append(after.operations == 0 ? "nothing (-wal \(written / 1024) KiB)" : "all")
             let again = try await runProduct(
-                "todo", ["import-ama", file.path], environment: ["TODO_STORE": store], timeout: .seconds(120))
+                "todo", ["import-ama", file.path], environment: ["TODO_STORE": store, "TMPDIR": directory.path],
+                timeout: .seconds(120))
             #expect(again.status == 0, "\(again.error)")
             #expect(try await pending(store) == (count, count))
         }
