@@ -139,6 +139,9 @@ import Testing
             let tooLong = try await RawConnection.exchange(port: port, post + "Content-Length: 10000000000\r\n\r\n{}")
             #expect(tooLong.status == 413)
             #expect(tooLong.elapsed < .seconds(3), "answered after \(tooLong.elapsed), not at the body timeout")
+            // …and the answer says the connection ends with it (a client reused it for its next request before).
+            #expect(tooLong.text.contains("\r\nConnection: close\r\n"), "\(tooLong.text)")
+            #expect(tooLong.closed)
             // A connection that sends nothing is closed after the idle timeout, with no answer.
             let silent = try await RawConnection.exchange(port: port, "")
             #expect(silent.status == nil)

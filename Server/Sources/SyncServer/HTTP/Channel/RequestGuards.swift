@@ -191,8 +191,11 @@ final class RequestPartGuard: ChannelDuplexHandler, RemovableChannelHandler {
             state.startSending()
             // The server closes after answering a request that asked it to: the answer says so (RFC 9112 §9.6), so
             // that a client — or a proxy that asked on a client's behalf — does not send the next request on it.
+            // So does a final answer to a request whose body is still unread (413, 501, a malformed body): the server
+            // closes after it (below), and a client that was not told could send its next request on the connection.
             let closes = closesAfter.isEmpty ? false : closesAfter.removeFirst()
-            guard closes, response.status.code >= 200, response.headerFields[.connection] == nil else {
+            let answersUnread = failedInBody || requestsEnded <= responsesEnded
+            guard closes || answersUnread, response.status.code >= 200, response.headerFields[.connection] == nil else {
                 return context.write(data, promise: promise)
             }
             response.headerFields[.connection] = "close"
