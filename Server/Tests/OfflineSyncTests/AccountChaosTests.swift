@@ -47,7 +47,7 @@ import Testing
         }
     }
 
-    // The limit guards against a hang: alone the five seeds take 5 s, 2–3 s each in the whole suite as the README's
+    // The limit guards against a hang: alone the five seeds take 5 s, 2–10 s each in the whole suite as the README's
     // test command runs it (6 cases at once, each limit from its case's start; 2026-11-29).
     @Test(.timeLimit(.minutes(3)), arguments: seeds)
     func twoAccountsTakeTurnsOnOneDeviceUnderFaults(seed: UInt64) async throws {

@@ -89,7 +89,7 @@ import Testing
     /// every row's final version, and never sees a row at or behind its cursor. In a per-user table the
     /// writers are 4 users of 2 writers each (on PostgreSQL each user's stamps come from a row of their own),
     /// and the reader follows one user's rows.
-    // The limits guard against a hang, not for speed: 20–31 s a case in the whole suite as the README's test command
+    // The limits guard against a hang, not for speed: 20–53 s a case in the whole suite as the README's test command
     // runs it (6 cases at once, each limit from its case's start; 2026-11-29). All at once in a debug build they took
     // 343–396 s (2026-11-28), which had raised the limits to 10 minutes.
     @Test(.timeLimit(.minutes(3)), arguments: Backend.all, [false, true])

@@ -180,6 +180,9 @@ final class RequestPartGuard: ChannelDuplexHandler, RemovableChannelHandler {
         context.fireChannelRead(data)
     }
 
+    /// Whether the answer being written is to a request whose body has not been read in full (or failed to parse).
+    var answersUnreadRequest: Bool { failedInBody || requestsEnded <= responsesEnded }
+
     func write(context: ChannelHandlerContext, data: NIOAny, promise: EventLoopPromise<Void>?) {
         if case .closed = state.phase {
             // Hummingbird answers a parse error it meets after the answer (while skipping the rest of a body).
@@ -194,8 +197,8 @@ final class RequestPartGuard: ChannelDuplexHandler, RemovableChannelHandler {
             // So does a final answer to a request whose body is still unread (413, 501, a malformed body): the server
             // closes after it (below), and a client that was not told could send its next request on the connection.
             let closes = closesAfter.isEmpty ? false : closesAfter.removeFirst()
-            let answersUnread = failedInBody || requestsEnded <= responsesEnded
-            guard closes || answersUnread, response.status.code >= 200, response.headerFields[.connection] == nil else {
+            guard closes || answersUnreadRequest, response.status.code >= 200, response.headerFields[.connection] == nil
+            else {
                 return context.write(data, promise: promise)
             }
             response.headerFields[.connection] = "close"
@@ -220,7 +223,7 @@ final class RequestPartGuard: ChannelDuplexHandler, RemovableChannelHandler {
         }
         // Answered before its own request's body was read (413, 501, a malformed body): the rest is not worth
         // reading. Not so when the request still being read is the next one.
-        let answersUnreadRequest = failedInBody || requestsEnded <= responsesEnded
+        let answersUnreadRequest = answersUnreadRequest
         responsesEnded += 1
         if requestsStarted == responsesEnded { state.answered = true }  // no later request has begun
         if answersUnreadRequest {
