@@ -30,6 +30,23 @@ import Testing
         #expect(outcome.merged["version"] == "v2")  // the server's system properties
     }
 
+    /// Text compares by its bytes (issue 63): another device's rewrite of a field in another normalization is a
+    /// change, merged as any other; and a field of a million combining marks in the other order costs a linear
+    /// comparison, not a quadratic one (`sync-bench --only input.cost.compare`).
+    @Test func aFieldRewrittenInAnotherNormalizationIsAChange() {
+        var base = Self.base
+        base["text"] = "cafe\u{301}"
+        var theirs = base
+        theirs["text"] = "caf\u{E9}"
+        theirs["version"] = "v2"
+        let outcome = FieldMerge.merge(base: base, mine: base, theirs: theirs)
+        #expect(outcome.merged["text"] == "caf\u{E9}")
+        #expect(outcome.conflicts.isEmpty)
+        var mine = base
+        mine["text"] = "cafe\u{301}!"
+        #expect(FieldMerge.merge(base: base, mine: mine, theirs: theirs).conflicts == ["text"])
+    }
+
     @Test func differentFieldsMergeAndAClearedFieldIsAChange() {
         var mine = Self.base
         mine["complete"] = true

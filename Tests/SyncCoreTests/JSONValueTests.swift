@@ -38,6 +38,31 @@ import Testing
         #expect(error?.description.contains("nesting") == true)
     }
 
+    /// Strings are equal and hash alike by their UTF-8 bytes, not by canonical equivalence (issue 63): `String`'s own
+    /// comparison normalizes, which costs time quadratic in a run of combining marks not in canonical order.
+    @Test func stringsAreEqualByTheirBytesNotByCanonicalEquivalence() {
+        let composed = JSONValue.string("caf\u{E9}")
+        let decomposed = JSONValue.string("cafe\u{301}")
+        #expect("caf\u{E9}" == "cafe\u{301}")  // what String says
+        #expect(composed != decomposed)
+        #expect(composed == .string("caf\u{E9}"))
+        #expect(Set([composed, decomposed, .string("caf\u{E9}")]).count == 2)
+        // The same marks in the other order: another value, nested in arrays and objects too.
+        let marks = "e" + String(repeating: "\u{301}\u{316}", count: 20)
+        let swapped = "e" + String(repeating: "\u{316}\u{301}", count: 20)
+        #expect(JSONValue.string(marks) != .string(swapped))
+        #expect(JSONValue.array([.string(marks)]) != .array([.string(swapped)]))
+        #expect(JSONValue.object(["text": .string(marks)]) != .object(["text": .string(swapped)]))
+        #expect(JSONValue.object(["text": .string(marks), "n": 1]) == ["n": 1, "text": .string(marks)])
+        // Every other kind compares as before: an integer is not a double, null only equals null.
+        #expect(JSONValue.int(1) != .double(1))
+        #expect(JSONValue.null != .string("null"))
+        #expect(JSONValue.bool(true) == true)
+        var hashes = Set<Int>()
+        for value: JSONValue in [.null, false, 0, 0.0, "", [], [:]] { hashes.insert(value.hashValue) }
+        #expect(hashes.count == 7)
+    }
+
     @Test func serializesCompactlyWithSortedKeysAndEscapes() {
         let value: JSONValue = ["b": 1, "a": ["x\"y\\z\u{1}\n", 2.5, 1.0, .null, true]]
         #expect(value.serialized() == #"{"a":["x\"y\\z\u0001\n",2.5,1.0,null,true],"b":1}"#)

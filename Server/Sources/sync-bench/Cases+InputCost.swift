@@ -15,6 +15,10 @@ import SyncSQL
 /// - `collation`: `Collation.caseInsensitive.key` of one unbroken run of alternating marks (it reads the text in its
 ///   stream-safe form).
 /// - `like`: `contains(text,'…')` of `*`, `%` and `\` each followed by a mark, escaped per scalar.
+/// - `compare` (issue 63, the client's side): `JSONValue` rows compared as the merge of a pull and the checks of a
+///   push compare them, the text one unbroken run of alternating marks — against the same marks in the other order
+///   (which `String`'s canonical equivalence calls equal after a quadratic sort: 49 s for 160k pairs) and against an
+///   equal copy (every byte read) — beside ASCII rows compared the same two ways.
 extension Cases {
     func inputCost() throws -> [BenchResult] {
         let size = quick ? 1 << 16 : 1 << 20
@@ -24,19 +28,23 @@ extension Cases {
         let run = "a" + String(repeating: "\u{0301}\u{0316}", count: 15)  // 61 bytes, 30 marks
         let ascii = text("abcdefgh")
         var results: [BenchResult] = []
-        func measure(_ name: String, worst: String, plain: String, _ body: (String) throws -> Void) throws {
+        func measure<Input>(
+            _ name: String, worst: Input, plain: Input, bytes: (Input) -> Int, _ body: (Input) throws -> Void
+        ) throws {
             var ours: [Double] = []
             var reference: [Double] = []
             for _ in 0..<max(repetitions, 3) {
-                ours.append(
-                    Measure.seconds(try ContinuousClock().measure { try body(worst) }) / Double(worst.utf8.count))
+                ours.append(Measure.seconds(try ContinuousClock().measure { try body(worst) }) / Double(bytes(worst)))
                 reference.append(
-                    Measure.seconds(try ContinuousClock().measure { try body(plain) }) / Double(plain.utf8.count))
+                    Measure.seconds(try ContinuousClock().measure { try body(plain) }) / Double(bytes(plain)))
             }
             results.append(
                 BenchResult(
                     name: "input.cost.\(name)", ours: Measure.median(ours) * 1e9,
                     reference: Measure.median(reference) * 1e9, unit: "ns/byte", higherIsBetter: false, n: ours.count))
+        }
+        func measure(_ name: String, worst: String, plain: String, _ body: (String) throws -> Void) throws {
+            try measure(name, worst: worst, plain: plain, bytes: { $0.utf8.count }, body)
         }
         let marks = text(run)
         try measure("json", worst: #"{"id":"x","text":"\#(marks)"}"#, plain: #"{"id":"x","text":"\#(ascii)"}"#) {
@@ -63,6 +71,22 @@ extension Cases {
             _ = try SQLTranslator(dialect: .sqlite) { $0 == "text" ? SQLColumn(name: "text", type: .string) : nil }
                 .predicate(try ODataExpression(parsing: filter))
         }
+        // Three rows each: the text, another order of it (or another last letter), and an equal copy of the text.
+        func rows(_ text: String, _ other: String) -> [JSONValue] {
+            [text, other, String(decoding: Array(text.utf8), as: UTF8.self)].map { ["id": "x", "text": .string($0)] }
+        }
+        let pairs = String(repeating: "\u{0301}\u{0316}", count: size / 4)
+        let swapped = String(repeating: "\u{0316}\u{0301}", count: size / 4)
+        let letters = String(repeating: "abcdefgh", count: size / 8)
+        var differing = 0
+        try measure(
+            "compare", worst: rows("e" + pairs, "e" + swapped), plain: rows(letters + "a", letters + "b"),
+            bytes: { $0[0]["text"]?.stringValue?.utf8.count ?? 1 }
+        ) { rows in
+            if rows[0] != rows[1] { differing += 1 }
+            if rows[0] != rows[2] { differing += 1 }
+        }
+        precondition(differing == max(repetitions, 3) * 2, "each row differs from its other and equals its copy")
         return results
     }
 }
