@@ -96,6 +96,43 @@ import Testing
         #expect(asked.contains("updatedAt ge datetimeoffset'2026-01-02T03:04:05.678Z'"), "\(asked)")
     }
 
+    /// The import's copy of the old store lives beside the new store, in `<store>-import/`, never in the temporary
+    /// directory (issue 63): a copy a killed import left there — a person's data outside the store's folder — was never
+    /// removed. Now a leftover copy is removed by the next open of the store, the next import and a sign-out, unless an
+    /// import is reading it (its shared lock on `<store>-import.lock`); a finished import leaves none.
+    @Test func aCopyAKilledImportLeftIsRemovedByTheNextOpenImportOrSignOut() async throws {
+        let workspace = try Workspace()
+        let old = try Self.write(try Self.tutorial(), in: workspace)
+        let database = workspace.path("new.sqlite")
+        let copies = database + "-import"
+        /// What a killed import leaves: its folder with the copy of the old file.
+        func leaveCopy() throws {
+            let folder = copies + "/" + UUID().uuidString
+            try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+            try FileManager.default.copyItem(atPath: old.path, toPath: folder + "/store.sqlite")
+        }
+        try leaveCopy()
+        // While an import reads (holding the lock shared), an open leaves the copies alone.
+        let reader = open(database + "-import.lock", O_RDWR | O_CREAT, 0o600)
+        #expect(flock(reader, LOCK_SH) == 0)
+        _ = try SQLiteLocalStore(path: database)
+        #expect(FileManager.default.fileExists(atPath: copies))
+        close(reader)
+        _ = try SQLiteLocalStore(path: database)
+        #expect(!FileManager.default.fileExists(atPath: copies), "the next open removes a killed import's copy")
+
+        let store = try SQLiteLocalStore(path: database)
+        try leaveCopy()
+        let summary = try await store.importAzureMobileAppsStore(at: old, tables: Self.tables)
+        #expect(summary.operationCount == 3)
+        #expect(!FileManager.default.fileExists(atPath: copies), "an import removes its own copy and older ones")
+
+        try leaveCopy()
+        let client = SyncClient(url: URL(string: "http://127.0.0.1:9")!, store: store)
+        try await client.signOut(pending: .discard)
+        #expect(!FileManager.default.fileExists(atPath: copies), "a sign-out removes a killed import's copy")
+    }
+
     /// Core Data keeps its store in WAL mode: what the app's last writes left in `-wal` (not yet checkpointed into the
     /// file) is carried too — the import reads a copy of both.
     @Test func whatOnlyTheWriteAheadLogHoldsIsImported() async throws {

@@ -125,7 +125,9 @@ extension SQLiteLocalStore {
     /// store, in one transaction: the rows of `tables`, every pending operation in its order (inserts and updates push
     /// the row as it is, deletes the item the SDK kept, with its `version`), parked errors with their server items,
     /// and the `MS_TableConfig` positions, so that the first pull of each imported query id is incremental. The old
-    /// file (and its `-wal`) is copied and the copy read: it is never written. Run it once, before the first sync,
+    /// file (and its `-wal`) is copied and the copy read: it is never written. The copy is made beside this store, in
+    /// `<store file>-import/`, and removed when the import ends; one that a killed process left is removed by the
+    /// next open of the store, the next import or a sign-out. Run it once, before the first sync,
     /// into a new store; running it again with the same file changes nothing.
     ///
     /// For example, at the first launch after the update:
@@ -148,7 +150,10 @@ extension SQLiteLocalStore {
     public func importAzureMobileAppsStore(at url: URL, tables: [AzureMobileAppsImport.Table]) async throws
         -> AzureMobileAppsImport.Summary
     {
-        let snapshot = try await offCooperativeThreads { try AzureStoreReader.read(url, tables: tables) }
+        let database = databasePath
+        let snapshot = try await offCooperativeThreads {
+            try AzureStoreReader.read(url, tables: tables, beside: database)
+        }
         try Task.checkCancellation()
         return try await write { writer in try snapshot.write(into: writer) }
     }

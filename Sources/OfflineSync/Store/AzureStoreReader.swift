@@ -9,16 +9,28 @@ enum AzureStoreReader {
     /// Seconds from 1970-01-01 to 2001-01-01, Core Data's reference date.
     static let referenceDate: Double = 978_307_200
 
-    static func read(_ url: URL, tables: [AzureMobileAppsImport.Table]) throws -> AzureStoreSnapshot {
+    /// Reads the old store at `url` through a copy made in `database`'s working folder (``ImportWorkingCopies``).
+    static func read(_ url: URL, tables: [AzureMobileAppsImport.Table], beside database: String) throws
+        -> AzureStoreSnapshot
+    {
         guard FileManager.default.fileExists(atPath: url.path) else {
             throw ImportError(code: .notAStore, message: "No file at \(url.path)")
         }
-        let folder = FileManager.default.temporaryDirectory.appendingPathComponent(
-            "OfflineSync-import-\(UUID().uuidString)", isDirectory: true)
-        defer { try? FileManager.default.removeItem(at: folder) }
-        let copy = folder.appendingPathComponent("store.sqlite")
         do {
-            try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+            return try ImportWorkingCopies.with(for: database) { folder in
+                try read(url, tables: tables, copy: folder.appendingPathComponent("store.sqlite"))
+            }
+        } catch let error as ImportError {
+            throw error
+        } catch {
+            throw ImportError(code: .notAStore, message: "Cannot copy \(url.path) to read it: \(error)")
+        }
+    }
+
+    private static func read(_ url: URL, tables: [AzureMobileAppsImport.Table], copy: URL) throws
+        -> AzureStoreSnapshot
+    {
+        do {
             try FileManager.default.copyItem(at: url, to: copy)
             for suffix in ["-wal", "-shm"] where FileManager.default.fileExists(atPath: url.path + suffix) {
                 try FileManager.default.copyItem(

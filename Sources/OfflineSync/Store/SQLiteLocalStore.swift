@@ -42,6 +42,8 @@ public final class SQLiteLocalStore: Sendable {
     let encryption: Encryption?
     /// The key of an encrypted store's attachment files (32 bytes); nil: they are plain.
     var attachmentKey: [UInt8]? { encryption?.attachmentKey }
+    /// The store's database file.
+    var databasePath: String { pool.path }
 
     /// Opens (or creates) the store file and migrates it.
     ///
@@ -79,6 +81,7 @@ public final class SQLiteLocalStore: Sendable {
         self.encryption = encryption
         lockPath = path + ".lock"
         attachmentDirectory = URL(fileURLWithPath: path + ".attachments")
+        ImportWorkingCopies.removeStale(path)  // a copy of an old store that a killed import left
         do {
             pool = try openDatabasePool(path: path) { db in
                 if let encryption { try db.execute(sql: encryption.connectionSQL) }
@@ -387,7 +390,8 @@ public final class SQLiteLocalStore: Sendable {
     }
 
     /// Erases everything the store holds — every table's rows, the queue, operation errors, cursors, items to
-    /// fetch again, settings and attached files — so that no byte of it is left in the store's files. `check` runs first, in
+    /// fetch again, settings, attached files and an import's leftover copy of an old store — so that no byte of it is
+    /// left in the store's files. `check` runs first, in
     /// the same transaction: what it throws stops the erase with nothing erased.
     ///
     /// - Parameter check: Reads the store before it is erased (a sign-out refuses while changes wait).
@@ -415,6 +419,7 @@ public final class SQLiteLocalStore: Sendable {
                 _ = try db.checkpoint(.truncate)
             }
             try? FileManager.default.removeItem(at: attachmentDirectory)
+            ImportWorkingCopies.removeStale(databasePath)
         } catch let error as DatabaseError {
             throw LocalStoreError(operation: "erase", underlying: error)
         }
