@@ -12,6 +12,12 @@ let swiftSettings: [SwiftSetting] = [
     .enableUpcomingFeature("InternalImportsByDefault"),
 ]
 
+/// The test targets' settings: the strict ones, and no optimization even in a release build. The README's test command
+/// builds this package in release, so that the servers, devices and chaos runs the tests start run at release speed;
+/// the tests' own code only drives them, and optimizing its 14,000 lines of expanded `#expect`s whole-module cost CI
+/// minutes for nothing the tests measure.
+let testSwiftSettings: [SwiftSetting] = swiftSettings + [.unsafeFlags(["-Onone"], .when(configuration: .release))]
+
 /// The client package, by the identity SwiftPM gives a path dependency.
 let client = "OfflineSync"
 
@@ -221,7 +227,7 @@ let package = Package(
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "PropertyBased", package: "swift-property-based"),
             ],
-            swiftSettings: swiftSettings
+            swiftSettings: testSwiftSettings
         ),
         .testTarget(
             name: "EndToEndTests",
@@ -239,7 +245,7 @@ let package = Package(
                 "SyncServer",
                 .product(name: "SyncSQLite", package: client),
             ],
-            swiftSettings: swiftSettings
+            swiftSettings: testSwiftSettings
         ),
         .testTarget(
             name: "SyncServerTests",
@@ -267,7 +273,7 @@ let package = Package(
                 .product(name: "JWTKit", package: "jwt-kit"),
                 .product(name: "PropertyBased", package: "swift-property-based"),
             ],
-            swiftSettings: swiftSettings
+            swiftSettings: testSwiftSettings
         ),
     ]
 )

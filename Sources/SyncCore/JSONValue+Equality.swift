@@ -1,3 +1,5 @@
+import Foundation
+
 /// Equality and hashing by value, with strings compared and hashed by their UTF-8 bytes.
 ///
 /// `String`'s own `==` and hashing use canonical equivalence: they normalize text first, and normalizing a run of
@@ -60,6 +62,10 @@ extension JSONValue {
     private static func sameBytes(_ left: String, _ right: String) -> Bool {
         guard left.utf8.count == right.utf8.count else { return false }
         var (left, right) = (left, right)
-        return left.withUTF8 { leftBytes in right.withUTF8 { rightBytes in leftBytes.elementsEqual(rightBytes) } }
+        return left.withUTF8 { leftBytes in
+            right.withUTF8 { rightBytes in
+                leftBytes.isEmpty || memcmp(leftBytes.baseAddress!, rightBytes.baseAddress!, leftBytes.count) == 0
+            }
+        }
     }
 }
