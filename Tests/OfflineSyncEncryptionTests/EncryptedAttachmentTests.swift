@@ -7,7 +7,7 @@ import Testing
 
 /// Attachment files in an encrypted store (issue 48): sealed in chunks, nothing of them readable in the store's
 /// folder, read back whole with the key, and any change to them an error, never other bytes.
-@Suite struct EncryptedAttachmentTests {
+@Suite(.timeLimit(.minutes(3))) struct EncryptedAttachmentTests {
     typealias Fixture = EncryptedStoreTests
     static var photo: ItemID { get throws { try ItemID("photo") } }
     static var other: ItemID { get throws { try ItemID("other") } }

@@ -16,7 +16,7 @@ import Testing
 
 /// The encrypted store (issue 48): nothing readable in its files, the same rows back with the key, a wrong key and a
 /// changed page each a typed error, never wrong rows.
-@Suite struct EncryptedStoreTests {
+@Suite(.timeLimit(.minutes(3))) struct EncryptedStoreTests {
     static let canary = "CANARY-7f3a9c"
     static let url = URL(fileURLWithPath: "/")  // never reached: these tests write locally only
 

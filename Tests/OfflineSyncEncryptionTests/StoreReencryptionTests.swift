@@ -8,7 +8,7 @@ import Testing
 /// Changing a store's key, and turning encryption on and off (issue 48): the rows and queued changes come through
 /// whole, nothing readable is left, and a process stopped at any point leaves the old store or the new one, readable
 /// with its key.
-@Suite struct StoreReencryptionTests {
+@Suite(.timeLimit(.minutes(3))) struct StoreReencryptionTests {
     typealias Fixture = EncryptedStoreTests
 
     static var otherKey: StoreKey { get throws { try StoreKey.raw([UInt8](repeating: 9, count: 32)) } }

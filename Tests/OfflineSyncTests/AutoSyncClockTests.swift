@@ -9,7 +9,7 @@ import Testing
 /// a wait at once (without the clock moving), a 401 stopping every try until resumed. The schedule's rules alone
 /// are ``AutoSyncScheduleTests``; two devices converging through a real server are the server package's
 /// `AutoSyncTests`.
-@Suite struct AutoSyncClockTests {
+@Suite(.timeLimit(.minutes(3))) struct AutoSyncClockTests {
     /// A backend in one transport: inserts are answered 201 with a version, pulls with an empty page, the change
     /// feed with 404 (the schedule pulls); while `down` every request fails unreachable, while `refusing` every
     /// table request is 401. Each request is kept with the clock's time.

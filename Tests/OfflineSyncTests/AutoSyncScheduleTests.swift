@@ -4,7 +4,7 @@ import Testing
 @testable import OfflineSync
 
 /// The automatic sync's schedule without I/O or clock: each rule, then random event sequences against a model.
-@Suite struct AutoSyncScheduleTests {
+@Suite(.timeLimit(.minutes(3))) struct AutoSyncScheduleTests {
     static var options: AutoSyncOptions {
         var options = AutoSyncOptions()
         options.reachability = nil

@@ -9,7 +9,7 @@ import Testing
 /// their types, the queue in order, parked errors, positions), that a second import changes nothing, and that a file
 /// that is not such a store, a damaged one or a model the import does not understand is refused with the new store
 /// untouched and the old file unwritten.
-@Suite struct AzureImportTests {
+@Suite(.timeLimit(.minutes(3))) struct AzureImportTests {
     static let tables = [
         AzureMobileAppsImport.Table("TodoItem", fields: ["text": .string, "complete": .boolean]),
         AzureMobileAppsImport.Table("Category", fields: ["name": .string, "sortOrder": .integer]),

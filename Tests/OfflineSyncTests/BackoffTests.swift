@@ -4,7 +4,7 @@ import Testing
 @testable import OfflineSync
 
 /// The one backoff: its schedule, as the retries of a push or a pull use it, and its count of failures.
-@Suite struct BackoffTests {
+@Suite(.timeLimit(.minutes(3))) struct BackoffTests {
     @Test(arguments: [(1, 0.5), (2, 1.0), (3, 2.0), (8, 60.0), (40, 60.0), (10_000, 60.0)])
     func retryDelaysDoubleUpToAMinute(attempt: Int, seconds: Double) {
         #expect(Backoff.retries.delay(attempt: attempt, jitter: 1.0) == .milliseconds(Int(seconds * 1000)))

@@ -5,7 +5,7 @@ import Testing
 
 /// Every error the SDK throws reads as its one-line description through `localizedDescription` too
 /// (an app shows `error.localizedDescription`), never Foundation's "The operation could not be completed".
-@Suite struct ErrorDescriptionTests {
+@Suite(.timeLimit(.minutes(3))) struct ErrorDescriptionTests {
     static let operation = PendingOperation(
         id: 3, table: TableName(rawValue: "TodoItem")!, itemID: ItemID(rawValue: "a1")!, kind: .update)
 
@@ -32,7 +32,7 @@ import Testing
     }
 }
 
-@Suite struct TableNameTests {
+@Suite(.timeLimit(.minutes(3))) struct TableNameTests {
     @Test(arguments: ["", "9lives", "todo item", "todo/item", String(repeating: "a", count: 129)])
     func anInvalidTableNameThrowsInsteadOfCrashing(name: String) async throws {
         let workspace = try Workspace()

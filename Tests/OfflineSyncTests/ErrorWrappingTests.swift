@@ -7,7 +7,7 @@ import Testing
 #endif
 
 /// Errors keep what they wrap, and read as one line through `localizedDescription`.
-@Suite struct ErrorWrappingTests {
+@Suite(.timeLimit(.minutes(3))) struct ErrorWrappingTests {
     @Test func aTransportErrorKeepsTheURLErrorAndComparesWithoutIt() async throws {
         let url = try #require(URL(string: "http://127.0.0.1:1/tables/TodoItem"))
         let error = await #expect(throws: TransportError.self) {

@@ -6,7 +6,7 @@ import Testing
 /// The three-way merge, cell by cell (HandlingConflicts.md's table): each of a field's local × server cases, absent
 /// as null, system properties as the server's, every policy for a field changed on both sides, and what a v2 update
 /// sends (the changes since the base, a cleared field as null).
-@Suite struct FieldMergeTests {
+@Suite(.timeLimit(.minutes(3))) struct FieldMergeTests {
     static let base: JSONValue = ["id": "a", "text": "milk", "complete": false, "due": "2026-12-01", "version": "v1"]
 
     @Test(

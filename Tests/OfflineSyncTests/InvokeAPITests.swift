@@ -5,7 +5,7 @@ import Testing
 
 /// `SyncClient.invokeAPI` (issue 31) without a server: the request it sends, which failures it tries again (only
 /// those of repeatable methods), the token refreshed once on a 401, and errors that carry the server's message.
-@Suite struct InvokeAPITests {
+@Suite(.timeLimit(.minutes(3))) struct InvokeAPITests {
     static func client(_ transport: ScriptedTransport, _ workspace: Workspace, tokens: PushStopTests.TokenLog? = nil)
         async throws -> SyncClient
     {

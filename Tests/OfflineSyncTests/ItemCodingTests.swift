@@ -3,7 +3,7 @@ import Testing
 
 @testable import OfflineSync
 
-@Suite struct ItemCodingTests {
+@Suite(.timeLimit(.minutes(3))) struct ItemCodingTests {
     struct Nested: Codable, Equatable {
         var tags: [String]
         var scores: [Int: Double]?
@@ -61,7 +61,7 @@ import Testing
 /// An update through a typed model that knows fewer fields than the stored row (issue 33's finding: an older app
 /// version, or a column another app added): the fields it does not know stay in the row (a v3 update replaces the
 /// row on the server), the ones it knows and left nil go.
-@Suite struct NarrowModelUpdateTests {
+@Suite(.timeLimit(.minutes(3))) struct NarrowModelUpdateTests {
     struct Narrow: Codable, Sendable {
         var id: String
         var text: String
@@ -105,7 +105,7 @@ import Testing
 }
 
 /// A row that does not fit the app's type names itself and its field (issue 44, item 10).
-@Suite struct ItemDecodingErrorTests {
+@Suite(.timeLimit(.minutes(3))) struct ItemDecodingErrorTests {
     struct Todo: Codable {
         var id: String
         var text: String

@@ -7,7 +7,7 @@ import Testing
 
 /// Queries that run on the local store alone, over rows as a pull stored them (a scripted page: the server is not
 /// what is tested), and the date a pull records.
-@Suite struct LocalQueryTests {
+@Suite(.timeLimit(.minutes(3))) struct LocalQueryTests {
     static let backend = URL(string: "http://backend.invalid")!
 
     /// `count` rows as a server's page holds them, each with its own `updatedAt`, a second apart.

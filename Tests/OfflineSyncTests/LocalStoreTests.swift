@@ -6,7 +6,7 @@ import Testing
 
 /// Defects of the local store found through the public API (issue 12, point 8), with no server: each failed before
 /// its fix. (Moved from Server/, whose tests need a server.)
-@Suite struct LocalStoreTests {
+@Suite(.timeLimit(.minutes(3))) struct LocalStoreTests {
     @Test func aRefusedFirstBatchOnANewTableLeavesTheTableUsable() async throws {
         let workspace = try Workspace()
         let client = try await SyncClient.make(URL(string: "http://127.0.0.1:9")!, workspace: workspace)
@@ -72,7 +72,7 @@ import Testing
     }
 }
 
-@Suite struct DefaultStoreLocationTests {
+@Suite(.timeLimit(.minutes(3))) struct DefaultStoreLocationTests {
     @Test func aNamedStoreLivesInTheApplicationSupportFolder() throws {
         let path = try SQLiteLocalStore.defaultPath(named: "offlinesync-test")
         let support = try FileManager.default.url(

@@ -6,7 +6,7 @@ import Testing
 @testable import OfflineSync
 
 /// The collapse table of PROTOCOL.md §6, on the real SQLite store.
-@Suite struct OperationQueueTests {
+@Suite(.timeLimit(.minutes(3))) struct OperationQueueTests {
     typealias Decision = PendingOperationQueue.Decision
 
     static func operation(_ kind: OperationKind, inFlight: Bool = false) throws -> PendingOperation {

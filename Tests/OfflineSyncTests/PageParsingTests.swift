@@ -5,7 +5,7 @@ import Testing
 @testable import OfflineSync
 
 /// ``SyncContext/page(of:wire:)``: the three page bodies a pull meets, and how each says a next page exists.
-@Suite struct PageParsingTests {
+@Suite(.timeLimit(.minutes(3))) struct PageParsingTests {
     static func page(_ body: String, headers: [String: String] = [:], _ dialect: SyncClient.ProtocolVersion)
         -> PullRunner.Page?
     {

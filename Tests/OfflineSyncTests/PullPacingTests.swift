@@ -4,7 +4,7 @@ import Testing
 @testable import OfflineSync
 
 /// The pull's pacing without I/O: each rule on its own, then random event sequences checked for the invariants.
-@Suite struct PullPacingTests {
+@Suite(.timeLimit(.minutes(3))) struct PullPacingTests {
     static func ms(_ value: Int) -> Duration { .milliseconds(value) }
 
     @Test func rememberedLimitsCapTheFirstAndLargestSizes() {

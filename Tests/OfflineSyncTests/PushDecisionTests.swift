@@ -4,7 +4,7 @@ import Testing
 @testable import OfflineSync
 
 /// The table of ``PushDecision/decide(_:status:replyItem:server:sent:)``, cell by cell.
-@Suite struct PushDecisionTests {
+@Suite(.timeLimit(.minutes(3))) struct PushDecisionTests {
     static let sent: JSONValue = ["id": "a", "text": "mine"]
     static let live: JSONValue = ["id": "a", "text": "mine", "version": "v2", "updatedAt": "2026-01-01T00:00:00.000Z"]
     static let other: JSONValue = [

@@ -6,7 +6,7 @@ import Testing
 
 /// The push's plan without I/O: random queues played through it as the push plays them, with random failures fed
 /// back after each send.
-@Suite struct PushPlanTests {
+@Suite(.timeLimit(.minutes(3))) struct PushPlanTests {
     static func operation(_ id: Int64, _ item: String, recreates: Bool = false) throws -> PendingOperation {
         PendingOperation(
             id: id, table: try TableName("TodoItem"), itemID: try ItemID(item), kind: .update, recreatesItem: recreates)

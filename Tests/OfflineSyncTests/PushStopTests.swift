@@ -4,7 +4,7 @@ import OfflineSyncTesting
 import Testing
 
 /// A push stops at the first network failure, 401 or cancellation, and loses nothing.
-@Suite struct PushStopTests {
+@Suite(.timeLimit(.minutes(3))) struct PushStopTests {
     final class TokenLog: @unchecked Sendable {  // @unchecked: state behind `lock`.
         private let lock = NSLock()
         private var refreshes: [Bool] = []

@@ -7,7 +7,7 @@ import Testing
 @testable import OfflineSync
 
 /// What the store does with queue rows it cannot read as they are: it says so, and never guesses.
-@Suite struct StoreDefectTests {
+@Suite(.timeLimit(.minutes(3))) struct StoreDefectTests {
     /// An operation of a kind this version does not know (a newer SDK wrote it, the app went back a version) was read
     /// as an update and pushed as one; it stops the reads of the queue with an error that names it.
     @Test func anOperationOfAnUnknownKindIsRefusedNotSentAsAnUpdate() async throws {

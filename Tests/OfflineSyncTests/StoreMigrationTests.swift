@@ -4,7 +4,7 @@ import OfflineSync
 import Testing
 
 /// A store written by the first release (schema v1) opens with every pending operation kept.
-@Suite struct StoreMigrationTests {
+@Suite(.timeLimit(.minutes(3))) struct StoreMigrationTests {
     @Test func aVersion1StoreKeepsItsOperationsAndDropsTransientErrors() async throws {
         let workspace = try Workspace()
         let path = workspace.path("v1.sqlite")

@@ -4,7 +4,7 @@ import Testing
 
 /// The attachment transfers' decisions, answer by answer, without a server: every status × `Upload-Offset` cell of
 /// an upload, every status × `Content-Range` cell of a download, and whole sequences (a lost reply, a restart).
-@Suite struct TransferPlanTests {
+@Suite(.timeLimit(.minutes(3))) struct TransferPlanTests {
     // A 10-byte file in 4-byte parts.
     func upload() -> UploadPlan { UploadPlan(size: 10, chunkSize: 4, conflictLimit: 2) }
 

@@ -3,7 +3,7 @@ import Testing
 
 @testable import OfflineSync
 
-@Suite struct URLSessionTransportTests {
+@Suite(.timeLimit(.minutes(3))) struct URLSessionTransportTests {
     /// Cancelling requests just as their replies complete must neither deadlock nor crash the process. With
     /// FoundationNetworking's `URLSession.data(for:)` it deadlocked (swift-corelibs-foundation #5412: the cancelling
     /// thread holds the Swift task's lock while it waits for the session's queue, which waits for that lock to

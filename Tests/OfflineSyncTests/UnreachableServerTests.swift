@@ -7,7 +7,7 @@ import Testing
 /// A push or a pull that meets no server (a scripted transport, a closed port) or a local query it cannot run:
 /// what it throws, what it retries on the injected clock, and that nothing queued is lost. Moved from the server
 /// package (they need no server).
-@Suite struct UnreachableServerTests {
+@Suite(.timeLimit(.minutes(3))) struct UnreachableServerTests {
     static let unreachable = URL(string: "http://127.0.0.1:9")!
     static func todo(_ id: String, _ text: String) -> TodoItem { TodoItem(id: id, text: text, complete: false) }
 

@@ -7,7 +7,7 @@ import Testing
 /// Client text decided from bytes and scalars (issue 44): the stream-safe rule (UAX #15) read byte by byte agrees with
 /// Unicode's combining classes for every scalar; the stream-safe form; collation keys of long runs of marks; pattern
 /// escapes per scalar.
-@Suite struct ClientTextTests {
+@Suite(.timeLimit(.minutes(3))) struct ClientTextTests {
     @Test func theByteReadingAgreesWithTheCombiningClassOfEveryScalar() {
         var disagreements: [UInt32] = []
         for value in UInt32(0x80)...0x10FFFF {
@@ -46,7 +46,7 @@ import Testing
 }
 
 /// Query strings are split on bytes and their decoded values must be stream-safe (issue 44).
-@Suite struct QueryStringClientTextTests {
+@Suite(.timeLimit(.minutes(3))) struct QueryStringClientTextTests {
     @Test func aQueryValueWithALongRunOfMarksIsRefusedAndOneOfThirtyIsRead() throws {
         let long = "a" + String(repeating: "\u{0301}\u{0316}", count: 16)
         #expect(throws: ODataError.self) { try ODataQuery(parsing: "$filter=text eq '\(long)'") }

@@ -2,7 +2,7 @@ import SyncCore
 import Testing
 
 /// The case-insensitive collation's keys: letters before accents, case never counting, compatibility forms folded.
-@Suite struct CollationTests {
+@Suite(.timeLimit(.minutes(3))) struct CollationTests {
     let collation = Collation.caseInsensitive
 
     @Test func lettersComeBeforeAccentsAndCaseNeverCounts() throws {

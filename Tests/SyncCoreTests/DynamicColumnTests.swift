@@ -6,7 +6,7 @@ import SyncSQLite
 import Testing
 
 /// Filters on items stored as JSON text, read with `json_extract` as `.dynamic` columns.
-@Suite struct DynamicColumnTests {
+@Suite(.timeLimit(.minutes(3))) struct DynamicColumnTests {
     static let translator = SQLTranslator(dialect: .sqlite) { field in
         field == "id"
             ? SQLColumn(name: "id", type: .string, isNullable: false)

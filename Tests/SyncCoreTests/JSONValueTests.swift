@@ -3,7 +3,7 @@ import PropertyBased
 import SyncCore
 import Testing
 
-@Suite struct JSONValueTests {
+@Suite(.timeLimit(.minutes(3))) struct JSONValueTests {
     @Test(arguments: [
         ("1", JSONValue.int(1)),
         ("1.0", .double(1.0)),
@@ -140,7 +140,7 @@ enum JSONGenerators {
     }
 }
 
-@Suite struct JSONArrayElementTests {
+@Suite(.timeLimit(.minutes(3))) struct JSONArrayElementTests {
     @Test func splitsAnArrayIntoElementsWithTheirExactText() throws {
         let text = #" [ {"b":1,"a":"x, y"} , 2.50 ,"s",[1,[2]] ] "#
         let elements = try JSONValue.parseArrayElements(Data(text.utf8))
@@ -155,7 +155,7 @@ enum JSONGenerators {
     }
 }
 
-@Suite struct ShallowArrayParseTests {
+@Suite(.timeLimit(.minutes(3))) struct ShallowArrayParseTests {
     @Test func keepsOnlyTheNamedMembersButTheWholeText() throws {
         let text =
             #"[{"id":"a","text":"with \"quotes\" and \u00e9","n":[1,{"x":2}],"updatedAt":"2020-01-01T00:00:00.000Z","deleted":false}]"#

@@ -4,7 +4,7 @@ import SyncCore
 import SyncOData
 import Testing
 
-@Suite struct ODataBuilderTests {
+@Suite(.timeLimit(.minutes(3))) struct ODataBuilderTests {
     typealias Q = QueryExpression
 
     /// The builder → OData pairs the original SDKs' tests expect.
@@ -52,7 +52,7 @@ import Testing
     }
 }
 
-@Suite struct ODataQueryStringTests {
+@Suite(.timeLimit(.minutes(3))) struct ODataQueryStringTests {
     @Test(arguments: [
         (ODataQuery(filter: (QueryExpression.field("name") == "bob").expression), "$filter=(name%20eq%20'bob')"),
         (ODataQuery().top(0).includingTotalCount(), "$top=0&$inlinecount=allpages"),

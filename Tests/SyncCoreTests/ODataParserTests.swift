@@ -2,7 +2,7 @@ import SyncCore
 import SyncOData
 import Testing
 
-@Suite struct ODataParserTests {
+@Suite(.timeLimit(.minutes(3))) struct ODataParserTests {
     /// Filter text → its canonical rendering after parsing.
     @Test(arguments: [
         ("Complete eq true", "(Complete eq true)"),

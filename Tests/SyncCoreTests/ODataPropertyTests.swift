@@ -3,7 +3,7 @@ import SyncCore
 import SyncOData
 import Testing
 
-@Suite struct ODataPropertyTests {
+@Suite(.timeLimit(.minutes(3))) struct ODataPropertyTests {
     @Test func randomExpressionsSurviveRenderThenParse() async {
         await propertyCheck(count: 500, input: ODataGenerators.expression) { expression in
             let text = expression.odataText

@@ -4,7 +4,7 @@ import Testing
 
 /// The v3 dialect of queries (PROTOCOL-v3.md §4, §8: OData v4 syntax under `ZUMO-API-VERSION: 3.0.x`): what it
 /// adds, what it refuses that v2 takes, and how queries render for it.
-@Suite struct ODataV3Tests {
+@Suite(.timeLimit(.minutes(3))) struct ODataV3Tests {
     /// v4 forms → the canonical v2 rendering of what they mean.
     @Test(arguments: [
         (

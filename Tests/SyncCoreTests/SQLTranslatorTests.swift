@@ -7,7 +7,7 @@ import SyncSQLite
 import Testing
 
 /// Runs translated filters on a real SQLite database and checks which rows match.
-@Suite struct SQLTranslatorTests {
+@Suite(.timeLimit(.minutes(3))) struct SQLTranslatorTests {
     static let columns: [String: SQLColumn] = [
         "id": SQLColumn(name: "id", type: .string, isNullable: false),
         "name": SQLColumn(name: "name", type: .string),
@@ -234,7 +234,7 @@ import Testing
 }
 
 /// Regression: the cursor condition written out made SQLite scan the whole index (O(table)).
-@Suite struct KeysetTranslationTests {
+@Suite(.timeLimit(.minutes(3))) struct KeysetTranslationTests {
     static let columns: [String: SQLColumn] = [
         "updatedAt": SQLColumn(name: "updatedAt", type: .date, isNullable: false),
         "id": SQLColumn(name: "id", type: .string, isNullable: false),

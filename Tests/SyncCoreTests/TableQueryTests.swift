@@ -6,7 +6,7 @@ import Testing
 
 /// Queries written against a model render to the same OData as queries by field name; key paths that name no
 /// single coded field are reported, not guessed.
-@Suite struct TableQueryTests {
+@Suite(.timeLimit(.minutes(3))) struct TableQueryTests {
     enum Priority: String, Codable, CaseIterable { case low, normal, high }
     struct Place: Codable, Equatable { var city: String }
 

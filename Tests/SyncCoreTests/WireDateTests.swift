@@ -3,7 +3,7 @@ import PropertyBased
 import SyncCore
 import Testing
 
-@Suite struct WireDateTests {
+@Suite(.timeLimit(.minutes(3))) struct WireDateTests {
     @Test(arguments: [
         ("2012-05-21T00:00:29.300Z", "2012-05-21T00:00:29.300Z"),
         ("2012-05-21T00:00:29Z", "2012-05-21T00:00:29.000Z"),

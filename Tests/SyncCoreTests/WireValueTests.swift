@@ -2,7 +2,7 @@ import Foundation
 import SyncCore
 import Testing
 
-@Suite struct ItemIDTests {
+@Suite(.timeLimit(.minutes(3))) struct ItemIDTests {
     @Test(arguments: [
         "a", "5e2f8c1a-0c1b-4a4e-9f0e-2d1f6a7b8c9d", "A B", "é", "...", String(repeating: "x", count: 255), " a ",
     ])
@@ -34,7 +34,7 @@ import Testing
     }
 }
 
-@Suite struct TableNameTests {
+@Suite(.timeLimit(.minutes(3))) struct TableNameTests {
     @Test(arguments: ["TodoItem", "a", "t_1", String(repeating: "T", count: 128)])
     func acceptsValidNames(text: String) throws {
         #expect(try TableName(text).rawValue == text)
@@ -50,7 +50,7 @@ import Testing
     }
 }
 
-@Suite struct VersionTests {
+@Suite(.timeLimit(.minutes(3))) struct VersionTests {
     @Test(arguments: [
         ("\"AAAAAAAAB9E=\"", Precondition.version(Version("AAAAAAAAB9E="))),
         ("AAAAAAAAB9E=", .version(Version("AAAAAAAAB9E="))),
@@ -86,7 +86,7 @@ import Testing
     }
 }
 
-@Suite struct SystemPropertyTests {
+@Suite(.timeLimit(.minutes(3))) struct SystemPropertyTests {
     @Test func stripsServerManagedPropertiesButKeepsTheID() {
         let item: JSONValue = [
             "id": "a", "text": "t", "createdAt": "2020-01-01T00:00:00.000Z",
@@ -113,7 +113,7 @@ import Testing
 
 /// Issue 14, point 9: an id is its bytes. Swift's `String ==` treats the NFC and NFD forms of `café` as equal;
 /// the stores and the wire do not, so ItemID must not either (equality, hashing and order).
-@Suite struct ItemIDBytesTests {
+@Suite(.timeLimit(.minutes(3))) struct ItemIDBytesTests {
     @Test func normalizationFormsAreDifferentIDs() throws {
         let composed = try ItemID("caf\u{E9}")
         let decomposed = try ItemID("cafe\u{301}")

@@ -26,7 +26,7 @@ import Testing
 /// processes and shares nothing with another, so their cases run side by side like any test's: the README's test
 /// command holds the whole suite to 6 cases at once. (Serialized, each suite was a chain whose next case queued
 /// behind every other test of the suite, and the chains ended the run 100 s after everything else.)
-@Suite struct ChaosTests {
+@Suite(.timeLimit(.minutes(3))) struct ChaosTests {
     @Test(.timeLimit(.minutes(3)), arguments: ["v2", "v3", "mixed"])
     func devicesUnderFaultsKillsAndRestartsConvergeWithNothingLost(protocol: String) async throws {
         let output = try await runChaos(
@@ -107,7 +107,7 @@ import Testing
 }
 
 /// The chaos runs of the modes beside the plain one (see ``ChaosTests``).
-@Suite struct ChaosModeTests {
+@Suite(.timeLimit(.minutes(3))) struct ChaosModeTests {
     /// Pulls of many pages under the same faults (issue 17): the devices' pulls start at pages of 3 rows and
     /// grow to 6, where each round trip also asks the page after the next (`$skip`), joined only when it starts
     /// at the next page's last row; the proxy faults those requests as any other, and devices are killed

@@ -9,7 +9,7 @@ import Testing
 /// The child processes tests and tools run (TestSupport's `runCommand`, on swift-subprocess): exit statuses, output
 /// and error, signals, time limits, cancellation, and that a child inherits no other descriptor of the parent (which
 /// would keep another child's pipe open).
-@Suite struct CommandTests {
+@Suite(.timeLimit(.minutes(3))) struct CommandTests {
     @Test func exitStatusOutputErrorAndEnvironment() async throws {
         let result = try await runCommand(
             "/bin/sh", ["-c", "echo $GREETING; echo oops >&2; exit 7"], environment: ["GREETING": "hello"])
@@ -69,7 +69,7 @@ import Testing
 /// TestSupport's `CommandSession`: commands run one after another in one process (a shell reading lines here, which
 /// speaks the protocol `todo session` speaks), each with its own output, error and status; a command killed or
 /// ending the process leaves the next one a new process; a kill never falls on the next command.
-@Suite struct CommandSessionTests {
+@Suite(.timeLimit(.minutes(3))) struct CommandSessionTests {
     /// A shell that runs each line it reads, then writes the end line on both outputs.
     static func shell() -> CommandSession {
         CommandSession(

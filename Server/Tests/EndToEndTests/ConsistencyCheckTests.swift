@@ -3,7 +3,7 @@ import Testing
 
 /// The consistency checks of `sync-chaos` (docs/consistency.md) catch what they claim to: each planted violation is
 /// found, and the same history without it passes.
-@Suite struct ConsistencyCheckTests {
+@Suite(.timeLimit(.minutes(3))) struct ConsistencyCheckTests {
     typealias Read = DeviceHistory.ReadItem
 
     static func read(_ text: String, done: Bool = false, at stamp: String) -> [String: Read] {

@@ -9,7 +9,7 @@ import Testing
 /// new key (or plain) opens the store, and it holds every item; the next run starts from whichever stands. The time
 /// after the commit is the moves alone (1–2 kills in 30 landed there in runs alone), so the deterministic cover of each
 /// step is `StoreReencryptionTests.aChangeStoppedAtAnyStepLeavesTheOldStoreOrTheNew`; this is the real process's.
-@Suite struct EncryptedStoreKillTests {
+@Suite(.timeLimit(.minutes(3))) struct EncryptedStoreKillTests {
     @Test(.timeLimit(.minutes(3)))  // a hang guard: the README's test command starts it when the case starts
     func rekeyKilledAnywhereLeavesTheOldStoreOrTheNewWhole() async throws {
         let folder = FileManager.default.temporaryDirectory.appendingPathComponent("rekey-\(UUID().uuidString)")

@@ -12,7 +12,7 @@ import Testing
 
 /// The tests that run `sync-server` processes under load, one after another: side by side on CI's two
 /// cores, each would slow the others past their deadlines (and the PostgreSQL stop would meet few writes).
-@Suite(.serialized) enum ProcessTests {}
+@Suite(.serialized, .timeLimit(.minutes(3))) enum ProcessTests {}
 
 /// Two `sync-server` processes over one PostgreSQL database, written to and pulled from at once
 /// (issue 7): the §5 cursor guarantee must hold across instances.

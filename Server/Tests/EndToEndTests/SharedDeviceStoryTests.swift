@@ -10,7 +10,7 @@ import Testing
 /// Issue 29's story with the real `todo` and `sync-server` processes: one device (one store), a server that checks
 /// tokens with a per-user `TodoItem`, and two people taking turns. Bob's token never sends Alice's pending change,
 /// never shows her rows, and Alice's sign-out leaves no byte of her data in the store's folder.
-@Suite(.serialized) struct SharedDeviceStoryTests {
+@Suite(.serialized, .timeLimit(.minutes(3))) struct SharedDeviceStoryTests {
     // A hang guard: each case took up to about 2 minutes in the whole suite on two cores (2026-11-28).
     @Test(.timeLimit(.minutes(3)), arguments: ["v2", "v3"])
     func oneDeviceTwoPeopleNothingCrosses(protocol: String) async throws {

@@ -10,7 +10,7 @@ import Testing
 /// Issue 32's story with the real `todo` and `sync-server` processes, in both dialects, on the server of
 /// docs/examples/shared-lists.json: Alice shares Groceries with Bob; Bob adds milk offline; Alice removes Bob; Bob's
 /// device no longer shows Groceries nor its items, his pending milk is reported as refused, and Alice keeps every row.
-@Suite(.serialized) struct SharedListsStoryTests {
+@Suite(.serialized, .timeLimit(.minutes(3))) struct SharedListsStoryTests {
     // A hang guard: each case took up to about 2 minutes in the whole suite on two cores (2026-11-28).
     @Test(.timeLimit(.minutes(3)), arguments: ["v2", "v3"])
     func bobRemovedWhileOfflineLosesTheListAndHearsOfHisMilk(protocol: String) async throws {

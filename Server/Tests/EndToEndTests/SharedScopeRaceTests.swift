@@ -16,7 +16,7 @@ import Testing
 /// everything stops, one more pull must leave bob's device holding exactly the server's rows in his scope, each in
 /// the server's version — none missing, none out of scope. Bounded: 4 × 120 writes, 40 membership changes; fixed
 /// seeds.
-@Suite(.serialized) struct SharedScopeRaceTests {
+@Suite(.serialized, .timeLimit(.minutes(3))) struct SharedScopeRaceTests {
     static let writers = 4
     static let writesPerWriter = 120
     static let membershipChanges = 40

@@ -12,7 +12,7 @@ import Testing
 
 /// The tutorial's story with the real `todo` and `sync-server` processes, two devices (two stores), once with the
 /// devices speaking v2 and once v3 (`TODO_PROTOCOL`), against the one server that serves both.
-@Suite(.serialized) struct TutorialStoryTests {
+@Suite(.serialized, .timeLimit(.minutes(3))) struct TutorialStoryTests {
     struct Device {
         let environment: [String: String]
 

@@ -16,7 +16,7 @@ import Testing
 /// request in four in all. Each run ends with every person's server rows exactly as they made them, no row of one
 /// in the other's table, and none of their strings in any file of the device's store folder after a sign-out.
 /// Both dialects; fixed seeds.
-@Suite(.onBothProtocols) struct AccountChaosTests {
+@Suite(.onBothProtocols, .timeLimit(.minutes(3))) struct AccountChaosTests {
     static let seeds: [UInt64] = [1, 2, 3, 4, 5]
     static let turns = 8
 

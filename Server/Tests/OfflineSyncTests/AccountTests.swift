@@ -12,7 +12,7 @@ import Testing
 /// A store belongs to one account (issue 29): the first request with a token binds it, a token for another
 /// account sends nothing, and a sign-out pushes first (or not), then erases every byte of the account's data.
 /// Against a real server that checks tokens, with a per-user `TodoItem`.
-@Suite(.onBothProtocols) struct AccountTests {
+@Suite(.onBothProtocols, .timeLimit(.minutes(3))) struct AccountTests {
     static let secret = "account-test-secret-0123456789abcdef"
 
     /// Counts what reaches the network, and fails every request while `isDown`.

@@ -6,7 +6,7 @@ import OfflineSync
 import OfflineSyncAsyncHTTPClient
 import Testing
 
-@Suite(.onBothProtocols) struct AsyncHTTPClientTransportTests {
+@Suite(.onBothProtocols, .timeLimit(.minutes(3))) struct AsyncHTTPClientTransportTests {
     @Test func syncsWithTheServerLikeTheDefaultTransport() async throws {
         let workspace = try Workspace()
         try await LiveServer.run(in: workspace) { url in

@@ -12,7 +12,7 @@ import Testing
 /// demand and ahead of time, evicted past the cache limit (never a file waiting to go), removed with their rows, and
 /// a file the server refuses for good parks only the change that names it.
 /// One test at a time: megabytes through debug builds load two cores, and the whole suite has timed tests.
-@Suite(.serialized, .onBothProtocols) struct AttachmentSyncTests {
+@Suite(.serialized, .onBothProtocols, .timeLimit(.minutes(3))) struct AttachmentSyncTests {
     struct Inspection: Codable, Sendable, Equatable {
         var id: String
         var title: String

@@ -7,7 +7,7 @@ import Testing
 /// Automatic sync (issue 16, point 3) against a real server, with the real clock and short intervals: two
 /// devices converge with no sync call, by the server's change notification or by the schedule. Its timing (the
 /// backoff, offline, the network's return, a 401) is the root package's `AutoSyncClockTests`, on a manual clock.
-@Suite(.onBothProtocols) struct AutoSyncTests {
+@Suite(.onBothProtocols, .timeLimit(.minutes(3))) struct AutoSyncTests {
     static var options: AutoSyncOptions {
         var options = AutoSyncOptions()
         options.pushDelay = .milliseconds(50)

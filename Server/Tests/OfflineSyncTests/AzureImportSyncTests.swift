@@ -13,7 +13,7 @@ import Testing
 /// positions for two query ids is imported; then every operation goes exactly once, in
 /// the SDK's order, the parked one once resolved; the first pull of each imported query id reads only rows updated at
 /// or after its position; and the tutorial goes on, with nothing lost, as another device sees.
-@Suite(.serialized) struct AzureImportSyncTests {
+@Suite(.serialized, .timeLimit(.minutes(3))) struct AzureImportSyncTests {
     static let fields: [String: [String: AzureMobileAppsImport.FieldType]] = [
         "TodoItem": ["text": .string, "complete": .boolean],
         "Category": ["name": .string, "sortOrder": .integer],

@@ -8,7 +8,7 @@ import Testing
 /// Batched push (issue 17, docs/batch.md): when the client batches, that it falls back against a server
 /// without the endpoint, and what a batch does with several operations of one item. The push cases themselves
 /// (conflicts, refusals, lost replies, retries, 401) run on both paths (and on v3) in the suites marked `.onEveryWire`.
-@Suite struct BatchPushTests {
+@Suite(.timeLimit(.minutes(3))) struct BatchPushTests {
     static func todo(_ id: String, _ text: String = "x") -> TodoItem { TodoItem(id: id, text: text, complete: false) }
 
     /// The paths of the requests a transport saw, in order.

@@ -8,7 +8,7 @@ import Testing
 /// first table's request, before the second's — is half on the device after separate pulls, whole after a pull of
 /// both together; a pull together that fails part-way applies nothing (separate pages applied half a set); a pull
 /// whose tables never stop changing applies nothing after its passes and says so, and the next completes it.
-@Suite struct ChangeSetPullTests {
+@Suite(.timeLimit(.minutes(3))) struct ChangeSetPullTests {
     static func row(_ id: String) -> TodoItem { TodoItem(id: id, text: id, complete: false) }
 
     /// The two tables a set spans.

@@ -7,7 +7,7 @@ import Testing
 /// Change sets (issue 49): writes made in one `changeSet` are one atomic batch — applied whole; a conflict of one
 /// member sends the whole set back (nothing of it on the server), and its resolution sends it again; a set whose
 /// reply was lost is complete when sent again; against a server without atomic batches the configuration decides.
-@Suite struct ChangeSetPushTests {
+@Suite(.timeLimit(.minutes(3))) struct ChangeSetPushTests {
     static func todo(_ id: String, _ text: String = "x") -> TodoItem { TodoItem(id: id, text: text, complete: false) }
 
     /// The ids of the server's rows, read by another client.

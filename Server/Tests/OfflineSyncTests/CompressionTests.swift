@@ -5,7 +5,7 @@ import Testing
 
 /// Compressed responses (issue 17, point 3) through both transports, against a real server that compresses
 /// (its default): each transport asks for compression, gets it, and hands the SDK the decompressed body.
-@Suite(.onBothProtocols) struct CompressionTests {
+@Suite(.onBothProtocols, .timeLimit(.minutes(3))) struct CompressionTests {
     enum Kind: String, CaseIterable, CustomTestStringConvertible {
         case urlSession, asyncHTTPClient
         var transport: any HTTPTransport {

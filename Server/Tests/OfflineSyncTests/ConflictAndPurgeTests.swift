@@ -3,7 +3,7 @@ import OfflineSync
 import OfflineSyncTesting
 import Testing
 
-@Suite(.onEveryWire) struct ConflictTests {
+@Suite(.onEveryWire, .timeLimit(.minutes(3))) struct ConflictTests {
     /// Device B edits an item that device A changed first: B's push gets a 412 with A's copy.
     static func makeConflict(
         _ url: URL, _ workspace: Workspace, configureB: (inout SyncClient.Configuration) -> Void = { _ in }
@@ -112,7 +112,7 @@ import Testing
     }
 }
 
-@Suite(.onBothProtocols) struct PurgeTests {
+@Suite(.onBothProtocols, .timeLimit(.minutes(3))) struct PurgeTests {
     @Test func purgeRefusesWithPendingOperationsUnlessForcedAndResetsCursors() async throws {
         let workspace = try Workspace()
         try await LiveServer.run(in: workspace) { url in
@@ -148,7 +148,7 @@ import Testing
     }
 }
 
-@Suite(.onEveryWire) struct MoreConflictTests {
+@Suite(.onEveryWire, .timeLimit(.minutes(3))) struct MoreConflictTests {
     @Test func aDeleteOfAChangedItemConflictsAndCanBeRetriedOverTheServer() async throws {
         let workspace = try Workspace()
         try await LiveServer.run(in: workspace) { url in

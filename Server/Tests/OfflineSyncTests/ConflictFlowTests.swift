@@ -6,7 +6,7 @@ import Testing
 /// What happens to an item around a parked conflict (issue 12, points 2 and 3; PROTOCOL.md §5,
 /// §7 and §8): every resolution but "leave" ends with the device holding the server's current row
 /// or a re-sent change, and a refused change blocks neither other pushes nor pulls.
-@Suite struct ConflictFlowTests {
+@Suite(.timeLimit(.minutes(3))) struct ConflictFlowTests {
     /// B's update conflicts; while it is parked, A changes the item again and B pulls past it.
     static func conflictThenNewerServerVersion(_ url: URL, _ workspace: Workspace) async throws
         -> (a: SyncClient, b: SyncClient)

@@ -6,7 +6,7 @@ import Testing
 /// Random offline edits on 2–3 clients, then push/pull rounds: every client ends with the server's
 /// rows (PROTOCOL.md §5–§7 together), whatever the interleaving of inserts, updates and deletes — with every client
 /// on v2, on v3, and in turn on v2 and v3 (one table, both dialects).
-@Suite(.onBothProtocolsAndMixed) struct ConvergenceTests {
+@Suite(.onBothProtocolsAndMixed, .timeLimit(.minutes(3))) struct ConvergenceTests {
     struct Edit: Sendable, CustomStringConvertible {
         var client: Int
         var kind: OperationKind

@@ -9,7 +9,7 @@ import Testing
 /// Issue 50: a table of integer ids the server gives (``TableConfiguration/integerIDs``) through the SDK — the online
 /// table API reads, inserts, updates and deletes its items as the E2E suites do; offline sync refuses it clearly at the
 /// pull for untyped items (an item `Identifiable` by an integer is refused at `syncTable`: `LocalStoreTests`).
-@Suite struct IntegerIDTableTests {
+@Suite(.timeLimit(.minutes(3))) struct IntegerIDTableTests {
     /// An item of an integer-id table: `id` 0 until the server gives one.
     struct Movie: Codable, Sendable, Hashable, Identifiable {
         var id: Int = 0

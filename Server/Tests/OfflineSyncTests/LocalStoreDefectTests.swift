@@ -6,7 +6,7 @@ import Testing
 
 /// Defects of the local store found through the public API (issue 12, point 8). Each failed before
 /// its fix.
-@Suite(.onBothProtocols) struct LocalStoreDefectTests {
+@Suite(.onBothProtocols, .timeLimit(.minutes(3))) struct LocalStoreDefectTests {
     /// Point 8e: a second client on the same store cleared the first one's in-flight mark, so an edit
     /// made during the first one's push collapsed into the operation being sent and was lost.
     @Test func anEditThroughASecondClientOnTheSameStoreDuringAPushIsKept() async throws {

@@ -16,7 +16,7 @@ struct DatedItem: Codable, Sendable, Equatable {
 /// Edits of different fields merge by themselves (issue 47), on every wire and in both sync orders; a field changed
 /// on both sides is a conflict that names it and carries base, mine and theirs, or the table's policy decides it;
 /// a typed model's nil clears the field on the server.
-@Suite(.onEveryWire) struct MergeTests {
+@Suite(.onEveryWire, .timeLimit(.minutes(3))) struct MergeTests {
     /// Two devices with the item "milk" (due 2026-12-01) on both.
     static func twoDevices(
         _ url: URL, _ workspace: Workspace, configureB: (inout SyncClient.Configuration) -> Void = { _ in }

@@ -5,7 +5,7 @@ import Testing
 /// Watched queries (issue 16, point 1): `SyncTable.observe` and `observeCount` against a real store and a real
 /// server — what they yield after local writes, a pull, a purge, a write of another table, and that cancelling
 /// the consumer ends them.
-@Suite(.onBothProtocols) struct ObservationTests {
+@Suite(.onBothProtocols, .timeLimit(.minutes(3))) struct ObservationTests {
     /// Collects what a sequence yields, in a task of its own, for the test to wait on.
     actor Collected<Value: Sendable> {
         private(set) var values: [Value] = []

@@ -7,7 +7,7 @@ import SyncSQLite
 import SyncServer
 import Testing
 
-@Suite(.onBothProtocols) struct PullTests {
+@Suite(.onBothProtocols, .timeLimit(.minutes(3))) struct PullTests {
     /// Seeds the server with `count` rows through a client's push — over AsyncHTTPClient: under the whole suite's
     /// load the seeding push went unanswered for its 30 s four times over on URLSession (2026-11-24, twice), as
     /// requests of sync-bench's loads did before they moved to AsyncHTTPClient (BENCHMARKS.md, Hooks).
@@ -87,7 +87,7 @@ import Testing
 
 /// v2 only: a v3 server refuses ids outside the Datasync client's set (`café` among them), and the store compares
 /// ids the same way whatever the dialect.
-@Suite struct PendingIDPullTests {
+@Suite(.timeLimit(.minutes(3))) struct PendingIDPullTests {
     /// Issue 14, point 9, on the client: a pulled row is skipped only when its own id has a pending operation,
     /// compared as bytes. Before, the set of pending ids held Swift strings, so a refused operation on `café`
     /// written decomposed (NFD) kept the server's precomposed (NFC) `café`, another row, from ever arriving.
@@ -110,7 +110,7 @@ import Testing
     }
 }
 
-@Suite(.onBothProtocols) struct ServerPageTests {
+@Suite(.onBothProtocols, .timeLimit(.minutes(3))) struct ServerPageTests {
     @Test func theClientFollowsAServersSmallerPage() async throws {
         let workspace = try Workspace()
         let transport = ScriptedTransport(forwardingTo: URLSessionTransport())
@@ -130,7 +130,7 @@ import Testing
 
 /// Pages sized by the link (issue 17, point 4): over a slow link a pull's pages grow, within the server's
 /// `maxTop`, and the server's count ends the pull without a request for an empty page.
-@Suite(.onBothProtocols) struct PullPageSizeTests {
+@Suite(.onBothProtocols, .timeLimit(.minutes(3))) struct PullPageSizeTests {
     /// A transport that waits `delay` before each request, as a link with that round trip does, and keeps the
     /// `$top` and status of each page request.
     final class SlowLink: HTTPTransport, Sendable {

@@ -6,7 +6,7 @@ import Testing
 
 /// Transient failures, lost replies and legacy replies during a push or pull (issue 12, points 1,
 /// 4, 6 and 7; PROTOCOL.md §5 and §7). Each test failed before the fix it names.
-@Suite struct PushFaultTests {
+@Suite(.timeLimit(.minutes(3))) struct PushFaultTests {
     static func todo(_ id: String, _ text: String) -> TodoItem { TodoItem(id: id, text: text, complete: false) }
 
     @Test(.onEveryWire, arguments: [408, 429, 500, 502, 504])
@@ -267,7 +267,7 @@ import Testing
 }
 
 /// A typed model that knows fewer fields than the server's row (an older app version, or a column another app added).
-@Suite struct NarrowModelTests {
+@Suite(.timeLimit(.minutes(3))) struct NarrowModelTests {
     /// `SyncTable.update` stored the encoded model as the whole local row, so a field the model does not know left
     /// the row; v2 sends it as a PATCH (the server kept the field), v3 as a PUT, which replaced the row and dropped
     /// the field on the server (failed on v3 before the fix). The row now keeps the fields the model does not read.

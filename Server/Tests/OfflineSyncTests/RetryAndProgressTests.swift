@@ -4,7 +4,7 @@ import Testing
 
 @testable import OfflineSync
 
-@Suite(.onBothProtocols) struct RetryAndProgressTests {
+@Suite(.onBothProtocols, .timeLimit(.minutes(3))) struct RetryAndProgressTests {
     @Test func aPullRetriesATransientFailureAfterTheBackoff() async throws {
         let workspace = try Workspace()
         try await LiveServer.run(in: workspace) { url in

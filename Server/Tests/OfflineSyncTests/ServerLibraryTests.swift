@@ -7,7 +7,7 @@ import Testing
 /// The SDK against a server that an app built on the `SyncServer` library (issue 31): a write hook's refusal is a
 /// refused change the app can read and resolve, not a conflict, while the rest of the push goes through; and
 /// `invokeAPI` calls the server's custom APIs, typed and untyped, with the server's message on a refusal.
-@Suite(.onBothProtocols) struct ServerLibraryTests {
+@Suite(.onBothProtocols, .timeLimit(.minutes(3))) struct ServerLibraryTests {
     struct Sum: Codable, Sendable { var a: Int, b: Int }
     struct Total: Codable, Equatable { var total: Int }
 

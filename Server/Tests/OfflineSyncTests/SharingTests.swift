@@ -11,7 +11,7 @@ import Testing
 /// drops the list's rows on its next pull (and nobody else's copy), and reports its pending changes as refused; a
 /// device that joins a list whose rows are older than its cursors gets all of them on its next pull; a row moved to a
 /// list the user is not in leaves their device (also after two moves while it was offline), not others'.
-@Suite(.onBothProtocols) struct SharingTests {
+@Suite(.onBothProtocols, .timeLimit(.minutes(3))) struct SharingTests {
     static let secret = "sharing-test-secret-0123456789abcdef"
 
     /// Lists (each its own group), their items, and who belongs to which list.
@@ -365,7 +365,7 @@ import Testing
 /// The flips of membership during one pull, on the default wire only: the checks are the client's, the same on either
 /// dialect, and it costs 64 pulls (in the one whole-suite run that had it in `SharingTests`, on both dialects, a test
 /// beside it went unanswered for 4 × 30 s).
-@Suite struct MembershipFlipTests {
+@Suite(.timeLimit(.minutes(3))) struct MembershipFlipTests {
     /// Every way a user's membership can flip (shared, unshared, shared again …) before the first six requests of one
     /// pull of lists and members together: whatever the pull applies, a list the device holds comes with its owner's
     /// member row (the check `sync-chaos --shared` makes of every device read), and the next pull leaves the device

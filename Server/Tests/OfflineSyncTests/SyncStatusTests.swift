@@ -6,7 +6,7 @@ import Testing
 
 /// The sync status (issue 16, point 2) against a real server: counts follow local writes and pushes,
 /// `isPushing`/`pullingTables` show running work, and an outage is `unavailable` until a sync gets through.
-@Suite(.onBothProtocols) struct SyncStatusTests {
+@Suite(.onBothProtocols, .timeLimit(.minutes(3))) struct SyncStatusTests {
     /// The real transport with 30 ms of latency (so that running work shows in the status), or "no network"
     /// while `isDown` is set.
     struct Outage: HTTPTransport {

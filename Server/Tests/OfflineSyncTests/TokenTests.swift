@@ -6,7 +6,7 @@ import Testing
 /// The SDK's `tokenProvider` against a real server that checks tokens (issue 15): a 401 asks the provider
 /// once for a fresh token and goes on; a provider that has none left stops the sync with `unauthorized`, and
 /// every change waits in the queue for the next sign-in.
-@Suite(.onEveryWire) struct TokenTests {
+@Suite(.onEveryWire, .timeLimit(.minutes(3))) struct TokenTests {
     static let secret = "client-test-secret-0123456789abcdef"
 
     /// What the provider was asked, and what it answers: an expired token first, then `fresh` on a refresh.

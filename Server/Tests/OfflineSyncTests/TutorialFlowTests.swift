@@ -3,7 +3,7 @@ import OfflineSync
 import OfflineSyncTesting
 import Testing
 
-@Suite(.onEveryWire) struct TutorialFlowTests {
+@Suite(.onEveryWire, .timeLimit(.minutes(3))) struct TutorialFlowTests {
     @Test func offlineAddsPersistAcrossARestartAndReachTheServerOnPush() async throws {
         let workspace = try Workspace()
         // Offline: the server is down.

@@ -11,7 +11,7 @@ import Testing
 /// member reads an earlier one's write; a column a member adds goes with an undone set; a replayed set says each
 /// member was applied before; sets running beside each other and beside single writes all land; the offer says
 /// `atomic`.
-@Suite struct AtomicBatchTests {
+@Suite(.timeLimit(.minutes(3))) struct AtomicBatchTests {
     static func set(_ operations: [JSONValue]) -> JSONValue { ["atomic": true, "requests": .array(operations)] }
 
     static func statuses(_ reply: Reply) -> [Int64?] { BatchTests.answers(reply).map { $0["status"]?.intValue } }

@@ -20,7 +20,7 @@ import Testing
 /// is kept, reads with `Range`; who may read, upload and name a file (per tenant, with a file another tenant holds);
 /// a write naming a file the server lacks; the size limit; the collection of unnamed files and stale uploads.
 /// One test at a time: megabytes through debug builds load two cores, and the whole suite has timed tests.
-@Suite(.serialized) struct AttachmentTests {
+@Suite(.serialized, .timeLimit(.minutes(3))) struct AttachmentTests {
     static func table(_ name: String = "Item") -> TableConfiguration {
         var table = Fixture.table(name)
         table.attachmentColumns = ["photo", "scan"]

@@ -15,7 +15,7 @@ import Testing
 ///
 /// Property: never a 5xx; a 401 carries the challenge and never the token; a 200 only lists alice's row.
 /// Fixed seeds run in CI; a failing seed found later joins them.
-@Suite struct AuthFuzzTests {
+@Suite(.timeLimit(.minutes(3))) struct AuthFuzzTests {
     static let seeds: [UInt64] = [1, 2, 3]
     static let requestsPerSeed = 400
 

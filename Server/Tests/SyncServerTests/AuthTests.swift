@@ -10,7 +10,7 @@ import Testing
 @testable import SyncServer
 
 /// Tokens and per-user tables (issue 15): who may call, and whose rows they see.
-@Suite struct AuthTests {
+@Suite(.timeLimit(.minutes(3))) struct AuthTests {
     static let secret = "a-development-secret-of-32-bytes-or-more"
     static let audience = "todo-app"
 

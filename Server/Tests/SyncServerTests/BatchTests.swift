@@ -8,7 +8,7 @@ import Testing
 /// `POST /batch` (docs/batch.md): each operation answered as its own request would be, in order; a later
 /// operation of an item whose earlier one failed is not applied (424); a malformed or oversized batch is refused
 /// before anything runs; table responses offer it.
-@Suite struct BatchTests {
+@Suite(.timeLimit(.minutes(3))) struct BatchTests {
     static func operation(
         _ method: String, _ url: String, body: JSONValue? = nil, ifMatch: String? = nil
     ) -> JSONValue {

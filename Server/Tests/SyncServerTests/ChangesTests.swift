@@ -9,7 +9,7 @@ import Testing
 /// `GET /changes` (issue 16, point 4; docs/changes.md): a follower learns of a committed write at once, waits out
 /// its `wait` otherwise, is answered at once for a token it did not get here, and is not woken by another user's
 /// row in a per-user table.
-@Suite struct ChangesTests {
+@Suite(.timeLimit(.minutes(3))) struct ChangesTests {
     @Test func aWriteWakesTheFollowersOfItsTableOnly() async throws {
         try await Fixture.withServer(.sqlite, tables: [Fixture.table("TodoItem"), Fixture.table("Notes")]) { client in
             let first = try await client.send(.get, "/changes?tables=TodoItem,Notes", versioned: false)

@@ -10,7 +10,7 @@ import Testing
 /// Rows scoped by a claim of the token (issue 32, its first part): the access matrix of two tenants over every
 /// operation, in and out of scope, in both dialects and a batch, on both stores; a caller without the claim; the
 /// settings checked.
-@Suite struct ClaimScopeTests {
+@Suite(.timeLimit(.minutes(3))) struct ClaimScopeTests {
     static func withTenants(_ backend: Backend, _ body: @Sendable (any TestClientProtocol) async throws -> Void)
         async throws
     {

@@ -12,7 +12,7 @@ import Testing
 /// String order per column (issue 31): a case-insensitive, accent-aware collation in `$orderby` and the comparison
 /// operators, the same on SQLite and PostgreSQL — tested against each other and against Swift on random Unicode
 /// strings (seeded) — keys computed for rows written before the collation was set, and the settings checked.
-@Suite struct CollationTests {
+@Suite(.timeLimit(.minutes(3))) struct CollationTests {
     static func movies(_ collation: Collation = .caseInsensitive) -> TableConfiguration {
         var table = Fixture.table("movies", pageSize: 1000, columns: ["title": .string, "year": .integer])
         table.collations = ["title": collation]

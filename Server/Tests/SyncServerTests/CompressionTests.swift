@@ -10,7 +10,7 @@ import Testing
 /// Compressed responses (issue 17, point 3) over real sockets: which responses are compressed, for which
 /// requests, and that their framing is right. Store-independent, so on SQLite only. (That a compressed page
 /// decompresses to the rows is OfflineSyncTests.CompressionTests, through both transports.)
-@Suite struct CompressionTests {
+@Suite(.timeLimit(.minutes(3))) struct CompressionTests {
     /// One response read from raw bytes: its head's fields (names lowercased) and its body.
     struct Response {
         let status: Int?

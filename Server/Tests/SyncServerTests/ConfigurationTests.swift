@@ -5,7 +5,7 @@ import Testing
 
 @testable import SyncServer
 
-@Suite struct ConfigurationTests {
+@Suite(.timeLimit(.minutes(3))) struct ConfigurationTests {
     @Test func readsTheDocumentedJSONShape() throws {
         let json = """
             {"tables": [{"name": "TodoItem", "softDelete": true, "pageSize": 50, "maxTop": 1000,

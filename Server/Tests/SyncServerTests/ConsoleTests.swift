@@ -9,7 +9,7 @@ import Testing
 /// The console's server side (issue 19; the browser tests drive its pages): the pages and their assets, the API
 /// they read — counts, rows newest first, the table API's `$filter` and its error words, deleted rows on demand —
 /// on both stores; who may use it with auth (administrators, across users) and without (loopback, or enabled).
-@Suite struct ConsoleTests {
+@Suite(.timeLimit(.minutes(3))) struct ConsoleTests {
     @Test(arguments: Backend.all) func pagesAndTheirAPIOnBothStores(_ backend: Backend) async throws {
         try await Fixture.withServer(backend) { client in
             for (text, complete) in [("Buy milk", false), ("Walk the dog", true), ("Call mom", false)] {

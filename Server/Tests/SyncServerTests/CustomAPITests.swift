@@ -14,7 +14,7 @@ import Testing
 /// Custom APIs at `/api/{name}` (issue 31): JSON in and out, any method the API takes, query parameters, the
 /// tables' version header and authentication, refusals with the app's message, and bad input answered, not crashed
 /// on.
-@Suite struct CustomAPITests {
+@Suite(.timeLimit(.minutes(3))) struct CustomAPITests {
     struct Greeting: Codable { var name: String }
 
     /// `echo` answers what it was sent; `greet` decodes a typed body; `refuse` always refuses; `fail` throws.
@@ -188,7 +188,7 @@ import Testing
 
 /// Custom APIs through a real socket, as clients that are not ours send: a chunked body with no length, a body past
 /// the size limit, a large answer with and without gzip, and `Connection: close`.
-@Suite struct CustomAPILiveTests {
+@Suite(.timeLimit(.minutes(3))) struct CustomAPILiveTests {
     /// The buffers, one after another, as a body whose length the client does not know.
     static func stream(_ buffers: [ByteBuffer]) -> AsyncStream<ByteBuffer> {
         AsyncStream { continuation in
@@ -278,7 +278,7 @@ import Testing
 
 /// `SyncServerConfiguration.routes`: the app's own Hummingbird routes beside the tables, behind the server's
 /// middleware (the verified caller, a bad token refused).
-@Suite struct AppRoutesTests {
+@Suite(.timeLimit(.minutes(3))) struct AppRoutesTests {
     @Test func theAppsOwnRoutesServeBesideTheTables() async throws {
         let alice = AuthTests.bearer(try await AuthTests.token("alice"))
         try await Fixture.withServer(

@@ -6,7 +6,7 @@ import Testing
 /// `abandoning(after:)`, the server's one deadline (the SQLite store's query timeout, PostgreSQL's wait for a
 /// connection and for a reply): an answer before the limit is returned; at the limit the caller is answered
 /// without waiting for work that never ends; an exempt deadline waits; cancelling the caller cancels the work.
-@Suite struct DeadlineTests {
+@Suite(.timeLimit(.minutes(3))) struct DeadlineTests {
     struct Expired: Error {}
 
     @Test func anAnswerBeforeTheLimitIsReturned() async throws {

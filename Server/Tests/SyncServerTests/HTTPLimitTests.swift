@@ -15,7 +15,7 @@ import Testing
 
 /// The HTTP layer's limits over real sockets (issue 14, points 3, 4 and 11): hand-made requests that
 /// an attacker, a broken proxy or a slow network sends. Store-independent, so on SQLite only.
-@Suite struct HTTPLimitTests {
+@Suite(.timeLimit(.minutes(3))) struct HTTPLimitTests {
     /// A server with the limits `change` sets, and the metrics it records.
     func withServer(
         _ change: @escaping @Sendable (inout ConnectionLimits) -> Void = { _ in },

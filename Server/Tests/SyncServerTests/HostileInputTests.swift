@@ -9,7 +9,7 @@ import Testing
 /// Client text the server must read in linear time and answer correctly (issue 44, items 1–4): member names that are
 /// not ASCII and strings of long runs of combining marks are refused before anything hashes them; pattern functions
 /// escape per Unicode scalar; arithmetic on a bare `null` is the same 200 on both stores.
-@Suite struct HostileInputTests {
+@Suite(.timeLimit(.minutes(3))) struct HostileInputTests {
     /// `"a"` and `count` combining marks whose classes alternate (230, 220): normalizing it reorders every pair.
     static func marks(_ count: Int) -> String {
         "a" + String(String.UnicodeScalarView((0..<count).map { $0.isMultiple(of: 2) ? "\u{0301}" : "\u{0316}" }))

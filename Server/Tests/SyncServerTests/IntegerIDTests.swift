@@ -11,7 +11,7 @@ import Testing
 /// server's `autoIncrement: true`), as the Azure Mobile Apps E2E suites use them (`IntIdRoundTripTable`,
 /// `intIdMovies`): inserts name no id and get the next number; paths, bodies and `$filter` speak numbers; an id is
 /// never given twice; the v3 dialect refuses the table. On both stores.
-@Suite struct IntegerIDTests {
+@Suite(.timeLimit(.minutes(3))) struct IntegerIDTests {
     static func numbers(softDelete: Bool = true) throws -> TableConfiguration {
         var table = try TableConfiguration(name: "numbers", softDelete: softDelete, columns: ["name": .string])
         table.integerIDs = true

@@ -15,7 +15,7 @@ import Testing
 #endif
 
 /// A real server on 127.0.0.1 (any port) with a real SQLite file, reached over the network.
-@Suite struct LiveServerTests {
+@Suite(.timeLimit(.minutes(3))) struct LiveServerTests {
     /// A small HTTP client over URLSession for tests that need many concurrent connections.
     struct HTTP: Sendable {
         let base: URL

@@ -11,7 +11,7 @@ import Testing
 /// member) × each operation (read, page, insert, change, move, delete, undelete; the members' own) × a row in and out
 /// of the caller's groups — in both dialects and a batch, on both stores; creating a group; leaving one; the scope
 /// token a page carries; the settings checked.
-@Suite struct MembershipScopeTests {
+@Suite(.timeLimit(.minutes(3))) struct MembershipScopeTests {
     /// The sample's tables: lists (each its own group), their items, and who belongs to which list.
     static var tables: [TableConfiguration] {
         var members = Fixture.table("ListMember", columns: ["listId": .string, "userId": .string, "role": .string])

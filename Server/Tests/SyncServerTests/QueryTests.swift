@@ -10,7 +10,7 @@ import Testing
 @testable import SyncServer
 
 /// PROTOCOL.md §4 over HTTP, on real rows.
-@Suite struct QueryTests {
+@Suite(.timeLimit(.minutes(3))) struct QueryTests {
     static let products = try Fixture.table(
         "Products", pageSize: 50, maxTop: 100,
         columns: ["name": .string, "price": .double, "count": .integer, "inStock": .bool, "released": .date])

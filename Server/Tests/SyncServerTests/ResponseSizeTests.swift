@@ -22,7 +22,7 @@ import Testing
 /// every encoding, on both stores), on a machine it has to itself. Before the fix in
 /// `WholeResponseFlusher`, an uncompressed answer larger than the channel's high-water mark (64 KiB) was sometimes
 /// never finished: about one 300 KB item in ten, and most large write echoes.
-@Suite struct ResponseSizeTests {
+@Suite(.timeLimit(.minutes(3))) struct ResponseSizeTests {
     /// The bodies' sizes: each row's `text` has this many characters.
     static let sizes = [1_000, 64_000, 300_000, 1_000_000]
     /// Rounds per size class; round `r` asks in encoding `r % 3`.

@@ -8,7 +8,7 @@ import Testing
 @testable import SyncServer
 
 /// Dynamic and declared schemas (PROTOCOL.md §1, §4).
-@Suite struct SchemaTests {
+@Suite(.timeLimit(.minutes(3))) struct SchemaTests {
     @Test(arguments: Backend.all) func aDynamicTableGrowsAColumnPerNewField(_ backend: Backend) async throws {
         try await Fixture.withServer(backend) { client in
             _ = try await client.send(.post, "/tables/TodoItem", json: ["id": "a", "text": "x"])
@@ -173,7 +173,7 @@ import Testing
 }
 
 /// Regression: a query prepared before a dynamic column existed kept reading the old column list.
-@Suite struct SchemaGrowthRegressionTests {
+@Suite(.timeLimit(.minutes(3))) struct SchemaGrowthRegressionTests {
     @Test(arguments: Backend.all) func aColumnAddedAfterAQueryRanIsReturnedByTheNextQuery(_ backend: Backend)
         async throws
     {
@@ -191,7 +191,7 @@ import Testing
 /// Issue 14, point 5: a dynamic table grows within limits — new fields per write and fields per table — and a
 /// write past them is a 400 that names the limit (1,700 new fields in one POST were accepted on SQLite, and
 /// answered 500 by PostgreSQL past its 1,600-column limit).
-@Suite struct ColumnLimitTests {
+@Suite(.timeLimit(.minutes(3))) struct ColumnLimitTests {
     @Test(arguments: Backend.all) func aDynamicTableGrowsWithinItsColumnLimits(_ backend: Backend) async throws {
         var limited = Fixture.table("Limited")
         limited.maxColumns = 5
@@ -232,7 +232,7 @@ import Testing
 /// a first write's commit (adding the column) and its publishing the schema, when a concurrent pull answered rows
 /// without the field — and the device, holding that version, never fetched them again (found by sync-chaos, seed 6
 /// under load: `todo list` failed on a row with no `text`).
-@Suite struct SchemaCacheTests {
+@Suite(.timeLimit(.minutes(3))) struct SchemaCacheTests {
     @Test func readsAndWritesShowAColumnAnotherStoreAdded() async throws {
         let directory = try TemporaryDirectory()
         let table = try TableName("TodoItem")

@@ -8,7 +8,7 @@ import Testing
 
 /// docs/server-library.md's first five minutes, as written there: the hooks and the API it configures answer as the
 /// page says they do.
-@Suite struct ServerLibraryGuideTests {
+@Suite(.timeLimit(.minutes(3))) struct ServerLibraryGuideTests {
     /// The guide's configuration, line for line (but the port and the database).
     static func configure(_ configuration: inout SyncServerConfiguration) throws {
         configuration.tables = [try TableConfiguration(name: "TodoItem")]

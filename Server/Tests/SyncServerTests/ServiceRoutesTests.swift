@@ -10,7 +10,7 @@ import Yams
 
 @testable import SyncServer
 
-@Suite struct ServiceRoutesTests {
+@Suite(.timeLimit(.minutes(3))) struct ServiceRoutesTests {
     /// Each route is in the document of each dialect that answers it: /openapi.yaml has every route but PUT on an item
     /// (v3's replace; 405 under 2.0.x), /openapi-v3.yaml every table route but PATCH and POST on an item (v2's
     /// update and undelete; 405 under 3.0.x).

@@ -10,7 +10,7 @@ import Testing
 /// Write hooks (issue 31): each kind refusing with the app's status and message (nothing written), transforming
 /// the fields written, and failing safely (500, nothing written) — on both stores, in both dialects and in a batch.
 /// The read hook: its filter and hidden columns on every read and write path, its refusal, its failure.
-@Suite struct TableHookTests {
+@Suite(.timeLimit(.minutes(3))) struct TableHookTests {
     static let v3: HTTPFields = [HTTPField.Name("ZUMO-API-VERSION")!: "3.0.0"]
 
     /// Refuses texts that say "forbidden" and items named "keep" from being deleted or undeleted; stamps inserts

@@ -8,7 +8,7 @@ import SyncServer
 import Testing
 
 /// Every row of PROTOCOL.md §3, with its success and failure codes.
-@Suite struct TableOperationTests {
+@Suite(.timeLimit(.minutes(3))) struct TableOperationTests {
     @Test(arguments: Backend.all) func insertReturns201WithTheStoredItemETagAndLocation(_ backend: Backend) async throws
     {
         try await Fixture.withServer(backend) { client in

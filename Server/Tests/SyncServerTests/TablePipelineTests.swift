@@ -10,7 +10,7 @@ import Testing
 /// access rule of the route's effect and of a further effect (a replace that deletes), the hooks (a change and a
 /// refusal), a precondition failure as 412 or 409 with the row shown as the dialect shows it, an effect that is not
 /// the route's (500).
-@Suite struct TablePipelineTests {
+@Suite(.timeLimit(.minutes(3))) struct TablePipelineTests {
     static let alice = Caller(subject: "alice", roles: [])
     static let admin = Caller(subject: "admin", roles: ["admin"])
 

@@ -10,7 +10,7 @@ import Testing
 /// routes (§1), which versions select the dialect (§2), unquoted `If-Match` (§2, ours), 415 (§3), `$top` over
 /// `maxTop` and `__includeDeleted` in any case (§4), a table without soft delete (§6), and under auth 401 and a
 /// per-user table's rows (§3: ours answers 409 with an error body where the toolkit answers 400).
-@Suite struct V3ProtocolRowsTests {
+@Suite(.timeLimit(.minutes(3))) struct V3ProtocolRowsTests {
     static func v3(_ version: String = "3.0.0", _ more: HTTPFields = [:]) -> HTTPFields {
         var fields: HTTPFields = [HTTPField.Name("ZUMO-API-VERSION")!: version]
         for field in more { fields.append(field) }

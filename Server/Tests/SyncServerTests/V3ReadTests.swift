@@ -10,7 +10,7 @@ import Testing
 /// on both stores: rows written through v2 read through v3 without `createdAt`; a tombstone is 410; `ETag`,
 /// `Last-Modified` and the conditional requests; pages as `{"items","count","nextLink"}` following `nextLink`;
 /// OData v4 forms, exact `$select`, names in any case.
-@Suite struct V3ReadTests {
+@Suite(.timeLimit(.minutes(3))) struct V3ReadTests {
     static let v3: HTTPFields = [HTTPField.Name("ZUMO-API-VERSION")!: "3.0.0"]
 
     /// A server whose TodoItem pages hold 3 rows, with rows r1…r7 written through v2 (r7 then deleted).

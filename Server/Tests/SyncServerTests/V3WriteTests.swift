@@ -10,7 +10,7 @@ import Testing
 /// Location; 409 with the stored item), PUT replace (absent fields become null; 400, 404, 410, 412), DELETE (204;
 /// 410 for a tombstone), undelete by PUT with `__includedeleted=true`, PATCH refused; and a v2 client and a v3
 /// client writing one table see each other's writes.
-@Suite struct V3WriteTests {
+@Suite(.timeLimit(.minutes(3))) struct V3WriteTests {
     static let v3: HTTPFields = [HTTPField.Name("ZUMO-API-VERSION")!: "3.0.0"]
 
     func send(

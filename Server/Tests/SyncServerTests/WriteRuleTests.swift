@@ -14,7 +14,7 @@ import Testing
 /// disabled) × each write effect (insert, change, delete, undelete) × every route that performs it (v2, v3 — a
 /// replace with `deleted` included — and `/batch`), on both stores; the delete hook on a replace that deletes;
 /// a members row replaced without its role; a group claimed by several callers at once, and one whose members left.
-@Suite struct WriteRuleTests {
+@Suite(.timeLimit(.minutes(3))) struct WriteRuleTests {
     static let v3: HTTPFields = [HTTPField.Name("ZUMO-API-VERSION")!: "3.0.0"]
 
     /// A route that performs an effect on the row `id`: the request, and whether it goes through `/batch`.
