@@ -12,8 +12,8 @@ import Foundation
 /// are different values, and a field that another device rewrote in another normalization counts as changed. A
 /// server stores and returns the bytes it was sent, so text round-trips unchanged.
 ///
-/// Member names stay `String` dictionary keys (canonical equivalence); a name is short, and text from clients is
-/// held to ``JSONValue/ParsingLimits/clientText`` on the server.
+/// Member names stay `String` dictionary keys, compared by canonical equivalence: parsing an object hashed them
+/// already, and on the server text from clients is held to ``JSONValue/ParsingLimits/clientText``.
 extension JSONValue {
     /// Whether two values are the same: the same case and the same value, strings by their UTF-8 bytes, arrays
     /// element by element, objects member by member (in any order). `1` (an integer) and `1.0` (a double) differ.

@@ -95,6 +95,8 @@ enum TestDatabase {
             defer { Task { await postgresSlots.release() } }
             let name = "test_" + UUID().uuidString.lowercased().replacingOccurrences(of: "-", with: "")
             try await administer(server, "CREATE DATABASE \"\(name)\"")
+            let watchdog = Task { await reportSessions(server, database: name, after: Self.stuckAfter) }
+            defer { watchdog.cancel() }
             do {
                 let result = try await body(.postgres(url: try url(server, database: name)))
                 try await administer(server, "DROP DATABASE \"\(name)\" WITH (FORCE)")
@@ -112,6 +114,29 @@ enum TestDatabase {
     /// on PostgreSQL), and each holds a few connections — its pool, the change relay's listener — which together
     /// passed the test server's `max_connections`; two cores gain nothing from more than a few dozen anyway.
     private static let postgresSlots = Slots(24)
+
+    /// How long a test on PostgreSQL may run before ``reportSessions(_:database:after:)`` prints what its database's
+    /// sessions are doing: the longest such case took under 60 s of its own (2026-11-29), and the suites' hang guards
+    /// end a case at 3 minutes.
+    static let stuckAfter = Duration.seconds(150)
+
+    /// After `delay` (unless cancelled first), prints the sessions of `database` — state, wait, transaction age and
+    /// query — and the locks they wait for: two whole-suite runs once hung with the process idle in PostgreSQL cases
+    /// (issue 63), and this tells a wait in the database from a task that never resumed. Bounded at 10 s itself.
+    static func reportSessions(_ server: String, database: String, after delay: Duration) async {
+        guard (try? await Task.sleep(for: delay)) != nil else { return }
+        let sessions = """
+            SELECT pid, state, wait_event_type, wait_event, now() - xact_start AS transaction_age,
+                pg_blocking_pids(pid) AS blocked_by, left(query, 300) AS query
+            FROM pg_stat_activity WHERE datname = '\(database)'
+            """
+        let report = try? await abandoning(after: .seconds(10), throwing: { CancellationError() }) {
+            try await DatabaseURL(parsing: server).rows(sessions)
+        }
+        print(
+            "TestDatabase: a test on \(database) still runs after \(delay); its sessions:\n"
+                + (report.map { $0.isEmpty ? "(none)" : $0.joined(separator: "\n") } ?? "(not read within 10 s)"))
+    }
 
     /// The server's URL with another database.
     static func url(_ server: String, database: String) throws -> String {

@@ -391,8 +391,8 @@ public final class SQLiteLocalStore: Sendable {
 
     /// Erases everything the store holds — every table's rows, the queue, operation errors, cursors, items to
     /// fetch again, settings, attached files and an import's leftover copy of an old store — so that no byte of it is
-    /// left in the store's files. `check` runs first, in
-    /// the same transaction: what it throws stops the erase with nothing erased.
+    /// left in the store's files. `check` runs first, in the same transaction: what it throws stops the erase with
+    /// nothing erased.
     ///
     /// - Parameter check: Reads the store before it is erased (a sign-out refuses while changes wait).
     /// - Throws: What `check` throws; ``LocalStoreError`` when the store cannot be erased.

@@ -338,6 +338,24 @@ package struct DatabaseURL: Sendable {
         try await connection.close()
     }
 
+    /// Runs one query on a connection of its own and returns its rows, each as the JSON text of an object (for
+    /// diagnostics: what the database's sessions are doing).
+    package func rows(_ sql: String, logger: Logger = .silent) async throws -> [String] {
+        let connection = try await PostgresConnection.connect(
+            configuration: try connectionConfiguration(), id: 0, logger: logger)
+        do {
+            var texts: [String] = []
+            let rows = try await connection.query(
+                PostgresQuery(unsafeSQL: "SELECT row_to_json(r)::text FROM (\(sql)) AS r"), logger: logger)
+            for try await text in rows.decode(String.self) { texts.append(text) }
+            try await connection.close()
+            return texts
+        } catch {
+            try? await connection.close()
+            throw error
+        }
+    }
+
     /// Reads a URL.
     ///
     /// - Parameter url: `postgres://USER:PASS@HOST:PORT/DB`, optionally with `?sslmode=…`.
