@@ -28,6 +28,12 @@ enum ImportWorkingCopies {
         let descriptor = open(lockFile(database), O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
         guard descriptor >= 0 else { return }
         defer { close(descriptor) }  // closing lets the lock go
+        removeUnlessRead(database, lock: descriptor)
+    }
+
+    /// Removes the folder of copies when the lock `descriptor` (on ``lockFile(_:)``) can be taken exclusive at once:
+    /// no import of any process is reading a copy.
+    private static func removeUnlessRead(_ database: String, lock descriptor: Int32) {
         guard flock(descriptor, LOCK_EX | LOCK_NB) == 0 else { return }  // an import is reading its copy
         try? FileManager.default.removeItem(atPath: folder(database))
     }
@@ -44,9 +50,7 @@ enum ImportWorkingCopies {
         let descriptor = open(lockFile(database), O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
         guard descriptor >= 0 else { throw POSIXLockError(code: errno) }
         defer { close(descriptor) }
-        if flock(descriptor, LOCK_EX | LOCK_NB) == 0 {  // no import reads: what is there is a killed one's
-            try? FileManager.default.removeItem(atPath: folder(database))
-        }
+        removeUnlessRead(database, lock: descriptor)  // what is there then is a killed import's
         while flock(descriptor, LOCK_SH) != 0 {
             guard errno == EINTR else { throw POSIXLockError(code: errno) }
         }

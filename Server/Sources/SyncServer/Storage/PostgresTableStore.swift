@@ -327,33 +327,38 @@ package struct DatabaseURL: Sendable {
 
     /// Runs SQL statements on one connection of their own (set-up and tear-down work, not requests).
     package func execute(_ statements: String..., logger: Logger = .silent) async throws {
-        let connection = try await PostgresConnection.connect(
-            configuration: try connectionConfiguration(), id: 0, logger: logger)
-        do {
+        try await withOwnConnection(logger: logger) { connection in
             for sql in statements { try await connection.query(PostgresQuery(unsafeSQL: sql), logger: logger) }
-        } catch {
-            try? await connection.close()
-            throw error
         }
-        try await connection.close()
     }
 
     /// Runs one query on a connection of its own and returns its rows, each as the JSON text of an object (for
     /// diagnostics: what the database's sessions are doing).
     package func rows(_ sql: String, logger: Logger = .silent) async throws -> [String] {
-        let connection = try await PostgresConnection.connect(
-            configuration: try connectionConfiguration(), id: 0, logger: logger)
-        do {
+        try await withOwnConnection(logger: logger) { connection in
             var texts: [String] = []
             let rows = try await connection.query(
                 PostgresQuery(unsafeSQL: "SELECT row_to_json(r)::text FROM (\(sql)) AS r"), logger: logger)
             for try await text in rows.decode(String.self) { texts.append(text) }
-            try await connection.close()
             return texts
+        }
+    }
+
+    /// Runs `body` on a new connection, closed (and the close awaited) whatever `body` does.
+    private func withOwnConnection<T>(logger: Logger, _ body: (PostgresConnection) async throws -> T) async throws
+        -> T
+    {
+        let connection = try await PostgresConnection.connect(
+            configuration: try connectionConfiguration(), id: 0, logger: logger)
+        let result: T
+        do {
+            result = try await body(connection)
         } catch {
             try? await connection.close()
             throw error
         }
+        try await connection.close()
+        return result
     }
 
     /// Reads a URL.
