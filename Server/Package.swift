@@ -96,11 +96,10 @@ let package = Package(
                 .product(name: "JWTKit", package: "jwt-kit"),
                 .product(name: "Crypto", package: "swift-crypto"),
             ],
-            resources: [
-                .copy("Resources/openapi.yaml"), .copy("Resources/openapi-v3.yaml"), .copy("Resources/console.html"),
-                .copy("Resources/console.js"), .copy("Resources/console.css"),
-            ],
-            swiftSettings: swiftSettings
+            // The console and the OpenAPI documents are compiled in, so a copied binary needs no resource bundle.
+            exclude: ["Resources"],
+            swiftSettings: swiftSettings,
+            plugins: ["EmbedResources"]
         ),
         .executableTarget(
             name: "e2e-server",
@@ -115,9 +114,13 @@ let package = Package(
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "UnixSignals", package: "swift-service-lifecycle"),
             ],
-            resources: [.copy("Resources/movies.json")],
-            swiftSettings: swiftSettings
+            exclude: ["Resources"],
+            swiftSettings: swiftSettings,
+            plugins: ["EmbedResources"]
         ),
+        // Compiles a target's Resources folder into it (EmbeddedResources.files), run by the plugin below.
+        .executableTarget(name: "embed-resources", swiftSettings: swiftSettings),
+        .plugin(name: "EmbedResources", capability: .buildTool(), dependencies: ["embed-resources"]),
         .executableTarget(
             name: "sync-server",
             dependencies: [

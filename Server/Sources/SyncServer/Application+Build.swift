@@ -9,7 +9,7 @@ import SyncOData
 /// Builds the sync server: opens the store, prepares the tables, and wires the routes.
 ///
 /// Routes: the table API under `/tables` (PROTOCOL.md §3), `GET /changes` (docs/changes.md), custom APIs under
-/// `/api` (``CustomAPI``), `GET /health`,
+/// `/api` (``CustomAPI``), `GET /health` (liveness), `GET /ready` (readiness: the database answers),
 /// `GET /metrics` (Prometheus text, when a registry is configured), `GET /openapi.yaml` and `GET /openapi-v3.yaml`.
 ///
 /// For example:
@@ -201,6 +201,16 @@ func buildRouter(
             middleware: AuthenticationMiddleware(verifier: try await TokenVerifier(auth, now: configuration.now)))
     }
     router.get("health") { _, _ in JSONResponse.make(.ok, ["status": "ok"]) }
+    // Readiness, for a balancer: the process is up (`/health`) and its database serves now.
+    router.get("ready") { _, _ in
+        do {
+            try await store.checkReady()
+            return JSONResponse.make(.ok, ["status": "ready"])
+        } catch let error as TableStoreError {
+            return JSONResponse.make(
+                .serviceUnavailable, ["status": "unavailable", "reason": .string(error.description)])
+        }
+    }
     let registry = configuration.metricsRegistry
     let metricsAccess = configuration.auth?.metrics ?? .anonymous
     let openAPIAccess = configuration.auth?.openAPI ?? .anonymous
@@ -284,7 +294,7 @@ func buildRouter(
     return router
 }
 
-/// The OpenAPI documents of the table API, one per dialect, shipped as resources.
+/// The OpenAPI documents of the table API, one per dialect, compiled in from `Resources` (``EmbeddedResources``).
 enum OpenAPIDocument: String, CaseIterable {
     /// `/openapi.yaml`: the 2.0.0 protocol, and the routes beside the tables.
     case v2 = "openapi"
@@ -295,9 +305,9 @@ enum OpenAPIDocument: String, CaseIterable {
     var path: String { rawValue + ".yaml" }
 
     func load() throws -> String {
-        guard let url = Bundle.module.url(forResource: rawValue, withExtension: "yaml") else {
-            throw ConfigurationError("the OpenAPI document \(path) is missing from the SyncServer bundle")
+        guard let text = EmbeddedResources.files[path] else {
+            throw ConfigurationError("the OpenAPI document \(path) is not compiled into SyncServer")
         }
-        return try String(contentsOf: url, encoding: .utf8)
+        return text
     }
 }

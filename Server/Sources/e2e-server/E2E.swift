@@ -77,10 +77,10 @@ enum E2E {
 
     /// The 248 movies, with ids `Movie 000` … `Movie 247` as the Node.js seed gives them.
     static func movieSeed() throws -> [JSONValue] {
-        guard let url = Bundle.module.url(forResource: "movies", withExtension: "json") else {
-            throw ConfigurationError("movies.json is missing from the e2e-server's resources")
+        guard let text = EmbeddedResources.files["movies.json"] else {
+            throw ConfigurationError("movies.json is not compiled into the e2e-server")
         }
-        let movies = try JSONValue(parsing: try Data(contentsOf: url)).arrayValue ?? []
+        let movies = try JSONValue(parsing: Data(text.utf8)).arrayValue ?? []
         return movies.enumerated().map { index, movie in
             var fields = movie.objectValue ?? [:]
             fields["id"] = .string(String(format: "Movie %03d", index))

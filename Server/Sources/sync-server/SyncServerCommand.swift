@@ -14,9 +14,27 @@ struct SyncServerCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "sync-server",
         abstract: "Serve sync tables over HTTP (Azure Mobile Apps 2.0.0 and Datasync 3.0.0).",
-        subcommands: [Serve.self, Token.self],
+        subcommands: [Serve.self, Token.self, Probe.self],
         defaultSubcommand: Serve.self
     )
+
+    /// Parses the command line, with `serve`'s options from `SYNC_SERVER_*` variables first (``EnvironmentOptions``),
+    /// and runs the command.
+    static func main() async {
+        do {
+            let arguments = try EnvironmentOptions.commandLine(
+                Array(CommandLine.arguments.dropFirst()), environment: ProcessInfo.processInfo.environment,
+                subcommands: ["serve", "token", "probe", "help"])
+            var command = try parseAsRoot(arguments)
+            if var command = command as? any AsyncParsableCommand {
+                try await command.run()
+            } else {
+                try command.run()
+            }
+        } catch {
+            exit(withError: error)
+        }
+    }
 }
 
 /// `sync-server token`: a development token, signed with the server's HS256 secret.
@@ -79,7 +97,9 @@ struct Serve: AsyncParsableCommand {
         discussion: """
             With no --table and no --config, serves the tutorial's TodoItem table (dynamic schema, soft delete). \
             Tokens are checked when the configuration file has an auth section or $\(AuthConfiguration.secretVariable) \
-            is set.
+            is set. Every option may also come from the environment: SYNC_SERVER_ and its name in capitals, - as _ \
+            (SYNC_SERVER_PORT=9000; a flag's variable is true or false); the command line wins. \
+            GET /health answers while the process serves; GET /ready while its database does too.
             """
     )
 
@@ -113,6 +133,13 @@ struct Serve: AsyncParsableCommand {
 
     @Option(help: "trace, debug, info, notice, warning, error or critical.")
     var logLevel = "info"
+
+    @Option(
+        help: """
+            text (lines on standard error) or json (one object per line on standard output: time, level, label, \
+            message, metadata; the "listening on" line too).
+            """)
+    var logFormat = "text"
 
     @Flag(help: "Accept table requests without ZUMO-API-VERSION.")
     var skipVersionCheck = false
@@ -215,7 +242,14 @@ struct Serve: AsyncParsableCommand {
         guard let level = Logger.Level(rawValue: logLevel) else {
             throw ValidationError("--log-level must be one of trace, debug, info, notice, warning, error, critical")
         }
+        let json: Bool
+        switch logFormat {
+        case "text": json = false
+        case "json": json = true
+        default: throw ValidationError("--log-format must be text or json, not '\(logFormat)'")
+        }
         LoggingSystem.bootstrap { label in
+            if json { return JSONLogHandler(label: label, logLevel: level) }
             var handler = StreamLogHandler.standardError(label: label)
             handler.logLevel = level
             return handler
@@ -303,7 +337,13 @@ struct Serve: AsyncParsableCommand {
         let host = self.host
         do {
             let app = try await buildApplication(configuration) { port in
-                FileHandle.standardOutput.write(Data("listening on http://\(host):\(port)\n".utf8))
+                let line = "listening on http://\(host):\(port)"
+                if json {
+                    // Whatever the level: scripts and tests wait for this line.
+                    JSONLogHandler.write(level: .notice, label: "sync-server", message: line, metadata: [:])
+                } else {
+                    FileHandle.standardOutput.write(Data((line + "\n").utf8))
+                }
             }
             try await Self.runUntilSignalled(app, shutdownTimeout: configuration.shutdownTimeout)
         } catch let error as ConfigurationError {

@@ -42,6 +42,8 @@ import Testing
         let isDown = Locked(false)
         let requests = Locked<[String]>([])
         let bytesSent = Locked(0)
+        /// Each request's method, `Content-Range` and what came back, for a failure's message.
+        let exchanges = Locked<[String]>([])
         /// Loses the reply of the request this predicate picks (once).
         let loseReply = Locked<(@Sendable (HTTPRequestData) -> Bool)?>(nil)
         /// Fails before sending the request this predicate picks, as a dead network.
@@ -56,7 +58,15 @@ import Testing
             }
             requests.withLock { $0.append("\(request.method) \(request.url.path)") }
             bytesSent.withLock { $0 += request.body?.count ?? 0 }
-            let response = try await inner.send(request)
+            let range = request.headers["Content-Range"].map { " \($0)" } ?? ""
+            let response: HTTPResponseData
+            do {
+                response = try await inner.send(request)
+            } catch {
+                exchanges.withLock { $0.append("\(request.method)\(range): \(error)") }
+                throw error
+            }
+            exchanges.withLock { $0.append("\(request.method)\(range): \(response.status)") }
             let lose = loseReply.withLock { lose -> Bool in
                 guard let pick = lose, pick(request) else { return false }
                 lose = nil
@@ -191,8 +201,9 @@ import Testing
             try await inspections.insert(Inspection(id: "i1", title: "Roof"))
             try await inspections.attach(photo, to: ItemID("i1"), field: "photo")
             try await phone.push()
-            #expect(transport.count("PUT") == 4, "three parts, the last twice")
-            #expect(transport.bytesSent.withLock { $0 } < photo.count + 500_000)
+            let exchanges = transport.exchanges.withLock { $0 }
+            #expect(transport.count("PUT") == 4, "three parts, the last twice: \(exchanges)")
+            #expect(transport.bytesSent.withLock { $0 } < photo.count + 500_000, "\(exchanges)")
             #expect(try await phone.pendingOperations().isEmpty)
         }
     }

@@ -1,4 +1,5 @@
 import Foundation
+import GRDB
 import HTTPTypes
 import Hummingbird
 import HummingbirdTesting
@@ -32,7 +33,7 @@ import Yams
                 }.joined(separator: "/")
             return (path, route.method.rawValue.lowercased())
         }
-        #expect(registered.count == 22)
+        #expect(registered.count == 23)
         let v3Only: Set<String> = ["put /tables/{table}/{id}"]
         let v2Only: Set<String> = ["patch /tables/{table}/{id}", "post /tables/{table}/{id}"]
         for (path, method) in registered {
@@ -45,6 +46,62 @@ import Yams
             }
         }
         #expect(v3.keys.allSatisfy { $0.hasPrefix("/tables") })
+    }
+
+    /// `/ready` (a balancer's readiness check) is 200 while the database answers and holds this server's bookkeeping,
+    /// and 503 with the reason once the database has a step of a newer release's; it needs no token.
+    @Test(arguments: Backend.all) func readyIsWhetherTheDatabaseServesThisServersBookkeeping(_ backend: Backend)
+        async throws
+    {
+        try await TestDatabase.with(backend) { database in
+            var configuration = Fixture.configuration(database)
+            configuration.auth = AuthConfiguration(hs256Secret: String(repeating: "k", count: 32))
+            try await buildApplication(configuration).test(.router) { client in
+                let ready = try await client.send(
+                    .get, "/ready", headers: [.authorization: "Bearer garbage"], versioned: false)
+                #expect(ready.status == .ok)
+                #expect(ready.json == ["status": "ready"])
+                switch database {
+                case .sqlite(let path):
+                    let queue = try DatabaseQueue(path: path)
+                    try await queue.write { db in
+                        try db.execute(
+                            sql: "INSERT INTO grdb_migrations (identifier) VALUES ('v99: from a newer release')")
+                    }
+                case .postgres(let url):
+                    try await DatabaseURL(parsing: url).execute(
+                        #"INSERT INTO "__sync_migrations" ("version", "name") VALUES (99, 'from a newer release')"#)
+                }
+                let refused = try await client.send(.get, "/ready", versioned: false)
+                #expect(refused.status == .serviceUnavailable)
+                #expect(refused.json?["status"] == "unavailable")
+                let reason = refused.json?["reason"]?.stringValue ?? ""
+                #expect(reason.contains(backend == .sqlite ? "v99: from a newer release" : "version 99"), "\(reason)")
+                // Liveness does not look at the database.
+                #expect(try await client.send(.get, "/health", versioned: false).status == .ok)
+            }
+        }
+    }
+
+    /// A SQLite database a newer release set up is refused at start with a message saying so, and left as it is.
+    @Test func aSQLiteDatabaseOfANewerReleaseIsRefusedAndLeftAlone() async throws {
+        let directory = try TemporaryDirectory()
+        _ = try SQLiteTableStore(path: directory.databasePath)
+        let queue = try DatabaseQueue(path: directory.databasePath)
+        try await queue.write { db in
+            try db.execute(sql: "DELETE FROM grdb_migrations WHERE identifier = 'v4: integer ids'")
+            try db.execute(sql: "INSERT INTO grdb_migrations (identifier) VALUES ('v99: from a newer release')")
+        }
+        let error = #expect(throws: TableStoreError.self) { try SQLiteTableStore(path: directory.databasePath) }
+        #expect(
+            error?.description.contains(
+                "was set up by a newer sync-server (bookkeeping steps v99: from a newer release are unknown") == true,
+            "\(String(describing: error))")
+        // Untouched: the step this release would add is still missing.
+        let applied = try await queue.read { db in
+            try String.fetchAll(db, sql: "SELECT identifier FROM grdb_migrations")
+        }
+        #expect(!applied.contains("v4: integer ids"))
     }
 
     @Test(arguments: Backend.all) func servesTheOpenAPIDocumentAndHealth(_ backend: Backend) async throws {

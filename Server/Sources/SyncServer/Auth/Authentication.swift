@@ -5,7 +5,7 @@ import Hummingbird
 /// Reads the caller's token from `Authorization: Bearer <jwt>` or `X-ZUMO-AUTH: <jwt>` (the original SDKs'
 /// header) and puts the caller it proves in the context. A request without a token goes on anonymous, and
 /// the routes decide (``Access``); a token that does not verify is a 401 wherever it is sent, so that a
-/// client learns at once that it must sign in again. `/health` is left alone.
+/// client learns at once that it must sign in again. `/health` and `/ready` are left alone (a balancer's checks).
 struct AuthenticationMiddleware: RouterMiddleware {
     typealias Context = SyncRequestContext
     let verifier: TokenVerifier
@@ -15,7 +15,9 @@ struct AuthenticationMiddleware: RouterMiddleware {
     func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws
         -> Response
     {
-        guard request.uri.path != "/health" else { return try await next(request, context) }
+        guard request.uri.path != "/health", request.uri.path != "/ready" else {
+            return try await next(request, context)
+        }
         var context = context
         do {
             if let token = try Self.token(request.headers) { context.caller = try await verifier.verify(token) }

@@ -145,10 +145,10 @@ struct Console: Sendable {
     }
 
     static func resource(_ name: String, _ type: String) throws -> ByteBuffer {
-        guard let url = Bundle.module.url(forResource: name, withExtension: type),
-            let data = FileManager.default.contents(atPath: url.path)
-        else { throw ConfigurationError("the console's \(name).\(type) is missing from the SyncServer bundle") }
-        return ByteBuffer(bytes: data)
+        guard let text = EmbeddedResources.files["\(name).\(type)"] else {
+            throw ConfigurationError("the console's \(name).\(type) is not compiled into SyncServer")
+        }
+        return ByteBuffer(string: text)
     }
 
     static func file(_ buffer: ByteBuffer, _ type: String) -> Response {

@@ -90,6 +90,19 @@ extension PostgresTableStore {
         for schema in schemas { self.schemas.publish(schema) }
     }
 
+    public func checkReady() async throws {
+        let logger = self.logger
+        let newest = try await withConnection { connection in
+            let rows = try await connection.query(#"SELECT max("version") FROM "__sync_migrations""#, logger: logger)
+            for try await version in rows.decode(Int?.self) { return version ?? 0 }
+            return 0
+        }
+        guard newest == Self.migrations.count else {
+            throw TableStoreError.unavailable(
+                "the database's bookkeeping is version \(newest); this server's is \(Self.migrations.count)")
+        }
+    }
+
     public func schema(of table: TableName) async throws -> TableSchema? {
         schemas.schema(of: table)
     }

@@ -39,9 +39,17 @@ public final class SQLiteTableStore: TableStore {
         path: String, now: @escaping @Sendable () -> Date = { Date() },
         logger: Logger = .silent, queryTimeout: Duration = .seconds(10)
     ) throws {
+        let migrator = Self.migrator
         do {
             pool = try openDatabasePool(path: path)
-            try Self.migrator.migrate(pool)
+            if let newer = try pool.read({ db in try Self.unknownMigrations(db, migrator) }) {
+                throw TableStoreError.unavailable(
+                    "the database at \(path) was set up by a newer sync-server (bookkeeping steps \(newer) are unknown to this one); it was left as it is"
+                )
+            }
+            try migrator.migrate(pool)
+        } catch let error as TableStoreError {
+            throw error
         } catch {
             throw TableStoreError.unavailable("cannot open the SQLite database at \(path): \(Self.reason(error))")
         }
@@ -84,6 +92,26 @@ public final class SQLiteTableStore: TableStore {
         for configuration in tables {
             let schema = try await write { db in try Self.prepare(configuration, in: db) }
             schemas.publish(schema)
+        }
+    }
+
+    /// The bookkeeping steps applied to the database that this server does not know (a newer release's), or nil.
+    static func unknownMigrations(_ db: Database, _ migrator: DatabaseMigrator) throws -> String? {
+        guard try migrator.hasBeenSuperseded(db) else { return nil }
+        let known = Set(migrator.migrations)
+        return try migrator.appliedIdentifiers(db).subtracting(known).sorted().joined(separator: ", ")
+    }
+
+    public func checkReady() async throws {
+        let migrator = Self.migrator
+        let (complete, newer) = try await read { db in
+            (try migrator.hasCompletedMigrations(db), try Self.unknownMigrations(db, migrator))
+        }
+        if let newer {
+            throw TableStoreError.unavailable("the database has bookkeeping steps this server does not know: \(newer)")
+        }
+        guard complete else {
+            throw TableStoreError.unavailable("the database's bookkeeping is older than this server's")
         }
     }
 

@@ -165,6 +165,12 @@ public protocol TableStore: Sendable {
     /// - Returns: The id, 1 or more.
     /// - Throws: ``TableStoreError``; from a store without integer ids (the default), ``TableStoreError/unavailable(_:)``.
     func nextIntegerID(in table: TableName) async throws -> Int64
+
+    /// Whether the store can serve now, for `GET /ready`: the database answers, and its bookkeeping is the version
+    /// this server knows (not older, not newer). Bounded like a request: a database that does not answer is not ready.
+    ///
+    /// - Throws: ``TableStoreError/unavailable(_:)`` saying why not. Cancellation stops the check with an error.
+    func checkReady() async throws
 }
 
 extension TableStore {
