@@ -1,4 +1,4 @@
-import Foundation
+public import Foundation
 public import SyncCore
 
 /// What came back on a raw connection: the bytes, whether the server closed the connection, and how long it took.
@@ -20,6 +20,13 @@ public struct RawReply: Sendable {
         guard let range = text.range(of: "\r\n\r\n") else { return nil }
         let rest = text[range.upperBound...]
         return try? JSONValue(parsing: Data((rest.range(of: "HTTP/1.1 ").map { rest[..<$0.lowerBound] } ?? rest).utf8))
+    }
+
+    /// The bytes after the first response's head (all that arrived after it, when more responses followed).
+    public var body: Data {
+        let separator: [UInt8] = Array("\r\n\r\n".utf8)
+        guard let end = bytes.indices.first(where: { bytes[$0...].starts(with: separator) }) else { return Data() }
+        return Data(bytes[(end + separator.count)...])
     }
 
     /// How many responses arrived.
