@@ -45,7 +45,8 @@ struct MethodNotAllowedMiddleware: RouterMiddleware {
         case (3, "console") where console && ["tables", "assets", "api"].contains(parts.dropFirst().first):
             return [.get]
         case (4, "console") where console && parts.dropFirst().first == "api": return [.get]
-        case (1, "health"), (1, "ready"), (1, "metrics"), (1, "openapi.yaml"), (1, "openapi-v3.yaml"), (1, "changes"): return [.get]
+        case (1, "health"), (1, "ready"), (1, "metrics"), (1, "openapi.yaml"), (1, "openapi-v3.yaml"), (1, "changes"):
+            return [.get]
         case (1, "batch") where batch: return [.post]
         case (2, "tables") where !parts.last!.isEmpty: return [.get, .post]
         case (3, "tables") where !parts.dropFirst().contains(""):
