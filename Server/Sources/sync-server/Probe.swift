@@ -35,10 +35,17 @@ struct Probe: ParsableCommand {
         }
     }
 
+    /// Why the probe got no answer; printed, and the probe exits 1.
+    struct ProbeFailure: Error, CustomStringConvertible {
+        let description: String
+    }
+
     /// The status of `GET path` on 127.0.0.1:`port`, over one connection with send and receive timeouts.
+    ///
+    /// - Throws: ``ProbeFailure`` when it cannot connect, send, or read a status line in time.
     static func status(port: Int, path: String, timeout: Int) throws -> Int {
-        func failure(_ what: String) -> ValidationError {
-            ValidationError("cannot \(what) 127.0.0.1:\(port): \(String(cString: strerror(errno)))")
+        func failure(_ what: String) -> ProbeFailure {
+            ProbeFailure(description: "cannot \(what) 127.0.0.1:\(port): \(String(cString: strerror(errno)))")
         }
         #if canImport(Glibc)
             let descriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
@@ -74,7 +81,7 @@ struct Probe: ParsableCommand {
         let line = String(decoding: head.prefix { $0 != UInt8(ascii: "\r") && $0 != UInt8(ascii: "\n") }, as: UTF8.self)
         let words = line.split(separator: " ")
         guard words.count >= 2, let status = Int(words[1]) else {
-            throw ValidationError("no HTTP answer from 127.0.0.1:\(port) within \(timeout) s")
+            throw ProbeFailure(description: "no HTTP answer from 127.0.0.1:\(port) within \(timeout) s")
         }
         return status
     }

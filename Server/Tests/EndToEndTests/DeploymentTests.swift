@@ -125,4 +125,26 @@ import Testing
         #expect(result.status != 0)
         #expect(result.error.contains(expected), "\(result.error)")
     }
+
+    /// `sync-server probe` (the image's HEALTHCHECK) exits 0 while the server on the port answers `/ready` with 200,
+    /// and 1 with the reason when nothing listens there or the path answers otherwise.
+    @Test func theProbeTellsWhetherTheServerIsReady() async throws {
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("probe-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let port = try freePort()
+        try await withServerProcess(port: port, database: "sqlite:" + folder.appendingPathComponent("p.sqlite").path) {
+            _ in
+            let ready = try await runCommand(
+                Products.path("sync-server"), ["probe"], environment: ["SYNC_SERVER_PORT": String(port)])
+            #expect(ready.status == 0, "\(ready.error)")
+            let missing = try await runCommand(
+                Products.path("sync-server"), ["probe", "--port", String(port), "--path", "/nothing-here"])
+            #expect(missing.status == 1)
+            #expect(missing.error.contains("/nothing-here answered 404"), "\(missing.error)")
+        }
+        let closed = try await runCommand(Products.path("sync-server"), ["probe", "--port", String(port)])
+        #expect(closed.status == 1)
+        #expect(closed.error.contains("cannot connect to 127.0.0.1:\(port)"), "\(closed.error)")
+    }
 }

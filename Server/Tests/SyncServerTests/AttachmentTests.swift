@@ -228,6 +228,31 @@ import Testing
         }
     }
 
+    /// A part of a file the caller already holds (its reply was lost) is answered only once its bytes have arrived.
+    /// Answered before, while the client still sent them, URLSession on Linux reported the connection lost, on each
+    /// of its tries when the part went slower than the answer (`AttachmentSyncTests.theLastPartsLostReplySendsNothingMore`
+    /// in a loaded suite).
+    @Test(arguments: Backend.all) func aPartOfAFileAlreadyHeldIsAnsweredAfterItsBytes(_ backend: Backend) async throws {
+        let (bytes, hash) = Self.file(300_000, seed: 8)
+        let path = "/tables/Item/attachments/\(hash)"
+        try await Fixture.withServer(backend, tables: [Self.table()], setup: .live) {
+            (client: any TestClientProtocol) async throws in
+            #expect(try await client.upload(path, bytes[...]).status == .created)
+            let port = try #require(client.port)
+            let connection = try await RawConnection(port: port)
+            let head =
+                "PUT \(path) HTTP/1.1\r\nHost: localhost\r\nZUMO-API-VERSION: 2.0.0\r\nContent-Type: application/octet-stream\r\n"
+                + "Content-Range: bytes 200000-299999/300000\r\nContent-Length: 100000\r\nConnection: close\r\n\r\n"
+            #expect(await connection.send(bytes: Array(head.utf8) + bytes[200_000..<250_000]))
+            let early = await connection.receive(upTo: 1024, timeout: .milliseconds(300))
+            #expect(early.isEmpty, "answered before the part's bytes: \(String(decoding: early, as: UTF8.self))")
+            #expect(await connection.send(bytes: Array(bytes[250_000..<300_000])))
+            let reply = String(decoding: early + (await connection.receiveAll()).bytes, as: UTF8.self)
+            #expect(reply.hasPrefix("HTTP/1.1 200"), "\(reply.prefix(300))")
+            await connection.close()
+        }
+    }
+
     /// The collection, on a clock moved past the grace period: a file a row names stays (a deleted row's too), one no
     /// row names goes, and so does an unfinished upload; a file touched by a write just before is kept.
     @Test(arguments: Backend.all) func filesNoRowNamesAndStaleUploadsAreCollectedAfterTheGracePeriod(_ backend: Backend)

@@ -183,20 +183,23 @@ extension TableController {
         } else {
             restart = true
         }
+        let body = LimitedBody(
+            base: request.body, limit: partLength ?? total.map { $0 - offset } ?? attachments.maxSize,
+            maxSize: attachments.maxSize)
         // A file the caller may read is here already — the reply of its last part was lost, or its row is readable:
-        // any part of it is answered as the end of the upload, and its bytes are not read.
+        // any part of it is answered as the end of the upload. Its bytes are read to their end and dropped first:
+        // an answer that came while the client was still sending them made URLSession on Linux report the connection
+        // lost, on every retry, whenever the part went slower than the answer (AttachmentSyncTests under load).
         if let size = try await attachments.store.size(of: hash),
             (try? await mayRead(hash, schema, attachments.store, call)) == true
         {
+            for try await _ in body {}
             return completed(hash, size: size, stored: false, request)
         }
         if let total, total > attachments.maxSize {
             throw APIError(.contentTooLarge, "An attachment has at most \(attachments.maxSize) bytes")
         }
         try await checkBudget(hash, extent: total ?? (offset + (partLength ?? 0)), attachments, call)
-        let body = LimitedBody(
-            base: request.body, limit: partLength ?? total.map { $0 - offset } ?? attachments.maxSize,
-            maxSize: attachments.maxSize)
         let outcome: UploadOutcome
         do {
             outcome = try await attachments.store.receive(
