@@ -24,7 +24,7 @@ struct SyncServerCommand: AsyncParsableCommand {
         do {
             let arguments = try EnvironmentOptions.commandLine(
                 Array(CommandLine.arguments.dropFirst()), environment: ProcessInfo.processInfo.environment,
-                subcommands: ["serve", "token", "probe", "help"])
+                subcommands: configuration.subcommands.map { $0._commandName } + ["help"])
             var command = try parseAsRoot(arguments)
             if var command = command as? any AsyncParsableCommand {
                 try await command.run()

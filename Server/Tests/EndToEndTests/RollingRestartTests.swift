@@ -47,7 +47,7 @@ extension ProcessTests {
                 do {
                     for port in ports { instances.append(try await Self.start(port: port, database: database)) }
                     try await balancer.start()
-                    try await run(balancer.port, http: http, folder: folder) { restarts in
+                    try await run(balancer, http: http, folder: folder) { restarts in
                         for index in (0..<Self.rounds).flatMap({ _ in ports.indices }) {
                             try await Task.sleep(for: Self.settle)
                             let exited = await instances[index].terminate(within: .seconds(15))
@@ -86,12 +86,12 @@ extension ProcessTests {
             throw ProcessError("the instance on port \(port) was not ready within 10 s")
         }
 
-        /// Runs the load through the balancer on `port` while `restart` restarts the instances, then checks it.
+        /// Runs the load through `balancer` while `restart` restarts the instances, then checks it.
         func run(
-            _ port: Int, http: HTTPClient, folder: URL,
+            _ balancer: Balancer, http: HTTPClient, folder: URL,
             restart: (inout [Duration]) async throws -> Void
         ) async throws {
-            let base = "http://127.0.0.1:\(port)"
+            let base = "http://127.0.0.1:\(balancer.port)"
             let loading = Locked(true)
             let following = Locked(true)
             async let raw = withThrowingTaskGroup(of: RawFigures.self) { group in
@@ -154,10 +154,8 @@ extension ProcessTests {
                 """)
             #expect(rawFigures.sent > 20 && deviceFigures.added.count > 5, "too little load to tell")
             if !failures.isEmpty || !lost.isEmpty {
-                let errors =
-                    (try? String(contentsOf: folder.appendingPathComponent("nginx-error.log"), encoding: .utf8))
                 // A refused connection is tried on the next instance; what else nginx met explains a 502.
-                let others = (errors ?? "").split(separator: "\n").filter { !$0.contains("(111: Connection refused)") }
+                let others = balancer.errors.split(separator: "\n").filter { !$0.contains("(111: Connection refused)") }
                 print("RollingRestartTests: nginx's errors but refusals: \(others.suffix(10).joined(separator: "\n"))")
             }
             // Counts, not the collections: a failing run lists the first few, not thousands.

@@ -13,9 +13,17 @@ import Testing
 @Suite(.serialized, .timeLimit(.minutes(3))) struct UpgradeTests {
     static let fixtures = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
         .appendingPathComponent("../Fixtures/upgrade").standardizedFileURL
+    /// The fixtures' folders, one per release (beside them: config.json and make-fixture).
     static let releases =
-        (try? FileManager.default.contentsOfDirectory(atPath: fixtures.path))?
-        .filter { !$0.contains(".") && $0 != "make-fixture" }.sorted() ?? []
+        (try? FileManager.default.contentsOfDirectory(
+            at: fixtures, includingPropertiesForKeys: [.isDirectoryKey]))?
+        .filter { (try? $0.resourceValues(forKeys: [.isDirectoryKey]).isDirectory) == true }
+        .map(\.lastPathComponent).sorted() ?? []
+
+    /// Without a fixture the tests below would have no case, and pass without checking anything.
+    @Test func thereIsAFixtureOfAnOlderRelease() {
+        #expect(!Self.releases.isEmpty, "no release folder in \(Self.fixtures.path)")
+    }
 
     @Test(arguments: releases) func theSQLiteDatabaseOfAnOlderReleaseIsServedTheSame(_ release: String) async throws {
         let folder = FileManager.default.temporaryDirectory.appendingPathComponent("upgrade-\(UUID().uuidString)")

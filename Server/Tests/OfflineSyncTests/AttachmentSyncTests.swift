@@ -40,9 +40,9 @@ import Testing
     /// server did the work).
     final class Faulty: HTTPTransport, @unchecked Sendable {  // @unchecked: state behind locks.
         let isDown = Locked(false)
-        let requests = Locked<[String]>([])
         let bytesSent = Locked(0)
-        /// Each request's method, `Content-Range` and what came back, for a failure's message.
+        /// Each request sent: its method, path, `Content-Range` and what came back (counted by ``count(_:)``, and
+        /// listed in a failure's message).
         let exchanges = Locked<[String]>([])
         /// Loses the reply of the request this predicate picks (once).
         let loseReply = Locked<(@Sendable (HTTPRequestData) -> Bool)?>(nil)
@@ -56,17 +56,17 @@ import Testing
             if let cut = cutBefore.withLock({ $0 }), cut(request) {
                 throw TransportError(.unreachable, host: host)
             }
-            requests.withLock { $0.append("\(request.method) \(request.url.path)") }
             bytesSent.withLock { $0 += request.body?.count ?? 0 }
-            let range = request.headers["Content-Range"].map { " \($0)" } ?? ""
+            let sent =
+                "\(request.method) \(request.url.path)" + (request.headers["Content-Range"].map { " \($0)" } ?? "")
             let response: HTTPResponseData
             do {
                 response = try await inner.send(request)
             } catch {
-                exchanges.withLock { $0.append("\(request.method)\(range): \(error)") }
+                exchanges.withLock { $0.append("\(sent): \(error)") }
                 throw error
             }
-            exchanges.withLock { $0.append("\(request.method)\(range): \(response.status)") }
+            exchanges.withLock { $0.append("\(sent): \(response.status)") }
             let lose = loseReply.withLock { lose -> Bool in
                 guard let pick = lose, pick(request) else { return false }
                 lose = nil
@@ -76,7 +76,7 @@ import Testing
             return response
         }
 
-        func count(_ method: String) -> Int { requests.withLock { $0.filter { $0.hasPrefix(method + " ") }.count } }
+        func count(_ method: String) -> Int { exchanges.withLock { $0.filter { $0.hasPrefix(method + " ") }.count } }
     }
 
     static func withServer(
