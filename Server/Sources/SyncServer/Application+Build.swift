@@ -230,12 +230,11 @@ func buildRouter(
                 body: .init(byteBuffer: ByteBuffer(string: text)))
         }
     }
-    let controller = TableController(
-        store: store, maxBodySize: configuration.maxBodySize, queryLimits: configuration.queryLimits,
-        makeID: configuration.makeID, authenticates: configuration.auth != nil, changes: changes, stats: stats,
+    let service = TableService(
+        store: store, authenticates: configuration.auth != nil,
         hooks: Dictionary(configuration.hooks.map { ($0.key.lowercased(), $0.value) }) { _, last in last },
         attachments: attachments.map {
-            .init(
+            AttachmentFiles(
                 store: $0, maxSize: configuration.attachments.maxSize,
                 maxUnfinishedUploads: configuration.attachments.maxUnfinishedUploads,
                 maxUnfinishedBytes: configuration.attachments.maxUnfinishedBytes)
@@ -246,8 +245,9 @@ func buildRouter(
                     ($0.members.canonical, [GroupClaim.GroupedTable(table: table.name, column: $0.column)])
                 }
             },
-            uniquingKeysWith: +)
-    )
+            uniquingKeysWith: +),
+        changes: changes, stats: stats, queryLimits: configuration.queryLimits, makeID: configuration.makeID)
+    let tables = TableRoutes(service: service, maxBodySize: configuration.maxBodySize)
     if consoleIsOn {
         let database: String
         switch configuration.database {
@@ -255,18 +255,11 @@ func buildRouter(
         case .postgres: database = "postgres"
         }
         try Console(
-            controller: controller, configurations: configuration.servedTables, access: configuration.auth?.console,
+            service: service, configurations: configuration.servedTables, access: configuration.auth?.console,
             database: database
         ).addRoutes(to: router)
     }
-    // The batch's operations go through the same table routes, without the outer middleware (they are parts of
-    // one request that has passed it), except the refusal counting and the 500 for an unexpected error.
-    let batchTables = Router(context: SyncRequestContext.self)
-    batchTables.add(middleware: UnexpectedErrorMiddleware())
-    controller.addRoutes(to: batchTables.group("tables"))
-    let batch = BatchEndpoint(
-        tables: batchTables.buildResponder(), maxBodySize: configuration.maxBodySize, store: store,
-        changes: changes)
+    let batch = BatchEndpoint(tables: tables, maxBodySize: configuration.maxBodySize, store: store, changes: changes)
     let versioned = [router.group("tables")] + (configuration.offersBatch ? [router.group("batch")] : [])
     for group in versioned {
         if configuration.checksAPIVersion {
@@ -275,10 +268,10 @@ func buildRouter(
         }
         if configuration.offersBatch { group.add(middleware: OfferBatchMiddleware(capability: batch.capability)) }
     }
-    controller.addRoutes(to: versioned[0])
-    controller.addAttachmentRoutes(to: versioned[0])
+    tables.addRoutes(to: versioned[0])
+    AttachmentRoutes(service: service).addRoutes(to: versioned[0])
     versioned.dropFirst().first?.post { request, context in try await batch.handle(request, context) }
-    router.get("changes") { request, context in try await controller.changes(request, context) }
+    ChangeFeedRoutes(service: service).addRoutes(to: router)
     if !configuration.apis.isEmpty {
         let apis = router.group("api")
         if configuration.checksAPIVersion {

@@ -318,7 +318,7 @@ import Testing
             do {
                 _ = try await verifier.verify(token)
                 return nil
-            } catch { return error.reason }
+            } catch { return error.reason.rawValue }
         }
         #expect(await refusal(try await keys.sign(claims, kid: "confused")) == "auth_algorithm")
         let rs256NamingTheECKey = try await Self.resigned(

@@ -233,7 +233,7 @@ import Testing
             (nil, nil, "http://localhost"),
         ] as [(String?, String?, String)])
     func linkOriginsComeFromCheckedHeadersOnly(proto: String?, authority: String?, origin: String) {
-        #expect(TableController.origin(forwardedProto: proto, authority: authority) == origin)
+        #expect(LinkBuilder.origin(forwardedProto: proto, authority: authority) == origin)
     }
 
     @Test(

@@ -69,13 +69,13 @@ enum Authorization {
         case .anonymous:
             return
         case .disabled:
-            var refusal = APIError(.methodNotAllowed, "\(what) is disabled on this server", reason: "access_disabled")
+            var refusal = APIError(.methodNotAllowed, "\(what) is disabled on this server", reason: .accessDisabled)
             refusal.headers[.allow] = MethodNotAllowedMiddleware.list(allowed)
             throw refusal
         case .authenticated, .restricted:
             guard let caller else { throw APIError.unauthorized(.missing) }
             guard caller.isAllowed(access) else {
-                throw APIError(.forbidden, "\(what) is not allowed to this user", reason: "auth_forbidden")
+                throw APIError(.forbidden, "\(what) is not allowed to this user", reason: .forbidden)
             }
         }
     }

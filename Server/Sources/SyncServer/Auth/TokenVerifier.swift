@@ -25,16 +25,15 @@ public struct Caller: Sendable, Hashable {
 
 /// Why a token was refused: a 401 whose one-line reason never repeats the token.
 struct TokenRefusal: Error, Equatable {
-    /// The `sync_refusals` reason: `auth_missing`, `auth_malformed`, `auth_algorithm`, `auth_signature`,
-    /// `auth_expired`, `auth_not_yet_valid`, `auth_issuer`, `auth_audience`, `auth_subject`.
-    let reason: String
+    /// The `sync_refusals` reason: one of the `token…` cases.
+    let reason: RefusalReason
     /// What is wrong, for the body and the `WWW-Authenticate` header.
     let message: String
 
     static let missing = TokenRefusal(
-        reason: "auth_missing", message: "sign in: send the user's token as Authorization: Bearer <token>")
+        reason: .tokenMissing, message: "sign in: send the user's token as Authorization: Bearer <token>")
     static func malformed(_ detail: String) -> TokenRefusal {
-        TokenRefusal(reason: "auth_malformed", message: "the token is not a JSON Web Token: \(detail)")
+        TokenRefusal(reason: .tokenMalformed, message: "the token is not a JSON Web Token: \(detail)")
     }
 }
 
@@ -131,13 +130,13 @@ final class TokenVerifier: Sendable {
             candidates = publicKeys.filter { $0.algorithm == algorithm && (keyID == nil || $0.id == keyID) }.map(\.keys)
         default:
             throw TokenRefusal(
-                reason: "auth_algorithm", message: "the token's algorithm is not accepted: use HS256, RS256 or ES256")
+                reason: .tokenAlgorithm, message: "the token's algorithm is not accepted: use HS256, RS256 or ES256")
         }
         guard !candidates.isEmpty else {
-            throw TokenRefusal(reason: "auth_algorithm", message: "no key of this server verifies \(algorithm) tokens")
+            throw TokenRefusal(reason: .tokenAlgorithm, message: "no key of this server verifies \(algorithm) tokens")
         }
         var claims: Claims?
-        var failure = TokenRefusal(reason: "auth_signature", message: "the token's signature does not verify")
+        var failure = TokenRefusal(reason: .tokenSignature, message: "the token's signature does not verify")
         for keys in candidates where claims == nil {
             do {
                 claims = try await keys.verify(token, as: Claims.self)
@@ -167,25 +166,25 @@ final class TokenVerifier: Sendable {
     private func check(_ claims: Claims) throws(TokenRefusal) -> Caller {
         let now = self.now()
         guard let expiry = claims.exp?.value else {
-            throw TokenRefusal(reason: "auth_expired", message: "the token has no expiry (exp)")
+            throw TokenRefusal(reason: .tokenExpired, message: "the token has no expiry (exp)")
         }
         guard now.timeIntervalSince(expiry) <= clockSkew else {
-            throw TokenRefusal(reason: "auth_expired", message: "the token has expired: sign in again")
+            throw TokenRefusal(reason: .tokenExpired, message: "the token has expired: sign in again")
         }
         if let notBefore = claims.nbf?.value, notBefore.timeIntervalSince(now) > clockSkew {
-            throw TokenRefusal(reason: "auth_not_yet_valid", message: "the token is not valid yet (nbf)")
+            throw TokenRefusal(reason: .tokenNotYetValid, message: "the token is not valid yet (nbf)")
         }
         if let issuer, claims.iss?.value != issuer {
-            throw TokenRefusal(reason: "auth_issuer", message: "the token is from another issuer")
+            throw TokenRefusal(reason: .tokenIssuer, message: "the token is from another issuer")
         }
         if let audience, !(claims.aud?.value.contains(audience) ?? false) {
-            throw TokenRefusal(reason: "auth_audience", message: "the token is for another audience")
+            throw TokenRefusal(reason: .tokenAudience, message: "the token is for another audience")
         }
         guard let subject = claims.sub?.value, !subject.isEmpty, subject.utf8.count <= Self.maximumSubjectLength,
             !subject.unicodeScalars.contains(where: { $0.properties.generalCategory == .control })
         else {
             throw TokenRefusal(
-                reason: "auth_subject",
+                reason: .tokenSubject,
                 message: "the token needs a sub of 1 to \(Self.maximumSubjectLength) bytes without control characters")
         }
         return Caller(subject: subject, roles: claims.roles)

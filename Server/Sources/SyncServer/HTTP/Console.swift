@@ -44,8 +44,8 @@ struct StatsMiddleware: RouterMiddleware {
 /// console is served only as ``ConsoleMode`` says. The pages hold no data and no secret: the token is typed into
 /// the page and sent as `Authorization: Bearer`, never in a URL.
 struct Console: Sendable {
-    /// The table routes' controller: the console reads through its store, limits and error wording.
-    let controller: TableController
+    /// The table service: the console reads through its store, limits, hooks and error wording.
+    let service: TableService
     let configurations: [TableConfiguration]
     /// Who may read the API; nil without auth.
     let access: Access?
@@ -85,10 +85,10 @@ struct Console: Sendable {
                 "deleted": .int(Int64(allCount - liveCount)),
             ])
         }
-        let counts = controller.stats.current
+        let counts = service.stats.current
         let body: JSONValue = [
             "status": "ok", "database": .string(database),
-            "startedAt": .string(WireDate(controller.stats.started).description),
+            "startedAt": .string(WireDate(service.stats.started).description),
             "requests": .int(Int64(counts.requests)), "conflicts": .int(Int64(counts.conflicts)),
             "rowsReturned": .int(Int64(counts.rowsReturned)), "tables": .array(entries),
         ]
@@ -103,16 +103,17 @@ struct Console: Sendable {
         try check(context)
         let name = try context.parameters.require("name")
         guard let table = configurations.first(where: { $0.name.canonical == name.lowercased() }),
-            let schema = try await controller.store.schema(of: table.name)
+            let schema = try await service.store.schema(of: table.name)
         else { throw APIError(.notFound, "Table '\(name)' does not exist") }
-        var query = try controller.parsedQuery(request, wire: V2TableWire())
+        var query = try V2TableWire().query(request.uri.query ?? "")
+        try service.checkCost(query)
         if query.orderBy.isEmpty { query.orderBy = [ODataOrdering("updatedAt", .descending)] }
         query.includeTotalCount = true
         let limit = min(query.top ?? 50, Self.maxPage)
         let scope = try await scope(table.name, context)
-        let page = try await controller.perform {
-            try await controller.store.query(
-                table.name, query, scope: scope, limit: limit, maxBytes: controller.queryLimits.maxPageBytes)
+        let page = try await service.perform {
+            try await service.store.query(
+                table.name, query, scope: scope, limit: limit, maxBytes: service.queryLimits.maxPageBytes)
         }
         let columns =
             SystemProperty.allCases.map(\.rawValue)
@@ -132,14 +133,13 @@ struct Console: Sendable {
 
     /// Every owner's rows of the table, as its read hook lets the console's caller see them.
     private func scope(_ table: TableName, _ context: SyncRequestContext) async throws -> RowScope {
-        let call = TableCall(context)
-        let view = try await controller.view(table, call)
+        let view = try await service.hooks.view(table, context.call)
         return RowScope(filter: view.filter, hiddenColumns: view.hiddenColumns)
     }
 
     private func count(_ table: TableName, _ query: ODataQuery, _ scope: RowScope) async throws -> Int {
-        let page = try await controller.perform {
-            try await controller.store.query(table, query, scope: scope, limit: 0, maxBytes: 1)
+        let page = try await service.perform {
+            try await service.store.query(table, query, scope: scope, limit: 0, maxBytes: 1)
         }
         return page.totalCount ?? 0
     }

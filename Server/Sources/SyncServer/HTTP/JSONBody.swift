@@ -57,3 +57,12 @@ enum JSONBody {
         return buffer
     }
 }
+
+extension JSONBody {
+    /// The request body as a JSON object: 415 when not JSON, 413 past `maxBytes`, 400 when it is not an object.
+    static func object(_ request: Request, maxBytes: Int) async throws -> [String: JSONValue] {
+        let value = try await read(request, maxBytes: maxBytes, what: "The request body")
+        guard case .object(let members) = value else { throw APIError.badRequest("The body must be a JSON object") }
+        return members
+    }
+}

@@ -18,3 +18,12 @@ public struct SyncRequestContext: RequestContext {
         coreContext = .init(source: source)
     }
 }
+
+extension SyncRequestContext {
+    /// The table call a route's request makes: its caller, the path's table and item, its logger and dialect.
+    var call: TableCall {
+        TableCall(
+            caller: caller, table: parameters.get("name") ?? "", item: parameters.get("id"), logger: logger,
+            dialect: dialect)
+    }
+}

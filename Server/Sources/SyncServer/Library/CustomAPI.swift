@@ -208,7 +208,7 @@ public struct RequestRefusal: Error, Sendable, Hashable, CustomStringConvertible
 
     /// The answer: its status, or 500 when it is not an error status.
     var apiError: APIError {
-        APIError(status.code >= 400 ? status : .internalServerError, message, reason: "refused_by_app")
+        APIError(status.code >= 400 ? status : .internalServerError, message, reason: .refusedByApp)
     }
 }
 

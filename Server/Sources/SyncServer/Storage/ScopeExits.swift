@@ -3,7 +3,7 @@ import SyncCore
 /// The groups rows left: when a write moves a row of a shared table (``TableConfiguration/groupColumn``) to another
 /// group, the group it left is recorded with the write's stamp — by a trigger of the database, in the write's own
 /// transaction, whichever statement or store wrote it. The members of that group read it in their scope token
-/// (``TableController/scopeToken(_:schema:)``): their devices, which a cursor would never tell (the moved row is out
+/// (``GroupRules/scopeToken(_:schema:)``): their devices, which a cursor would never tell (the moved row is out
 /// of their scope now), then check which of their rows are still in it (docs/sharing.md).
 enum ScopeExits {
     /// The table: one row per table and group left, with the stamp of the latest move out of it.

@@ -44,7 +44,7 @@ struct APIVersionMiddleware: RouterMiddleware {
     }
 
     /// A 400 counted as an `api_version` refusal.
-    static func refusal(_ message: String) -> APIError { APIError.badRequest(message, reason: "api_version") }
+    static func refusal(_ message: String) -> APIError { APIError.badRequest(message, reason: .apiVersion) }
 
     /// The dialect of a `ZUMO-API-VERSION`: `2.0.x` or `3.0.x` (`x` digits); nil for any other.
     static func dialect(of version: String) -> ODataDialect? {

@@ -26,6 +26,6 @@ struct ClientTextMiddleware: RouterMiddleware {
     private static func refusal(_ part: String) -> APIError {
         APIError.badRequest(
             "The request's \(part) holds more than \(ClientText.maximumNonStarterRun) combining marks in a row",
-            reason: "client_text")
+            reason: .clientText)
     }
 }

@@ -16,7 +16,7 @@ struct LoopbackHostMiddleware: RouterMiddleware {
             throw APIError(
                 .forbidden,
                 "This server has no auth and answers only requests for localhost, 127.0.0.1 or [::1] (Host header)",
-                reason: "host_forbidden")
+                reason: .hostForbidden)
         }
         return try await next(request, context)
     }

@@ -14,7 +14,7 @@ struct UnexpectedErrorMiddleware: RouterMiddleware {
         do {
             return try await next(request, context)
         } catch let error as APIError {
-            Counter(label: MetricLabel.refusals, dimensions: [(MetricLabel.reason, error.refusalReason)]).increment()
+            Self.count(error)
             throw error
         } catch let error as any HTTPResponseError {
             throw error
@@ -23,5 +23,10 @@ struct UnexpectedErrorMiddleware: RouterMiddleware {
                 "Unexpected error", metadata: ["sync.error": "\(String(reflecting: type(of: error)))"])
             throw APIError(.internalServerError, "The server could not complete the request")
         }
+    }
+
+    /// Counts a refusal in `sync_refusals{sync_reason}`.
+    static func count(_ error: APIError) {
+        Counter(label: MetricLabel.refusals, dimensions: [(MetricLabel.reason, error.refusalReason)]).increment()
     }
 }

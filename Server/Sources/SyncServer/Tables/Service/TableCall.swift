@@ -1,11 +1,11 @@
-import Hummingbird
 import Logging
 import SyncCore
 import SyncOData
 
-/// Who asks what of a table, as the table pipeline sees it: the caller, the table and the item the route named, and
-/// the logger — no request, no response. Each route (v2, v3, `/batch`, which goes through them, the console and the
-/// library's `APIRequest`, which go through the router) makes one from its context, and every rule is decided from it.
+/// Who asks what of a table, as the table service sees it: the caller, the table and the item the route named, and
+/// the logger — no request, no response. Each route (the table routes of both dialects, `/batch`'s operations, the
+/// attachments, the change feed, the console) makes one from its context (``SyncRequestContext/call``), and every rule
+/// is decided from it.
 struct TableCall: Sendable {
     /// Who called, when the request carried a valid token.
     var caller: Caller?
@@ -23,12 +23,5 @@ struct TableCall: Sendable {
         self.item = item
         self.logger = logger
         self.dialect = dialect
-    }
-
-    /// The call a route's request makes.
-    init(_ context: SyncRequestContext) {
-        self.init(
-            caller: context.caller, table: context.parameters.get("name") ?? "", item: context.parameters.get("id"),
-            logger: context.logger, dialect: context.dialect)
     }
 }

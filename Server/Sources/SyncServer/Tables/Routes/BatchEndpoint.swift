@@ -9,8 +9,9 @@ import SyncOData
 /// `POST /batch` (docs/batch.md, our extension): an ordered list of table writes in one request, each answered
 /// exactly as the same request to `/tables/…` would be.
 ///
-/// The operations run one after another through the same handlers as single requests (so access rules, hooks,
-/// preconditions, conflicts and per-user scoping are the same). By default each runs in its own transaction: an
+/// The operations run one after another through the same hops as single requests — the wire of the request's
+/// dialect and the table service (``TableRoutes/write(_:head:call:wire:body:location:)``), with no second router — so
+/// access rules, hooks, preconditions, conflicts and per-user scoping are the same. By default each runs in its own transaction: an
 /// operation on an item whose earlier operation in the batch failed is not applied (424), and the first operation
 /// answered 5xx ends the batch (the answer lists the operations processed; those after it were not applied). An
 /// atomic batch (`"atomic": true`, a *set*) runs in one transaction of the store (``TableStore/atomically(_:)``):
@@ -22,8 +23,8 @@ struct BatchEndpoint: Sendable {
     /// The header on table responses that offers the endpoint, with its limits.
     static let capabilityHeader = HTTPField.Name("X-OfflineSync-Batch")!
 
-    /// Answers the table routes (a router of its own, without the outer middleware).
-    let tables: any HTTPResponder<SyncRequestContext>
+    /// The table routes, whose writes the operations are.
+    let tables: TableRoutes
     let maxBodySize: Int
     /// The store, whose transaction an atomic batch runs in.
     let store: any TableStore
@@ -41,6 +42,9 @@ struct BatchEndpoint: Sendable {
         let path: String
         let headers: HTTPFields
         let body: JSONValue?
+        /// The table and item as its URL names them (the item percent-encoded, as a route's path gives it).
+        let table: String
+        let pathItem: String?
         /// `table/id` of the item it writes (nil when the server makes the id).
         let item: String?
     }
@@ -117,17 +121,30 @@ struct BatchEndpoint: Sendable {
     /// Thrown out of an atomic batch's transaction to undo it, with its answers.
     private struct Refused: Error { let answers: [JSONValue] }
 
-    /// One operation through the table routes; a thrown answer becomes its response, any other error a 500.
+    /// One operation as the table routes write it; a thrown answer becomes its response (a refusal counted as the
+    /// routes count theirs), any other error a 500.
     private func respond(_ operation: Operation, _ request: Request, _ context: SyncRequestContext) async -> Response {
         var head = HTTPRequest(method: operation.method, scheme: nil, authority: request.head.authority, path: "/")
         head.path = operation.path
         head.headerFields = operation.headers
-        let body = operation.body.map { ByteBuffer(bytes: $0.serializedData()) } ?? ByteBuffer()
-        let inner = Request(head: head, body: .init(buffer: body))
+        let call = TableCall(
+            caller: context.caller, table: operation.table, item: operation.pathItem, logger: context.logger,
+            dialect: context.dialect)
+        let links = LinkBuilder(request)
         do {
-            return try await tables.respond(to: inner, context: context)
+            return try await tables.write(operation.method, head: head, call: call, wire: context.wire) {
+                guard case .object(let fields)? = operation.body else {
+                    throw APIError.badRequest("The body must be a JSON object")
+                }
+                return fields
+            } location: { id, item in
+                LinkBuilder(origin: links.origin, path: "/tables/\(operation.table)").itemURL(id: id, item: item)
+            }
+        } catch let error as APIError {
+            UnexpectedErrorMiddleware.count(error)
+            return error.response
         } catch let error as any HTTPResponseError {
-            return (try? error.response(from: inner, context: context))
+            return (try? error.response(from: request, context: context))
                 ?? JSONResponse.make(.internalServerError, ["error": "The server could not complete the operation"])
         } catch {
             context.logger.error(
@@ -199,14 +216,14 @@ struct BatchEndpoint: Sendable {
             path.count == 4
             ? "\(table)/\(ODataQuery.percentDecode(path[3]) ?? path[3])"
             : body?["id"]?.stringValue.map { "\(table)/\($0)" }
-        return Operation(method: method, path: url, headers: headers, body: body, item: item)
+        return Operation(
+            method: method, path: url, headers: headers, body: body, table: path[2],
+            pathItem: path.count == 4 ? path[3] : nil, item: item)
     }
 
     /// A response as the batch answers it: its status, its `ETag` and its JSON body.
     private static func answer(_ response: Response) async throws -> JSONValue {
-        let collected = Collected()
-        try await response.body.write(Collector(into: collected))
-        let json = collected.buffer.withUnsafeReadableBytes { raw in
+        let json = try await response.collectedBody().withUnsafeReadableBytes { raw in
             raw.isEmpty ? nil : try? JSONValue(parsingUTF8: raw.bindMemory(to: UInt8.self))
         }
         return answer(response.status, body: json, eTag: response.headers[.eTag])
@@ -217,6 +234,15 @@ struct BatchEndpoint: Sendable {
         if let eTag { answer["headers"] = ["ETag": .string(eTag)] }
         if let body { answer["body"] = body }
         return .object(answer)
+    }
+}
+
+extension Response {
+    /// The response's body, collected (a batch's answers; tests).
+    func collectedBody() async throws -> ByteBuffer {
+        let collected = Collected()
+        try await body.write(Collector(into: collected))
+        return collected.buffer
     }
 }
 

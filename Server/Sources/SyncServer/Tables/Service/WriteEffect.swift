@@ -30,4 +30,7 @@ enum WriteEffect: Sendable, CaseIterable {
         case .undelete: .undelete
         }
     }
+
+    /// Whether a request of the effect carries fields (an insert's or a change's body).
+    var readsFields: Bool { self == .insert || self == .change }
 }

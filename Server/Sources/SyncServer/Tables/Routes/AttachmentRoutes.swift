@@ -10,21 +10,15 @@ import SyncOData
 /// `HEAD` says what the server holds (or how much of the caller's upload arrived), `GET` reads, with `Range`.
 ///
 /// A caller may read a file they uploaded or one that a row they may read names; a caller who may insert into or
-/// update the table may upload. A write that names a file is checked the same way (``checkAttachments(_:_:_:)``).
-extension TableController {
-    /// The attachment store and its limits.
-    struct Attachments: Sendable {
-        let store: any AttachmentStore
-        let maxSize: Int
-        /// Each uploader's budget of unfinished uploads (``AttachmentSettings/maxUnfinishedUploads``,
-        /// ``AttachmentSettings/maxUnfinishedBytes``).
-        var maxUnfinishedUploads = Int.max
-        var maxUnfinishedBytes = Int.max
-    }
+/// update the table may upload. A write that names a file is checked the same way (``AttachmentRules/check(_:_:_:)``).
+struct AttachmentRoutes: Sendable {
+    let service: TableService
+
+    private var rules: AttachmentRules { service.attachments }
 
     static let uploadOffsetHeader = HTTPField.Name("Upload-Offset")!
 
-    func addAttachmentRoutes(to group: RouterGroup<SyncRequestContext>) {
+    func addRoutes(to group: RouterGroup<SyncRequestContext>) {
         group.put("{name}/attachments/{hash}") { request, context in try await uploadAttachment(request, context) }
         group.head("{name}/attachments/{hash}") { request, context in try await attachmentStatus(request, context) }
         group.get("{name}/attachments/{hash}") { request, context in try await downloadAttachment(request, context) }
@@ -33,10 +27,10 @@ extension TableController {
     /// The table and file named in the path: 404 for a table without attachment columns, 400 for a name that is not a
     /// SHA-256.
     private func attachmentTarget(_ call: TableCall, _ context: SyncRequestContext) async throws -> (
-        TableSchema, AttachmentHash, Attachments
+        TableSchema, AttachmentHash, AttachmentFiles
     ) {
-        let schema = try await schema(call)
-        guard let attachments, !schema.configuration.attachmentColumns.isEmpty else {
+        let schema = try await service.access.schema(call)
+        guard let attachments = rules.files, !schema.configuration.attachmentColumns.isEmpty else {
             throw APIError(.notFound, "\(schema.name) has no attachment columns")
         }
         guard let hash = AttachmentHash(context.parameters.get("hash") ?? "") else {
@@ -45,39 +39,14 @@ extension TableController {
         return (schema, hash, attachments)
     }
 
-    /// Who the caller is to the store: their subject, or nobody in particular on a server without auth.
-    private func uploader(_ call: TableCall) -> String { call.caller?.subject ?? "" }
-
-    /// Whether the caller may read `hash`: they uploaded it, or a row of `schema` they may read names it. 401 or 403
-    /// when they may not read the table.
-    private func mayRead(
-        _ hash: AttachmentHash, _ schema: TableSchema, _ store: any AttachmentStore,
-        _ call: TableCall
-    ) async throws -> Bool {
-        let scope = try await authorize(.read, schema, call)
-        if try await store.isUploader(uploader(call), of: hash) { return true }
-        return try await names(hash, in: schema, scope: scope, includeDeleted: false)
-    }
-
-    /// Whether a row of `schema` within `scope` names `hash` in one of its attachment columns.
-    func names(_ hash: AttachmentHash, in schema: TableSchema, scope: RowScope, includeDeleted: Bool) async throws
-        -> Bool
-    {
-        let query = AttachmentCollector.query(naming: hash, in: schema.configuration, includeDeleted: includeDeleted)
-        let page = try await perform {
-            try await store.query(schema.name, query, scope: scope, limit: 1, maxBytes: 1 << 16)
-        }
-        return page.itemCount > 0
-    }
-
     /// `HEAD`: 200 with the size when the caller may read the file; else 404 with how much of the caller's own upload
     /// arrived (`Upload-Offset`). 401 or 403 for a caller who may neither read nor upload.
     func attachmentStatus(_ request: Request, _ context: SyncRequestContext) async throws -> Response {
-        let call = TableCall(context)
+        let call = context.call
         let (schema, hash, attachments) = try await attachmentTarget(call, context)
         let reads: Bool
         do {
-            reads = try await mayRead(hash, schema, attachments.store, call)
+            reads = try await rules.mayRead(hash, schema, attachments.store, call)
         } catch let error as APIError where [.unauthorized, .forbidden, .methodNotAllowed].contains(error.status) {
             try await authorizeUpload(schema, call, else: error)
             reads = false
@@ -87,7 +56,7 @@ extension TableController {
             headers[.contentLength] = String(size)
             return Response(status: .ok, headers: headers)
         }
-        let received = try await attachments.store.received(hash, by: uploader(call))
+        let received = try await attachments.store.received(hash, by: AttachmentRules.uploader(call))
         return Response(
             status: .notFound, headers: [Self.uploadOffsetHeader: String(received), .cacheControl: "no-cache"])
     }
@@ -101,9 +70,9 @@ extension TableController {
     }
 
     func downloadAttachment(_ request: Request, _ context: SyncRequestContext) async throws -> Response {
-        let call = TableCall(context)
+        let call = context.call
         let (schema, hash, attachments) = try await attachmentTarget(call, context)
-        guard try await mayRead(hash, schema, attachments.store, call),
+        guard try await rules.mayRead(hash, schema, attachments.store, call),
             let size = try await attachments.store.size(of: hash)
         else {
             throw APIError(.notFound, "No attachment \(hash) that you may read is on the server")
@@ -156,7 +125,7 @@ extension TableController {
     }
 
     func uploadAttachment(_ request: Request, _ context: SyncRequestContext) async throws -> Response {
-        let call = TableCall(context)
+        let call = context.call
         let (schema, hash, attachments) = try await attachmentTarget(call, context)
         try await authorizeUpload(schema, call)
         let length = try request.headers[.contentLength].map { text in
@@ -191,7 +160,7 @@ extension TableController {
         // an answer that came while the client was still sending them made URLSession on Linux report the connection
         // lost, on every retry, whenever the part went slower than the answer (AttachmentSyncTests under load).
         if let size = try await attachments.store.size(of: hash),
-            (try? await mayRead(hash, schema, attachments.store, call)) == true
+            (try? await rules.mayRead(hash, schema, attachments.store, call)) == true
         {
             for try await _ in body {}
             return completed(hash, size: size, stored: false, request)
@@ -203,11 +172,11 @@ extension TableController {
         let outcome: UploadOutcome
         do {
             outcome = try await attachments.store.receive(
-                hash, by: uploader(call), offset: offset, total: total, restart: restart, body: body)
+                hash, by: AttachmentRules.uploader(call), offset: offset, total: total, restart: restart, body: body)
         } catch let refusal as UploadRefusal {
             throw Self.apiError(refusal, hash)
         } catch let error as TableStoreError {
-            throw try await perform { throw error }
+            throw try await service.perform { throw error }
         }
         switch outcome {
         case .partial(let received):
@@ -220,19 +189,19 @@ extension TableController {
     }
 
     /// Refuses an upload that would take its uploader past their budget of unfinished uploads: 429 for one more
-    /// upload than ``Attachments/maxUnfinishedUploads``, 507 past ``Attachments/maxUnfinishedBytes`` (`extent`: the
+    /// upload than ``AttachmentFiles/maxUnfinishedUploads``, 507 past ``AttachmentFiles/maxUnfinishedBytes`` (`extent`: the
     /// bytes this upload will hold). The answer says what is kept.
     private func checkBudget(
-        _ hash: AttachmentHash, extent: Int, _ attachments: Attachments, _ call: TableCall
+        _ hash: AttachmentHash, extent: Int, _ attachments: AttachmentFiles, _ call: TableCall
     ) async throws {
-        let pending = try await attachments.store.unfinished(by: uploader(call))
+        let pending = try await attachments.store.unfinished(by: AttachmentRules.uploader(call))
         let others = pending.filter { $0.key != hash }
         let kept = "you have \(others.count) other unfinished uploads holding \(others.values.reduce(0, +)) bytes"
         if pending[hash] == nil, others.count >= attachments.maxUnfinishedUploads {
             var refusal = APIError(
                 .tooManyRequests,
                 "Too many unfinished uploads: \(kept) (at most \(attachments.maxUnfinishedUploads)); finish one first",
-                reason: "upload_budget")
+                reason: .uploadBudget)
             refusal.headers[.retryAfter] = "60"
             throw refusal
         }
@@ -241,7 +210,7 @@ extension TableController {
                 HTTPResponse.Status(code: 507, reasonPhrase: "Insufficient Storage"),
                 "This upload would pass your budget of \(attachments.maxUnfinishedBytes) bytes of unfinished uploads: "
                     + "\(kept); finish one first",
-                reason: "upload_budget")
+                reason: .uploadBudget)
         }
     }
 
@@ -251,7 +220,7 @@ extension TableController {
         var response = JSONResponse.make(
             stored ? .created : .ok, ["sha256": .string(hash.hex), "size": .int(Int64(size))])
         response.headers[Self.uploadOffsetHeader] = String(size)
-        response.headers[.location] = baseURL(request) + request.uri.path
+        response.headers[.location] = LinkBuilder(request).url
         return response
     }
 
@@ -261,9 +230,9 @@ extension TableController {
         async throws
     {
         do {
-            _ = try await authorize(TableOperation.insert, schema, call)
+            _ = try await service.access.authorize(.insert, schema, call)
         } catch let insert as APIError {
-            do { _ = try await authorize(TableOperation.update, schema, call) } catch { throw refusal ?? insert }
+            do { _ = try await service.access.authorize(.update, schema, call) } catch { throw refusal ?? insert }
         }
     }
 
@@ -273,19 +242,19 @@ extension TableController {
         switch refusal {
         case .wrongOffset(let received):
             error = APIError(
-                .conflict, "The upload holds \(received) bytes: send the part from there", reason: "upload_offset")
+                .conflict, "The upload holds \(received) bytes: send the part from there", reason: .uploadOffset)
             error.headers[uploadOffsetHeader] = String(received)
         case .busy(let received):
-            error = APIError(.conflict, "Another request is adding to this upload; try again", reason: "upload_busy")
+            error = APIError(.conflict, "Another request is adding to this upload; try again", reason: .uploadBusy)
             error.headers[uploadOffsetHeader] = String(received)
             error.headers[.retryAfter] = "1"
         case .hashMismatch(let actual):
             error = APIError.badRequest(
                 "The bytes hash to \(actual), not \(hash): the upload was dropped; send the file again",
-                reason: "attachment_hash")
+                reason: .attachmentHash)
             error.headers[uploadOffsetHeader] = "0"
         case .sizeMismatch(let received):
-            error = APIError.badRequest("The body goes past the size the upload declared", reason: "upload_size")
+            error = APIError.badRequest("The body goes past the size the upload declared", reason: .uploadSize)
             error.headers[uploadOffsetHeader] = String(received)
         }
         return error
@@ -302,36 +271,6 @@ extension TableController {
             last < total
         else { return nil }
         return (first..<(last + 1), total)
-    }
-
-    /// Checks the files a write names (``TableConfiguration/attachmentColumns``), before the write hooks: each must be
-    /// a SHA-256 the server holds, uploaded by the caller or named by a row the caller may read — else 400, so that no
-    /// row ever names a file that is not there (the same answer whether or not another user holds it). Each file is
-    /// touched, so that no collection takes it while the write goes on.
-    func checkAttachments(_ fields: [String: JSONValue], _ schema: TableSchema, _ call: TableCall)
-        async throws
-    {
-        let columns = schema.configuration.attachmentColumns
-        guard !columns.isEmpty else { return }
-        for column in columns {
-            guard let value = fields[column], value != .null else { continue }
-            guard let hash = value.stringValue.flatMap(AttachmentHash.init) else {
-                throw APIError.badRequest(
-                    "Invalid item: '\(column)' names a file by the SHA-256 of its bytes (64 lowercase hex digits), or is null"
-                )
-            }
-            let missing = APIError.badRequest(
-                "Invalid item: the file \(hash) that '\(column)' names is not on the server: upload it first (PUT /tables/\(schema.name)/attachments/\(hash))",
-                reason: "attachment_missing")
-            guard let attachments else { throw missing }
-            let store = attachments.store
-            guard try await store.touch(hash) else { throw missing }
-            if try await store.isUploader(uploader(call), of: hash) { continue }
-            let readScope = try? await authorize(.read, schema, call)
-            guard let readScope, try await names(hash, in: schema, scope: readScope, includeDeleted: false) else {
-                throw missing
-            }
-        }
     }
 }
 

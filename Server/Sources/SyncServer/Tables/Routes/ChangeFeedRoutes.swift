@@ -3,11 +3,12 @@ import Hummingbird
 import ServiceLifecycle
 import SyncCore
 
-extension TableController {
-    /// The key a write publishes and a follower waits on: the table, or the table and owner of a per-user row
-    /// (so that one user's writes do not wake another's followers).
-    static func changeKey(_ schema: TableSchema, owner: String?) -> String {
-        owner.map { "\(schema.name.canonical)/\($0)" } ?? schema.name.canonical
+/// `GET /changes`, the long poll that tells a device which of its tables changed (docs/changes.md).
+struct ChangeFeedRoutes: Sendable {
+    let service: TableService
+
+    func addRoutes(to router: Router<SyncRequestContext>) {
+        router.get("changes") { request, context in try await changes(request, context) }
     }
 
     /// `GET /changes?tables=A,B&since=TOKEN&wait=SECONDS` (docs/changes.md): answers once one of the tables
@@ -15,7 +16,7 @@ extension TableController {
     /// `{"token": next, "changed": [tables]}`. It carries no row data: the client pulls, and the pull enforces
     /// access. Every table must be readable by the caller (401/403/404 otherwise).
     func changes(_ request: Request, _ context: SyncRequestContext) async throws -> Response {
-        let call = TableCall(context)
+        let call = context.call
         var tables: [String] = []
         var since: String?
         var wait = Duration.seconds(25)
@@ -40,13 +41,14 @@ extension TableController {
         for text in tables {
             let name: TableName
             do { name = try TableName(text) } catch { throw APIError.badRequest("\(error)") }
-            guard let schema = try await store.schema(of: name) else {
+            guard let schema = try await service.store.schema(of: name) else {
                 throw APIError(.notFound, TableStoreError.unknownTable(name).description)
             }
-            keys[Self.changeKey(schema, owner: try await authorize(.read, schema, call).owner)] = text
+            keys[TableService.changeKey(schema, owner: try await service.access.authorize(.read, schema, call).owner)] =
+                text
         }
         // A server shutting down answers its waiting followers at once rather than holding them for `wait`.
-        let hub = self.changes
+        let hub = service.changes
         let waiting = Task { [keys] in await hub.wait(Set(keys.keys), since: since, timeout: wait) }
         let (changed, token) = await withTaskCancellationHandler {
             await withGracefulShutdownHandler {

@@ -7,7 +7,12 @@ import SyncOData
 /// Tables shared through a members table (``TableConfiguration/membershipScope``, ``TableConfiguration/members``):
 /// the caller's scope for each operation, the checks of the group a write puts a row in, and the scope token a page
 /// carries.
-extension TableController {
+struct GroupRules: Sendable {
+    let store: any TableStore
+    /// The membership-scoped tables of each members table (by its canonical name), with their group columns: a
+    /// group is free to claim only when none of their rows belongs to it (``GroupClaim``).
+    var groupedTables: [String: [GroupClaim.GroupedTable]] = [:]
+
     /// The membership part of the caller's scope for `operation` on `schema`, if the table has one: every member reads
     /// a group's rows; owners and editors write them; a members table's rows are read by the group's members and by
     /// the member they name, written by the group's owners, and deleted by them or by that member (who leaves).
@@ -19,7 +24,7 @@ extension TableController {
         guard let user = call.caller?.subject else {
             throw APIError(
                 .forbidden, "\(schema.name)'s rows belong to the members of their groups: sign in",
-                reason: "auth_forbidden")
+                reason: .forbidden)
         }
         if let members = configuration.members {
             return MembershipCondition(
@@ -110,12 +115,12 @@ extension TableController {
         throw APIError(
             .forbidden,
             "Only an owner of group '\(group)' changes its members (the first member of a new group is its creator, as owner)",
-            reason: "auth_forbidden")
+            reason: .forbidden)
     }
 
     /// The roles `user` has in `group` (none when not a member).
     func roles(of user: String, in group: String, _ membership: MembershipCondition) async throws -> Set<MemberRole> {
-        let rows = try await perform {
+        let rows = try await mappingStoreErrors {
             try await store.memberships(of: user, in: membership.membersTable, group: group, exitsOf: nil)
         }
         return Set(rows.compactMap { $0.role.flatMap(MemberRole.init(rawValue:)) })
@@ -131,7 +136,7 @@ extension TableController {
         if let membership = scope.membership {
             // One query: the caller's groups, each with the latest move of a row out of it.
             let exitsOf = schema.configuration.groupColumn != nil ? schema.name : nil
-            let rows = try await perform {
+            let rows = try await mappingStoreErrors {
                 try await store.memberships(
                     of: membership.user, in: membership.membersTable, group: nil, exitsOf: exitsOf)
             }
@@ -171,7 +176,7 @@ extension TableController {
                     schema.configuration.members != nil
                         ? "Only an owner of the group changes its members; a member may only leave"
                         : "Viewers read the group's rows; owners and editors write them",
-                    reason: "auth_forbidden")
+                    reason: .forbidden)
             }
             throw error
         }
