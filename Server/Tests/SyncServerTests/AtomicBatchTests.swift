@@ -143,20 +143,22 @@ import Testing
             let configuration = Fixture.configuration(database, tables: [Fixture.table("TodoItem")])
             try await Fixture.withTableStore(configuration, queryTimeout: .seconds(120)) { store in
                 let table = try TableName("TodoItem")
-                let insert = { @Sendable (id: String) in
+                let insert = { @Sendable (id: String, store: any TableStore) in
                     _ = try await store.insert(["text": "x"], id: try ItemID(id), into: table, scope: .everything)
                 }
                 try await withThrowingTaskGroup(of: Void.self) { group in
                     for set in 0..<4 {
                         group.addTask {
-                            try await store.atomically { for member in 0..<5 { try await insert("s\(set)-\(member)") } }
+                            try await store.atomically { transaction in
+                                for member in 0..<5 { try await insert("s\(set)-\(member)", transaction) }
+                            }
                         }
-                        group.addTask { try await insert("one-\(set)") }
+                        group.addTask { try await insert("one-\(set)", store) }
                     }
                     group.addTask {
                         await #expect(throws: Undo.self) {
-                            try await store.atomically {
-                                try await insert("undone")
+                            try await store.atomically { transaction in
+                                try await insert("undone", transaction)
                                 throw Undo()
                             }
                         }

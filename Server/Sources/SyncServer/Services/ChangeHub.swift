@@ -47,31 +47,11 @@ final class ChangeHub: Sendable {
         }
     }
 
-    /// The keys published inside ``publishingOnReturn(_:)``, held until it returns.
-    @TaskLocal private static var held: Locked<Set<String>>?
-
     /// Notes a committed change of `key` on this instance, wakes whoever follows it here, and queues it for
-    /// the other instances when the hub relays. Inside ``publishingOnReturn(_:)``, it does so when that returns.
+    /// the other instances when the hub relays.
     func publish(_ key: String) {
-        if let held = Self.held {
-            held.withLock { _ = $0.insert(key) }
-            return
-        }
         wake(key, relayed: outgoingSignal != nil)
         outgoingSignal?.yield()
-    }
-
-    /// Runs `body` (an atomic set of writes), holding the keys its writes publish until it returns: a follower woken
-    /// before the set's commit would read none of it, and not be woken again. A throw publishes nothing (the set
-    /// was undone).
-    ///
-    /// - Returns: What `body` returns.
-    /// - Throws: What `body` throws.
-    func publishingOnReturn<T: Sendable>(_ body: () async throws -> T) async throws -> T {
-        let held = Locked(Set<String>())
-        let value = try await Self.$held.withValue(held) { try await body() }
-        for key in held.withLock({ $0 }) { publish(key) }
-        return value
     }
 
     /// Notes a change of `key` that another instance committed, and wakes whoever follows it here.

@@ -87,7 +87,7 @@ extension PostgresTableStore {
             }
             return schemas
         }
-        for schema in schemas { self.schemas.publish(schema) }
+        for schema in schemas { self.publish(schema) }
     }
 
     public func checkReady() async throws {
@@ -305,7 +305,7 @@ extension PostgresTableStore {
         let columns = try await withConnection { connection in
             try await Self.storedColumns(of: table, on: connection, logger: logger)
         }
-        schemas.publish(TableSchema(configuration: cached.configuration, columns: columns ?? [:]))
+        publish(TableSchema(configuration: cached.configuration, columns: columns ?? [:]))
         return try schemas.require(table)
     }
 

@@ -86,7 +86,7 @@ extension PostgresTableStore {
                 else { throw TableStoreError.idTaken }
                 throw TableStoreError.alreadyExists(existing)
             }
-            schemas.publish(schema)
+            publish(schema)
             return item
         }
     }
@@ -136,7 +136,7 @@ extension PostgresTableStore {
                 }
                 throw TableStoreError.notFound
             }
-            schemas.publish(schema)
+            publish(schema)
             return item
         }
     }

@@ -38,7 +38,10 @@ public final class PostgresTableStore: TableStore, Service {
     let connectionTimeout: Duration
     /// How long one request's database work may take (the connections' `statement_timeout`).
     let queryTimeout: Duration
-    let schemas = SchemaCache()
+    let schemas: SchemaCache
+    /// The atomic set this store's work runs in: the set of the store ``atomically(_:)`` hands its body; nil for the
+    /// store itself.
+    private let joinedSet: PostgresHeldTransaction?
 
     /// How writes take their `updatedAt`.
     package enum Stamping: Sendable, Hashable {
@@ -100,6 +103,22 @@ public final class PostgresTableStore: TableStore, Service {
         self.connectionTimeout = connectionTimeout
         self.queryTimeout = queryTimeout
         self.stamping = stamping
+        schemas = SchemaCache()
+        joinedSet = nil
+    }
+
+    /// The store as an atomic set sees it: `base`'s pool and schemas, every statement on `set`'s connection.
+    private init(joining set: PostgresHeldTransaction, of base: PostgresTableStore) {
+        client = base.client
+        probe = base.probe
+        endpoint = base.endpoint
+        now = base.now
+        logger = base.logger
+        stamping = base.stamping
+        connectionTimeout = base.connectionTimeout
+        queryTimeout = base.queryTimeout
+        schemas = base.schemas
+        joinedSet = set
     }
 
     /// Runs the connection pool until the service group shuts down.
@@ -195,29 +214,28 @@ public final class PostgresTableStore: TableStore, Service {
         return mapped
     }
 
-    /// The atomic set of writes the current task is in (``atomically(_:)``), if any.
-    @TaskLocal static var heldSet: PostgresHeldTransaction?
-
-    /// The set this store's work joins: the current task's, when it is this store's.
-    private var joinedSet: PostgresHeldTransaction? {
-        Self.heldSet.flatMap { $0.store == ObjectIdentifier(self) ? $0 : nil }
-    }
-
     public var offersAtomicSets: Bool { true }
 
-    public func atomically<T: Sendable>(_ body: @escaping @Sendable () async throws -> T) async throws -> T {
-        if joinedSet != nil { return try await body() }
-        let store = ObjectIdentifier(self)
+    public func atomically<T: Sendable>(_ body: @escaping @Sendable (any TableStore) async throws -> T) async throws
+        -> T
+    {
+        if joinedSet != nil { return try await body(self) }
         // One transaction on one connection for the whole set, bounded as a whole; its statements run in it.
         let (value, published) = try await transaction(queryTimeout: atomicSetLimit(queryTimeout: queryTimeout)) {
             connection in
-            let held = PostgresHeldTransaction(connection: connection, store: store, logger: self.logger)
-            return try await Self.$heldSet.withValue(held) {
-                try await self.schemas.holdingPublications(body)
-            }
+            let held = PostgresHeldTransaction(connection: connection, logger: self.logger)
+            let value = try await body(PostgresTableStore(joining: held, of: self))
+            return (value, held.publications.withLock { $0 })
         }
         for schema in published { schemas.publish(schema) }
         return value
+    }
+
+    /// Merges a schema this store's work committed into the cache; in an atomic set, holds it back until the set
+    /// commits (a column a member of the set adds is not there when the set is undone).
+    func publish(_ schema: TableSchema) {
+        guard let joinedSet else { return schemas.publish(schema) }
+        joinedSet.publications.withLock { $0.append(schema) }
     }
 
     /// Runs `body` in a transaction on a pooled connection (for writes and set-up); a thrown error
@@ -420,9 +438,9 @@ private enum LeaseWait {
 /// only, as the rollback of its own transaction would, and leaves the transaction usable).
 struct PostgresHeldTransaction: Sendable {
     let connection: PostgresConnection
-    /// The store whose set it is.
-    let store: ObjectIdentifier
     let logger: Logger
+    /// The schemas the set's writes published, held back until it commits (``PostgresTableStore/publish(_:)``).
+    let publications = Locked<[TableSchema]>([])
 
     func run<T: Sendable>(
         isWrite: Bool, _ body: @Sendable (PostgresConnection) async throws -> T,

@@ -1,6 +1,7 @@
 import Foundation
 import GRDB
 import SyncCore
+import SyncSQLite
 
 /// A write transaction of ``SQLiteTableStore`` held open across awaits, for an atomic set of writes
 /// (``TableStore/atomically(_:)``): GRDB's writer runs only synchronous work, so the writer connection is taken on a
@@ -22,6 +23,8 @@ final class SQLiteHeldTransaction: @unchecked Sendable {  // @unchecked: all sta
     /// Set once the thread takes no more work: why (the transaction ended, or failed).
     private var closed: (any Error)?
     private let pool: DatabasePool
+    /// The schemas the set's writes published, held back until it commits (``SQLiteTableStore/publish(_:)``).
+    let publications = Locked<[TableSchema]>([])
     /// The longest the transaction holds the writer; after it, it rolls back and its work fails as unavailable.
     private let limit: Duration
 
@@ -29,9 +32,6 @@ final class SQLiteHeldTransaction: @unchecked Sendable {  // @unchecked: all sta
         self.pool = pool
         self.limit = limit
     }
-
-    /// Whether the transaction holds `pool`'s writer.
-    func holds(_ pool: DatabasePool) -> Bool { self.pool === pool }
 
     /// Takes the writer on a new thread and begins the transaction.
     ///

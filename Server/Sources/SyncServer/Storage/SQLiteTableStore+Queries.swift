@@ -17,7 +17,7 @@ extension SQLiteTableStore {
                 query, scope: scope, limit: limit, maxBytes: maxBytes, shape: shape, schema: schema, in: db)
             return (page, schema)
         }
-        schemas.publish(schema)
+        publish(schema)
         return page
     }
 

@@ -32,7 +32,7 @@ extension SQLiteTableStore {
                     arguments: StatementArguments(sqlValues: values))
                 return (try Self.recorded(.insert, id, schema: schema, in: db), schema)
             }
-            schemas.publish(schema)
+            publish(schema)
             return item
         }
     }
@@ -66,7 +66,7 @@ extension SQLiteTableStore {
                     arguments: StatementArguments(sqlValues: values + [.text(id.rawValue)]))
                 return (try Self.recorded(.update, id, schema: schema, in: db), schema)
             }
-            schemas.publish(schema)
+            publish(schema)
             return item
         }
     }

@@ -24,7 +24,10 @@ public final class SQLiteTableStore: TableStore {
     let logger: Logger
     /// How long one read may take before it is interrupted.
     let queryTimeout: Duration
-    let schemas = SchemaCache()
+    let schemas: SchemaCache
+    /// The atomic set this store's work runs in: the set of the store ``atomically(_:)`` hands its body; nil for the
+    /// store itself.
+    private let joinedSet: SQLiteHeldTransaction?
 
     /// Opens (or creates) the database file and brings its bookkeeping up to date.
     ///
@@ -56,6 +59,18 @@ public final class SQLiteTableStore: TableStore {
         self.now = now
         self.logger = logger
         self.queryTimeout = queryTimeout
+        schemas = SchemaCache()
+        joinedSet = nil
+    }
+
+    /// The store as an atomic set sees it: `base`'s database and schemas, every call in `set`'s transaction.
+    private init(joining set: SQLiteHeldTransaction, of base: SQLiteTableStore) {
+        pool = base.pool
+        now = base.now
+        logger = base.logger
+        queryTimeout = base.queryTimeout
+        schemas = base.schemas
+        joinedSet = set
     }
 
     static func reason(_ error: any Error) -> String {
@@ -91,7 +106,7 @@ public final class SQLiteTableStore: TableStore {
     public func prepare(_ tables: [TableConfiguration]) async throws {
         for configuration in tables {
             let schema = try await write { db in try Self.prepare(configuration, in: db) }
-            schemas.publish(schema)
+            publish(schema)
         }
     }
 
@@ -139,29 +154,21 @@ public final class SQLiteTableStore: TableStore {
         }
     }
 
-    /// The atomic set of writes the current task is in (``atomically(_:)``), if any.
-    @TaskLocal static var heldSet: SQLiteHeldTransaction?
-
-    /// The set this store's work joins: the current task's, when it holds this store's writer.
-    private var joinedSet: SQLiteHeldTransaction? {
-        Self.heldSet.flatMap { $0.holds(pool) ? $0 : nil }
-    }
-
     public var offersAtomicSets: Bool { true }
 
-    public func atomically<T: Sendable>(_ body: @escaping @Sendable () async throws -> T) async throws -> T {
-        if joinedSet != nil { return try await body() }
+    public func atomically<T: Sendable>(_ body: @escaping @Sendable (any TableStore) async throws -> T) async throws
+        -> T
+    {
+        if joinedSet != nil { return try await body(self) }
         let held: SQLiteHeldTransaction
         do {
             held = try await SQLiteHeldTransaction.begin(pool, limit: atomicSetLimit(queryTimeout: queryTimeout))
         } catch let error as DatabaseError {
             throw unavailable(error)
         }
-        let (value, published): (T, [TableSchema])
+        let value: T
         do {
-            (value, published) = try await Self.$heldSet.withValue(held) {
-                try await schemas.holdingPublications(body)
-            }
+            value = try await body(SQLiteTableStore(joining: held, of: self))
         } catch {
             await held.rollback()
             throw error
@@ -171,8 +178,15 @@ public final class SQLiteTableStore: TableStore {
         } catch let error as DatabaseError {
             throw unavailable(error)
         }
-        for schema in published { schemas.publish(schema) }
+        for schema in held.publications.withLock({ $0 }) { schemas.publish(schema) }
         return value
+    }
+
+    /// Merges a schema this store's work committed into the cache; in an atomic set, holds it back until the set
+    /// commits (a column a member of the set adds is not there when the set is undone).
+    func publish(_ schema: TableSchema) {
+        guard let joinedSet else { return schemas.publish(schema) }
+        joinedSet.publications.withLock { $0.append(schema) }
     }
 
     /// Runs a write transaction, mapping database failures to ``TableStoreError``. Inside an atomic set

@@ -276,24 +276,8 @@ final class SchemaCache: Sendable {
         return schema
     }
 
-    /// The schemas published inside ``holdingPublications(_:)``, with the cache they are for.
-    @TaskLocal private static var held: (cache: ObjectIdentifier, schemas: Locked<[TableSchema]>)?
-
-    /// Runs `body` (an atomic set of writes), holding back the schemas its writes publish: a column a member of the set
-    /// adds is not there when the set is undone. Returns them too, for ``publish(_:)`` once the set has committed.
-    func holdingPublications<T: Sendable>(_ body: () async throws -> T) async throws -> (T, [TableSchema]) {
-        let held = Locked<[TableSchema]>([])
-        let value = try await Self.$held.withValue((ObjectIdentifier(self), held)) { try await body() }
-        return (value, held.withLock { $0 })
-    }
-
-    /// Merges a committed schema in: new columns are added, and a column widened to double stays double. Inside
-    /// ``holdingPublications(_:)``, the schema is held back.
+    /// Merges a committed schema in: new columns are added, and a column widened to double stays double.
     func publish(_ schema: TableSchema) {
-        if let held = Self.held, held.cache == ObjectIdentifier(self) {
-            held.schemas.withLock { $0.append(schema) }
-            return
-        }
         schemas.withLock { cache in
             guard var merged = cache[schema.name.canonical] else {
                 cache[schema.name.canonical] = schema

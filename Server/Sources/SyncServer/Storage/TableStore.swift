@@ -116,16 +116,17 @@ public protocol TableStore: Sendable {
     /// Whether ``atomically(_:)`` applies sets of writes all or none (default: false).
     var offersAtomicSets: Bool { get }
 
-    /// Runs `body` so that the writes it makes through this store (from the current task and its child tasks)
-    /// commit together or not at all: they are applied when `body` returns, and undone when it throws. Reads in
-    /// `body` see its writes; other callers see none of them before the commit. A call inside another joins it.
+    /// Runs `body` with the store of a set of writes: the writes `body` makes through that store commit together or
+    /// not at all — applied when `body` returns, undone when it throws. Reads through it see the set's writes; other
+    /// callers, this store's own included, see none of them before the commit. A call on the set's store joins the
+    /// set. Cancelling the caller cancels `body`; its writes are then undone.
     ///
-    /// - Parameter body: The work.
+    /// - Parameter body: The work, given the set's store (the transaction is that value, not the task's context).
     /// - Returns: What `body` returns.
     /// - Throws: What `body` throws (its writes undone), ``TableStoreError/unavailable(_:)`` when the set could not
     ///   begin or commit, or — from a store without sets (``offersAtomicSets`` false, the default) — at once,
     ///   without running `body`.
-    func atomically<T: Sendable>(_ body: @escaping @Sendable () async throws -> T) async throws -> T
+    func atomically<T: Sendable>(_ body: @escaping @Sendable (any TableStore) async throws -> T) async throws -> T
 
     /// Up to `limit` writes from the outbox (of the tables with a ``TableHooks/afterCommit`` hook) that no drainer
     /// holds, oldest first, now held by the caller for `lease` — after which, not removed, they are handed out again.
@@ -180,7 +181,9 @@ extension TableStore {
         throw TableStoreError.unavailable("this store cannot give integer ids")
     }
 
-    public func atomically<T: Sendable>(_ body: @escaping @Sendable () async throws -> T) async throws -> T {
+    public func atomically<T: Sendable>(_ body: @escaping @Sendable (any TableStore) async throws -> T) async throws
+        -> T
+    {
         throw TableStoreError.unavailable("this store cannot apply a set of writes atomically")
     }
 

@@ -5,6 +5,7 @@ import Logging
 import NIOCore
 import SyncCore
 import SyncOData
+import SyncSQLite
 
 /// `POST /batch` (docs/batch.md, our extension): an ordered list of table writes in one request, each answered
 /// exactly as the same request to `/tables/…` would be.
@@ -52,15 +53,15 @@ struct BatchEndpoint: Sendable {
     func handle(_ request: Request, _ context: SyncRequestContext) async throws -> Response {
         let (operations, atomic) = try await parse(request)
         if atomic { return try await handleSet(operations, request, context) }
-        let (answers, _) = try await run(operations, request, context)
+        let (answers, _) = try await run(operations, tables, request, context)
         return JSONResponse.make(.ok, ["responses": .array(answers)])
     }
 
     /// Runs the operations in order and answers each: one on an item whose earlier operation failed is not applied
     /// (424); the first answered 5xx ends the run. Also says whether any was answered anything but 2xx.
-    @Sendable private func run(_ operations: [Operation], _ request: Request, _ context: SyncRequestContext)
-        async throws -> (answers: [JSONValue], failed: Bool)
-    {
+    @Sendable private func run(
+        _ operations: [Operation], _ tables: TableRoutes, _ request: Request, _ context: SyncRequestContext
+    ) async throws -> (answers: [JSONValue], failed: Bool) {
         var answers: [JSONValue] = []
         answers.reserveCapacity(operations.count)
         var failed: Set<String> = []
@@ -74,7 +75,7 @@ struct BatchEndpoint: Sendable {
                         body: ["error": "Not applied: an earlier operation on this item in the batch failed"]))
                 continue
             }
-            let response = await respond(operation, request, context)
+            let response = await respond(operation, tables, request, context)
             answers.append(try await Self.answer(response))
             if response.status.kind == .serverError { return (answers, true) }
             if response.status.kind != .successful {
@@ -95,13 +96,14 @@ struct BatchEndpoint: Sendable {
             throw APIError.badRequest("This server's store cannot apply a batch atomically; send it without \"atomic\"")
         }
         do {
-            let answers = try await changes.publishingOnReturn {
-                try await store.atomically {
-                    let (answers, failed) = try await run(operations, request, context)
-                    if failed { throw Refused(answers: answers) }
-                    return answers
-                }
+            let keys = Locked(Set<String>())
+            let answers = try await store.atomically { set in
+                let members = TableRoutes(service: tables.service.inSet(set, holding: keys), maxBodySize: maxBodySize)
+                let (answers, failed) = try await run(operations, members, request, context)
+                if failed { throw Refused(answers: answers) }
+                return answers
             }
+            for key in keys.withLock({ $0 }) { changes.publish(key) }
             return JSONResponse.make(.ok, ["atomic": true, "applied": true, "responses": .array(answers)])
         } catch let refused as Refused {
             let isFailure = { (answer: JSONValue) in !(200..<300).contains(answer["status"]?.intValue ?? 0) }
@@ -123,7 +125,9 @@ struct BatchEndpoint: Sendable {
 
     /// One operation as the table routes write it; a thrown answer becomes its response (a refusal counted as the
     /// routes count theirs), any other error a 500.
-    private func respond(_ operation: Operation, _ request: Request, _ context: SyncRequestContext) async -> Response {
+    private func respond(
+        _ operation: Operation, _ tables: TableRoutes, _ request: Request, _ context: SyncRequestContext
+    ) async -> Response {
         var head = HTTPRequest(method: operation.method, scheme: nil, authority: request.head.authority, path: "/")
         head.path = operation.path
         head.headerFields = operation.headers

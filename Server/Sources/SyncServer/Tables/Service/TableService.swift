@@ -3,6 +3,7 @@ import Logging
 import Metrics
 import SyncCore
 import SyncOData
+import SyncSQLite
 
 /// The tables as a service, with no HTTP in it: a caller (``TableCall``) reads an item, queries a table or writes a
 /// row (``WriteRequest``), and every rule is decided here, once, whatever route or dialect spelled the call — the
@@ -14,9 +15,11 @@ import SyncOData
 /// checks the access rule, then the wire reads the request into a value, then ``write(_:to:as:)``, ``item(in:id:includeDeleted:goneWhenDeleted:)``
 /// or ``query(_:in:shape:)`` runs it.
 struct TableService: Sendable {
-    let store: any TableStore
-    let access: TableAccess
-    let attachments: AttachmentRules
+    private(set) var store: any TableStore
+    private(set) var access: TableAccess
+    private(set) var attachments: AttachmentRules
+    /// In an atomic set (``inSet(_:holding:)``), the change keys its writes publish once the set commits.
+    private var heldKeys: Locked<Set<String>>?
     /// Wakes the `GET /changes` requests that follow a table when a write to it commits.
     let changes: ChangeHub
     /// This instance's counts, for the console.
@@ -43,6 +46,20 @@ struct TableService: Sendable {
 
     var groups: GroupRules { access.groups }
     var hooks: HookRunner { access.hooks }
+
+    /// The service as an atomic set of writes runs it (``TableStore/atomically(_:)``): every store call on `set`, the
+    /// set's store, and the keys its writes change held in `keys` — a follower woken before the commit would read none
+    /// of the set, and not be woken again — for the caller to publish once the set has committed.
+    func inSet(_ set: any TableStore, holding keys: Locked<Set<String>>) -> TableService {
+        var service = self
+        service.store = set
+        service.access = TableAccess(
+            store: set, authenticates: access.authenticates, hooks: access.hooks,
+            groups: GroupRules(store: set, groupedTables: groups.groupedTables))
+        service.attachments = AttachmentRules(tables: set, access: service.access, files: attachments.files)
+        service.heldKeys = keys
+        return service
+    }
 
     // MARK: Access
 
@@ -142,7 +159,8 @@ struct TableService: Sendable {
         let (fields, scope) = try await scoped(request.action, id: id, deletes: deletes, target.scope, schema)
         let written = try await runHooks(request, fields, id: id, deletes: deletes, stored: stored, schema, call)
         let item = try await storeWrite(request, written, id: id, scope: scope, schema)
-        changes.publish(Self.changeKey(schema, owner: scope.owner))
+        let key = Self.changeKey(schema, owner: scope.owner)
+        if let heldKeys { heldKeys.withLock { _ = $0.insert(key) } } else { changes.publish(key) }
         return (id, item)
     }
 
