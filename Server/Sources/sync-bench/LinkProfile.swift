@@ -16,9 +16,6 @@ struct LinkProfile: Sendable {
         LinkProfile(name: "3g", roundTrip: .milliseconds(150), down: 2e6, up: 0.5e6),
     ]
 
-    /// Whether it shapes at all (`lan` does not: the clients talk to the server directly).
-    var isShaped: Bool { roundTrip > .zero || down.isFinite || up.isFinite }
-
     /// The least time `roundTrips` exchanges moving `up`/`down` bytes take on this link: its physical reference.
     func reference(roundTrips: Int, upBytes: Int, downBytes: Int) -> Double {
         Double(roundTrips) * Measure.seconds(roundTrip) + Double(upBytes) * 8 / up + Double(downBytes) * 8 / down

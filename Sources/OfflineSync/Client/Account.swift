@@ -141,6 +141,7 @@ extension SyncClient {
             }.value
         }
         credentials.installationID.forget()
+        credentials.account.beginSync()  // the next request reads the store, now no one's, and binds it
         observers.finishAll()
         configuration.logger.info("Signed out: the store was erased")
     }

@@ -41,6 +41,9 @@ final class AccountGuard: Sendable {
     /// The store's account as this client last checked it (outer nil: not checked yet); a pull's pages are
     /// kept only while the store still belongs to it.
     private let checked = Locked<String??>(nil)
+    /// The account the store was read to belong to since the sync began (``beginSync()``; outer nil: not read yet):
+    /// the sync's further requests for it send without reading the store again.
+    private let verified = Locked<String??>(nil)
 
     init(store: SQLiteLocalStore, configured: String?) {
         self.store = store
@@ -56,17 +59,31 @@ final class AccountGuard: Sendable {
         return account
     }
 
+    /// Starts a sync (a push, a pull): its first request reads the store's account again.
+    ///
+    /// Once per sync is enough for the same guarantee as a read before every request. What a sync sends comes from
+    /// transactions that confirm the account (``confirm(in:)``: the push freezes each operation in one, before it is
+    /// sent) and what it keeps is written in transactions that confirm it too (each page, each push outcome); a read
+    /// before each request never closed the window between that read and the send, which those transactions do. A
+    /// sign-out erases the store only between pushes, and a store erased or rebound by another client meanwhile is
+    /// refused at the next confirmation (``AccountError``), not written to.
+    func beginSync() {
+        verified.withLock { $0 = nil }
+    }
+
     /// Checks that a request with `token` may be sent from this store; with `binding`, a store that belongs to
-    /// no one becomes the token's account's.
+    /// no one becomes the token's account's. Within a sync, the store is read for the first request only
+    /// (``beginSync()``).
     ///
     /// - Returns: The request's account.
     /// - Throws: ``AccountError``; ``LocalStoreError``.
     @discardableResult
     func check(token: String?, binding: Bool = true) async throws -> String? {
         let account = try account(of: token)
+        if binding, case .some(let known) = verified.withLock({ $0 }), known == account { return account }
         let bound = try await store.read { try $0.setting(Self.key) }
         if bound == account {
-            if binding { checked.withLock { $0 = .some(account) } }
+            if binding { remember(account) }
             return account
         }
         if let bound { throw AccountError.otherAccount(store: bound, request: account) }
@@ -78,8 +95,13 @@ final class AccountGuard: Sendable {
             return current ?? account
         }
         guard now == account else { throw AccountError.otherAccount(store: now, request: account) }
-        checked.withLock { $0 = .some(account) }
+        remember(account)
         return account
+    }
+
+    private func remember(_ account: String?) {
+        checked.withLock { $0 = .some(account) }
+        verified.withLock { $0 = .some(account) }
     }
 
     /// Throws unless the store still belongs to the account last checked (in a write transaction that keeps

@@ -50,6 +50,7 @@ extension PullRunner {
     ) async throws -> JointPullSummary {
         var summaries = pulls.map { _ in PullSummary(appliedCount: 0, skippedCount: 0, requestCount: 0) }
         var (passCount, isWhole) = (0, false)
+        account.beginSync()
         try await stoppingAsPull {
             var starts: [PullStart] = []
             for pull in pulls { starts.append(try await pullStart(pull.table, queryID: pull.queryID)) }

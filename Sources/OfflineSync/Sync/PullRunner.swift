@@ -43,6 +43,7 @@ extension PullRunner {
         ahead: Bool, progress: (@Sendable (PullProgress) -> Void)?, push: () async throws -> PushResult
     ) async throws -> PullSummary {
         var summary = PullSummary(appliedCount: 0, skippedCount: 0, requestCount: 1)
+        account.beginSync()
         try await stoppingAsPull {
             // What the pull starts from, in one read (each store access is a transaction on a reader's queue).
             var start = try await pullStart(table, queryID: queryID)

@@ -15,8 +15,9 @@ extension PushRunner {
     {
         // Sent by an earlier push that read no reply: a 409 on such an insert means it landed.
         let sentBefore = Set(operations.filter(\.isAttempted).map(\.id))
-        var pending = try await store.write { writer in
-            try operations.compactMap { try Self.freeze($0.id, writer: writer) }
+        var pending = try await store.write { [account] writer in
+            try account.confirm(in: writer)
+            return try operations.compactMap { try Self.freeze($0.id, writer: writer) }
         }[...]
         while let first = pending.first {
             if Task.isCancelled { throw SyncStop.cancelled }

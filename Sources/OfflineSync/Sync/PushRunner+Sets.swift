@@ -27,8 +27,9 @@ extension PushRunner {
         var sentBefore = Set(members.filter(\.isAttempted).map(\.id))
         for _ in 0..<Self.setRounds {
             if Task.isCancelled { throw SyncStop.cancelled }
-            let frozen = try await store.write { [ids] writer in
-                try ids.compactMap { try Self.freeze($0, writer: writer) }
+            let frozen = try await store.write { [ids, account] writer in
+                try account.confirm(in: writer)
+                return try ids.compactMap { try Self.freeze($0, writer: writer) }
             }
             guard !frozen.isEmpty else { return }
             ids = frozen.map(\.id)

@@ -30,7 +30,8 @@ extension PushRunner {
     /// Sends every pending operation of every table in queue order (PROTOCOL.md §7), holding the
     /// store's push lock so that no other client or process pushes the same queue meanwhile.
     func pushAll() async throws -> PushResult {
-        try await store.withPushLock { try await self.pushQueue() }
+        account.beginSync()
+        return try await store.withPushLock { try await self.pushQueue() }
     }
 
     private func pushQueue() async throws -> PushResult {
@@ -102,7 +103,10 @@ extension PushRunner {
     ///   - sentBefore: Whether an earlier send of its attempt may have been applied: an earlier push sent it and
     ///     read no reply (it was attempted when read from the queue), or a batch's answer for it was transient.
     func pushOne(_ queued: PendingOperation, resolutionsLeft: Int, sentBefore: Bool) async throws -> PushOutcome {
-        let prepared = try await store.write { writer in try Self.freeze(queued.id, writer: writer) }
+        let prepared = try await store.write { [account] writer in
+            try account.confirm(in: writer)  // what is sent comes from the store of the account its requests carry
+            return try Self.freeze(queued.id, writer: writer)
+        }
         guard let operation = prepared, let attempt = operation.attempt else { return .skipped }
         let (decision, reply) = try await exchange(operation, attempt, sentBefore: sentBefore)
         return try await settle(operation, decision, reply, resolutionsLeft: resolutionsLeft)

@@ -23,7 +23,4 @@ enum ScopeExits {
 
     /// The name of a table's trigger on SQLite (PostgreSQL names triggers per table).
     static func triggerName(_ table: TableName) -> String { "__sync_exit_" + table.canonical }
-
-    /// At most this many groups in one query's `IN` list.
-    static let groupsPerQuery = 500
 }
