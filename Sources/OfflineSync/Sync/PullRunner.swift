@@ -154,50 +154,18 @@ extension PullRunner {
         sizes: (first: Int, max: Int), ahead: Bool, _ progress: (@Sendable (PullProgress) -> Void)?,
         _ summary: inout PullSummary, staged: inout StagedTable?, followsScope: Bool = true
     ) async throws {
-        let pageSizeKey = Self.pageSizeKey(table)
-        let topLimitKey = Self.topLimitKey(table)
-        var cursor = staged.map(\.cursor) ?? start.cursor
-        var pacing = PullPacing(
-            first: sizes.first, max: sizes.max, remembered: start.pageSize, topLimit: start.topLimit, ahead: ahead)
-        var log = logger
-        log[metadataKey: SyncLogKey.table] = "\(table)"
-        log.debug("Pull started")
+        var pull = PagedPull(
+            table: table, filter: filter, queryID: queryID, followsScope: followsScope, logger: logger,
+            pacing: PullPacing(
+                first: sizes.first, max: sizes.max, remembered: start.pageSize, topLimit: start.topLimit, ahead: ahead))
+        pull.log.debug("Pull started")
         // The pace compares real durations (the network's, the store's): measured on the continuous clock, not on
         // the injected one, which decides only how long a retry waits (a test's ImmediateClock measures nothing).
         let clock = ContinuousClock()
         let sinceStart = clock.stopwatch()
-        var page = try await fetch(table, filter: filter, after: cursor, pageSize: pacing.size, count: true)
-        var listings = 0
-        while case let change = try await scopeChange(
-            table, token: page.scopeToken, pulledBefore: cursor != nil, staged: staged?.scope),
-            change != .none
-        {
-            // The user's scope changed, or rows moved out of it: the rows the device keeps are checked against the
-            // server's, and (for a scope) every query of the table starts over, so that a group just joined comes whole.
-            // The first page is asked again, after the listing: one read before it could hold a row that left the
-            // scope between the two, and the store now keeps the listing's token. That page's own token is checked in
-            // turn: a scope that changed again between the listing and the page (a user removed and added back) gave a
-            // page narrower than the token kept, and its rows behind the cursor were never asked for again.
-            listings += 1
-            let (removed, requests, restarted) = try await reconcileScope(
-                table, change, pageSize: sizes.max, log, staged: &staged, keepsToken: followsScope && listings < 3)
-            summary.removedCount += removed
-            summary.requestCount += requests + 1
-            if restarted {
-                cursor = nil
-                staged?.cursor = nil
-            }
-            page = try await fetch(table, filter: filter, after: cursor, pageSize: pacing.size, count: true)
-            // The scope keeps changing: no token kept, so the next pull looks again.
-            if listings == 3 || !followsScope { break }
-        }
-        // Every later page must carry the same token: one read under another scope (a user removed and added back
-        // between two pages) lacks rows its cursor then passes for good. It is not used (``ScopeMovedDuringPull``).
-        let tokenInForce = followsScope ? page.scopeToken : nil
-        if let followed = pacing.firstPage(after: sinceStart(), serverPageSize: page.serverPageSize) {
-            log.info("Pull follows the server's page size", metadata: [SyncLogKey.pageSize: "\(followed)"])
-            try await store.write { try $0.setSetting(String(followed), for: pageSizeKey) }
-        }
+        var page = try await firstPage(
+            &pull, cursor: staged.map(\.cursor) ?? start.cursor, listingSize: sizes.max, since: sinceStart, &summary,
+            staged: &staged)
         let total = page.totalCount
         var received = 0
         var lastApply: Duration?
@@ -208,23 +176,15 @@ extension PullRunner {
             // The server's count says when this page is the last, unless rows changed meanwhile (then the
             // page after tells, as without a count; a row changed after the count waits for the next pull).
             let isLast = page.isLast || total.map { received >= $0 } == true
-            let fullPage = items.count == pacing.size
-            var applied: (count: Int, skipped: Int, time: Duration)?
-            if lastApply == nil, !isLast {
-                // The first page is applied before the next is asked, to size that one by the two times.
-                let first = try await place(items, to: table, cursor: last, queryID: queryID, staged: &staged)
-                if pacing.grow(afterFullPage: fullPage, applyTime: first.time) {
-                    log.debug("Pull pages grow", metadata: [SyncLogKey.pageSize: "\(pacing.size)"])
-                }
-                applied = first
-            }
-            let (nextSize, fallback) = (pacing.size, pacing.accepted)
+            // The first page is applied before the next is asked, to size that one by the two times.
+            let applied = lastApply == nil && !isLast ? try await placeFirst(items, &pull, cursor: last, &staged) : nil
+            let (nextSize, fallback) = (pull.pacing.size, pull.pacing.accepted)
             async let next: Page? =
                 isLast
                 ? nil : fetch(table, filter: filter, after: last, pageSize: nextSize, fallback: fallback, count: false)
             // Pages as large as they may be, and still the network sets the pace: the page after the next is asked
             // at the same time, so that two pages share each round trip — unless the count says the next is the last.
-            let ahead = pacing.asksAhead(isLast: isLast, received: received, total: total)
+            let ahead = pull.pacing.asksAhead(isLast: isLast, received: received, total: total)
             async let afterNext: Page? = ahead ? prefetch(table, filter: filter, after: last, pageSize: nextSize) : nil
             let done: (count: Int, skipped: Int, time: Duration)
             if let applied {
@@ -232,45 +192,139 @@ extension PullRunner {
             } else {
                 done = try await place(items, to: table, cursor: last, queryID: queryID, staged: &staged)
             }
-            let (count, skipped, applyTime) = done
-            lastApply = applyTime
-            summary.appliedCount += count
-            summary.skippedCount += skipped
+            lastApply = done.time
+            summary.appliedCount += done.count
+            summary.skippedCount += done.skipped
             progress?(PullProgress(appliedCount: received, totalCount: total))
             let waiting = clock.stopwatch()
             guard let following = try await next else { break }
-            if followsScope, following.scopeToken != tokenInForce { throw ScopeMovedDuringPull() }
-            pacing.arrived(after: waiting(), applyTime: applyTime)
-            summary.requestCount += 1
-            page = following
-            if ahead {
-                summary.requestCount += 1
-                if followsScope, let second = await afterNext, second.scopeToken != tokenInForce {
-                    throw ScopeMovedDuringPull()
-                }
-                if let second = await afterNext, let joined = try Self.join(following, second, size: nextSize) {
-                    page = joined
-                } else {
-                    pacing.stopAskingAhead()  // the server moved rows meanwhile, or does not take $skip
-                    log.debug("Pull stops asking ahead")
-                }
-            }
-            if page.refusedTop != nil {
-                let kept = pacing.refusedTop()
-                log.info("Pull keeps below the server's maxTop", metadata: [SyncLogKey.pageSize: "\(kept)"])
-                try await store.write { try $0.setSetting(String(kept), for: topLimitKey) }
-                continue
-            }
-            let before = pacing.size
-            pacing.answered(
-                asked: nextSize, rows: page.items.count, cut: page.serverPageSize != nil, applyTime: applyTime)
-            if pacing.size != before {
-                log.debug("Pull pages grow", metadata: [SyncLogKey.pageSize: "\(pacing.size)"])
-            }
+            let second: Page?? = ahead ? .some(await afterNext) : .none
+            page = try arrived(
+                following, second, &pull, asked: nextSize, waited: waiting(), applyTime: done.time, &summary)
+            try await paced(by: page, &pull, asked: nextSize, applyTime: done.time)
         }
-        log.debug(
+        pull.log.debug(
             "Pull finished",
             metadata: [SyncLogKey.rows: "\(summary.appliedCount)", SyncLogKey.pages: "\(summary.requestCount)"])
+    }
+
+    /// What the steps of one ``pullPages(_:filter:queryID:start:sizes:ahead:_:_:staged:followsScope:)`` share.
+    struct PagedPull {
+        let table: TableName
+        let filter: ODataExpression?
+        let queryID: QueryID?
+        let followsScope: Bool
+        var log: Logger
+        var pacing: PullPacing
+        /// The scope token every page after the first must carry (nil: not compared).
+        var tokenInForce: String?
+
+        init(
+            table: TableName, filter: ODataExpression?, queryID: QueryID?, followsScope: Bool, logger: Logger,
+            pacing: PullPacing
+        ) {
+            (self.table, self.filter, self.queryID, self.followsScope, self.pacing) =
+                (table, filter, queryID, followsScope, pacing)
+            log = logger
+            log[metadataKey: SyncLogKey.table] = "\(table)"
+        }
+    }
+
+    /// The pull's first page, after the scope's changes are settled: while the user's scope changed, or rows moved out
+    /// of it, the rows the device keeps are checked against the server's, and (for a scope) every query of the table
+    /// starts over, so that a group just joined comes whole. The first page is asked again, after the listing: one
+    /// read before it could hold a row that left the scope between the two, and the store now keeps the listing's
+    /// token. That page's own token is checked in turn: a scope that changed again between the listing and the page
+    /// (a user removed and added back) gave a page narrower than the token kept, and its rows behind the cursor were
+    /// never asked for again. After three listings (the scope keeps changing) no token is kept, so that the next pull
+    /// looks again. Then the token every later page must carry, and the server's page size when the first page showed
+    /// it (`elapsed`: the time since the pull began).
+    private func firstPage(
+        _ pull: inout PagedPull, cursor start: PullCursor?, listingSize: Int, since elapsed: () -> Duration,
+        _ summary: inout PullSummary, staged: inout StagedTable?
+    ) async throws -> Page {
+        var cursor = start
+        var page = try await fetch(
+            pull.table, filter: pull.filter, after: cursor, pageSize: pull.pacing.size, count: true)
+        var listings = 0
+        while case let change = try await scopeChange(
+            pull.table, token: page.scopeToken, pulledBefore: cursor != nil, staged: staged?.scope),
+            change != .none
+        {
+            listings += 1
+            let (removed, requests, restarted) = try await reconcileScope(
+                pull.table, change, pageSize: listingSize, pull.log, staged: &staged,
+                keepsToken: pull.followsScope && listings < 3)
+            summary.removedCount += removed
+            summary.requestCount += requests + 1
+            if restarted {
+                cursor = nil
+                staged?.cursor = nil
+            }
+            page = try await fetch(
+                pull.table, filter: pull.filter, after: cursor, pageSize: pull.pacing.size, count: true)
+            if listings == 3 || !pull.followsScope { break }
+        }
+        // Every later page must carry the same token: one read under another scope (a user removed and added back
+        // between two pages) lacks rows its cursor then passes for good. It is not used (``ScopeMovedDuringPull``).
+        pull.tokenInForce = pull.followsScope ? page.scopeToken : nil
+        if let followed = pull.pacing.firstPage(after: elapsed(), serverPageSize: page.serverPageSize) {
+            pull.log.info("Pull follows the server's page size", metadata: [SyncLogKey.pageSize: "\(followed)"])
+            try await store.write { [table = pull.table] in
+                try $0.setSetting(String(followed), for: Self.pageSizeKey(table))
+            }
+        }
+        return page
+    }
+
+    /// Applies the first page before the next is asked, and grows the pages by the time it took.
+    private func placeFirst(
+        _ items: [(value: JSONValue, text: String)], _ pull: inout PagedPull, cursor: PullCursor,
+        _ staged: inout StagedTable?
+    ) async throws -> (count: Int, skipped: Int, time: Duration) {
+        let first = try await place(items, to: pull.table, cursor: cursor, queryID: pull.queryID, staged: &staged)
+        if pull.pacing.grow(afterFullPage: items.count == pull.pacing.size, applyTime: first.time) {
+            pull.log.debug("Pull pages grow", metadata: [SyncLogKey.pageSize: "\(pull.pacing.size)"])
+        }
+        return first
+    }
+
+    /// The page the pull goes on with: the next one (its token checked), joined with the one asked ahead (`second`)
+    /// when the two are contiguous — else the pull stops asking ahead (the server moved rows meanwhile, or does not
+    /// take `$skip`).
+    private func arrived(
+        _ following: Page, _ second: Page??, _ pull: inout PagedPull, asked: Int, waited: Duration,
+        applyTime: Duration, _ summary: inout PullSummary
+    ) throws -> Page {
+        if pull.followsScope, following.scopeToken != pull.tokenInForce { throw ScopeMovedDuringPull() }
+        pull.pacing.arrived(after: waited, applyTime: applyTime)
+        summary.requestCount += 1
+        guard let second else { return following }
+        summary.requestCount += 1
+        if pull.followsScope, let second, second.scopeToken != pull.tokenInForce { throw ScopeMovedDuringPull() }
+        if let second, let joined = try Self.join(following, second, size: asked) { return joined }
+        pull.pacing.stopAskingAhead()
+        pull.log.debug("Pull stops asking ahead")
+        return following
+    }
+
+    /// Sizes the next page by this one: below the server's `maxTop` when it refused the size asked (remembered for the
+    /// table's next pulls), else by what it answered.
+    private func paced(by page: Page, _ pull: inout PagedPull, asked: Int, applyTime: Duration) async throws {
+        if page.refusedTop != nil {
+            let kept = pull.pacing.refusedTop()
+            pull.log.info("Pull keeps below the server's maxTop", metadata: [SyncLogKey.pageSize: "\(kept)"])
+            try await store.write { [table = pull.table] in
+                try $0.setSetting(String(kept), for: Self.topLimitKey(table))
+            }
+            return
+        }
+        let before = pull.pacing.size
+        pull.pacing.answered(
+            asked: asked, rows: page.items.count, cut: page.serverPageSize != nil, applyTime: applyTime)
+        if pull.pacing.size != before {
+            pull.log.debug("Pull pages grow", metadata: [SyncLogKey.pageSize: "\(pull.pacing.size)"])
+        }
     }
 
     /// The next page and the one after it as one, when they are contiguous: the next page is full (`size` rows,
