@@ -177,88 +177,26 @@ func logAccess(_ configuration: SyncServerConfiguration) {
     )
 }
 
-/// The server's routes and middleware.
+/// The server's routes and middleware: the middleware every request passes, then the route collections by concern —
+/// the service routes, the console, the tables (and `/batch`), their attachments, the change feed, the custom APIs —
+/// over one table service.
 func buildRouter(
     _ configuration: SyncServerConfiguration, store: any TableStore, changes: ChangeHub = ChangeHub(),
     attachments: (any AttachmentStore)? = nil
 ) async throws -> Router<SyncRequestContext> {
     let router = Router(context: SyncRequestContext.self)
-    if configuration.auth == nil, ConsoleMode.isLoopback(configuration.host) {
-        router.add(middleware: LoopbackHostMiddleware())
-    }
-    router.add(middleware: ClientTextMiddleware())
     let stats = ServerStats()
-    router.add(middleware: MetricsMiddleware())
-    router.add(middleware: StatsMiddleware(stats: stats))
-    router.add(middleware: LogRequestsMiddleware(.debug))
-    if let cors = configuration.cors { router.add(middleware: CORSMiddleware(configuration: cors)) }
-    router.add(middleware: UnexpectedErrorMiddleware())
-    router.add(middleware: BodyCodingMiddleware())
     let consoleIsOn = configuration.console.isOn(host: configuration.host, authenticates: configuration.auth != nil)
-    router.add(middleware: MethodNotAllowedMiddleware(batch: configuration.offersBatch, console: consoleIsOn))
-    if let auth = configuration.auth {
-        router.add(
-            middleware: AuthenticationMiddleware(verifier: try await TokenVerifier(auth, now: configuration.now)))
-    }
-    router.get("health") { _, _ in JSONResponse.make(.ok, ["status": "ok"]) }
-    // Readiness, for a balancer: the process is up (`/health`) and its database serves now.
-    router.get("ready") { _, _ in
-        do {
-            try await store.checkReady()
-            return JSONResponse.make(.ok, ["status": "ready"])
-        } catch let error as TableStoreError {
-            return JSONResponse.make(
-                .serviceUnavailable, ["status": "unavailable", "reason": .string(error.description)])
-        }
-    }
-    let registry = configuration.metricsRegistry
-    let metricsAccess = configuration.auth?.metrics ?? .anonymous
-    let openAPIAccess = configuration.auth?.openAPI ?? .anonymous
-    router.get("metrics") { _, context in
-        try Authorization.check(metricsAccess, caller: context.caller, what: "Reading the metrics")
-        guard let registry else { throw APIError(.notFound, "Metrics are not enabled on this server") }
-        return Response(
-            status: .ok, headers: [.contentType: "text/plain; version=0.0.4; charset=utf-8"],
-            body: .init(byteBuffer: ByteBuffer(bytes: registry.emitToBuffer())))
-    }
-    for document in OpenAPIDocument.allCases {
-        let text = try document.load()
-        router.get(RouterPath(document.path)) { _, context in
-            try Authorization.check(openAPIAccess, caller: context.caller, what: "Reading the OpenAPI document")
-            return Response(
-                status: .ok, headers: [.contentType: "application/yaml; charset=utf-8"],
-                body: .init(byteBuffer: ByteBuffer(string: text)))
-        }
-    }
-    let service = TableService(
-        store: store, authenticates: configuration.auth != nil,
-        hooks: Dictionary(configuration.hooks.map { ($0.key.lowercased(), $0.value) }) { _, last in last },
-        attachments: attachments.map {
-            AttachmentFiles(
-                store: $0, maxSize: configuration.attachments.maxSize,
-                maxUnfinishedUploads: configuration.attachments.maxUnfinishedUploads,
-                maxUnfinishedBytes: configuration.attachments.maxUnfinishedBytes)
-        },
-        groupedTables: Dictionary(
-            configuration.tables.compactMap { table in
-                table.membershipScope.map {
-                    ($0.members.canonical, [GroupClaim.GroupedTable(table: table.name, column: $0.column)])
-                }
-            },
-            uniquingKeysWith: +),
-        changes: changes, stats: stats, queryLimits: configuration.queryLimits, makeID: configuration.makeID)
-    let tables = TableRoutes(service: service, maxBodySize: configuration.maxBodySize)
+    try await addMiddleware(to: router, configuration, stats: stats, consoleIsOn: consoleIsOn)
+    try ServiceRoutes(configuration: configuration, store: store).addRoutes(to: router)
+    let service = tableService(configuration, store: store, changes: changes, stats: stats, attachments: attachments)
     if consoleIsOn {
-        let database: String
-        switch configuration.database {
-        case .sqlite: database = "sqlite"
-        case .postgres: database = "postgres"
-        }
         try Console(
             service: service, configurations: configuration.servedTables, access: configuration.auth?.console,
-            database: database
+            database: configuration.database.kind
         ).addRoutes(to: router)
     }
+    let tables = TableRoutes(service: service, maxBodySize: configuration.maxBodySize)
     let batch = BatchEndpoint(tables: tables, maxBodySize: configuration.maxBodySize, store: store, changes: changes)
     let versioned = [router.group("tables")] + (configuration.offersBatch ? [router.group("batch")] : [])
     for group in versioned {
@@ -285,6 +223,93 @@ func buildRouter(
     }
     try configuration.routes?(router)
     return router
+}
+
+/// The middleware every request passes, in order: the loopback host check (no auth, on loopback), client text, the
+/// metrics and counts, the request log, CORS, the 500 for an unexpected error, body coding, the 405s, and tokens.
+private func addMiddleware(
+    to router: Router<SyncRequestContext>, _ configuration: SyncServerConfiguration, stats: ServerStats,
+    consoleIsOn: Bool
+) async throws {
+    if configuration.auth == nil, ConsoleMode.isLoopback(configuration.host) {
+        router.add(middleware: LoopbackHostMiddleware())
+    }
+    router.add(middleware: ClientTextMiddleware())
+    router.add(middleware: MetricsMiddleware())
+    router.add(middleware: StatsMiddleware(stats: stats))
+    router.add(middleware: LogRequestsMiddleware(.debug))
+    if let cors = configuration.cors { router.add(middleware: CORSMiddleware(configuration: cors)) }
+    router.add(middleware: UnexpectedErrorMiddleware())
+    router.add(middleware: BodyCodingMiddleware())
+    router.add(middleware: MethodNotAllowedMiddleware(batch: configuration.offersBatch, console: consoleIsOn))
+    if let auth = configuration.auth {
+        router.add(
+            middleware: AuthenticationMiddleware(verifier: try await TokenVerifier(auth, now: configuration.now)))
+    }
+}
+
+/// The table service of a configuration: its hooks by canonical table name, its attachment limits, and the
+/// membership-scoped tables of each members table.
+private func tableService(
+    _ configuration: SyncServerConfiguration, store: any TableStore, changes: ChangeHub, stats: ServerStats,
+    attachments: (any AttachmentStore)?
+) -> TableService {
+    TableService(
+        store: store, authenticates: configuration.auth != nil,
+        hooks: Dictionary(configuration.hooks.map { ($0.key.lowercased(), $0.value) }) { _, last in last },
+        attachments: attachments.map {
+            AttachmentFiles(
+                store: $0, maxSize: configuration.attachments.maxSize,
+                maxUnfinishedUploads: configuration.attachments.maxUnfinishedUploads,
+                maxUnfinishedBytes: configuration.attachments.maxUnfinishedBytes)
+        },
+        groupedTables: Dictionary(
+            configuration.tables.compactMap { table in
+                table.membershipScope.map {
+                    ($0.members.canonical, [GroupClaim.GroupedTable(table: table.name, column: $0.column)])
+                }
+            },
+            uniquingKeysWith: +),
+        changes: changes, stats: stats, queryLimits: configuration.queryLimits, makeID: configuration.makeID)
+}
+
+/// `/health`, `/ready` (for a balancer: the process is up and its database serves now), `/metrics` and the OpenAPI
+/// documents.
+private struct ServiceRoutes {
+    let configuration: SyncServerConfiguration
+    let store: any TableStore
+
+    func addRoutes(to router: Router<SyncRequestContext>) throws {
+        router.get("health") { _, _ in JSONResponse.make(.ok, ["status": "ok"]) }
+        router.get("ready") { [store] _, _ in
+            do {
+                try await store.checkReady()
+                return JSONResponse.make(.ok, ["status": "ready"])
+            } catch let error as TableStoreError {
+                return JSONResponse.make(
+                    .serviceUnavailable, ["status": "unavailable", "reason": .string(error.description)])
+            }
+        }
+        let registry = configuration.metricsRegistry
+        let metricsAccess = configuration.auth?.metrics ?? .anonymous
+        let openAPIAccess = configuration.auth?.openAPI ?? .anonymous
+        router.get("metrics") { _, context in
+            try Authorization.check(metricsAccess, caller: context.caller, what: "Reading the metrics")
+            guard let registry else { throw APIError(.notFound, "Metrics are not enabled on this server") }
+            return Response(
+                status: .ok, headers: [.contentType: "text/plain; version=0.0.4; charset=utf-8"],
+                body: .init(byteBuffer: ByteBuffer(bytes: registry.emitToBuffer())))
+        }
+        for document in OpenAPIDocument.allCases {
+            let text = try document.load()
+            router.get(RouterPath(document.path)) { _, context in
+                try Authorization.check(openAPIAccess, caller: context.caller, what: "Reading the OpenAPI document")
+                return Response(
+                    status: .ok, headers: [.contentType: "application/yaml; charset=utf-8"],
+                    body: .init(byteBuffer: ByteBuffer(string: text)))
+            }
+        }
+    }
 }
 
 /// The OpenAPI documents of the table API, one per dialect, compiled in from `Resources` (``EmbeddedResources``).

@@ -171,6 +171,14 @@ public enum DatabaseLocation: Sendable, Hashable, CustomStringConvertible {
     /// A PostgreSQL database, as `postgres://USER:PASS@HOST:PORT/DB`.
     case postgres(url: String)
 
+    /// `sqlite` or `postgres`, as the console names the database.
+    var kind: String {
+        switch self {
+        case .sqlite: "sqlite"
+        case .postgres: "postgres"
+        }
+    }
+
     /// Reads `sqlite:PATH` or `postgres://…` (also `postgresql://…`).
     ///
     /// - Parameter text: The location.
