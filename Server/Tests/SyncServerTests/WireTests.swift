@@ -14,7 +14,7 @@ import Testing
 /// `version`), DELETE and undelete, PUT (not a v2 route); v3's PUT (a replace with its conditions as data), DELETE
 /// (204), PATCH and POST on an item (405 with `Allow`), ids a v3 client can hold, a v3 read's 304 and 412; both
 /// dialects' pages and their next links; HTTP dates.
-@Suite struct WireTests {
+@Suite(.timeLimit(.minutes(1))) struct WireTests {
     static let v2 = V2TableWire()
     static let v3 = V3TableWire()
 

@@ -1,5 +1,3 @@
-import HTTPTypes
-import Hummingbird
 import Logging
 public import SyncCore
 
