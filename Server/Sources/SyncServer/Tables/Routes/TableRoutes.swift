@@ -8,7 +8,7 @@ import SyncOData
 ///
 /// A write is three hops: ``TableService/target(_:_:)`` (the access rule, before the request is read), the wire's
 /// translation into a ``WriteRequest``, and ``TableService/write(_:to:as:)``. `/batch` takes the same hops for each of
-/// its operations (``write(_:head:call:wire:body:)``).
+/// its operations (``write(_:head:call:wire:body:location:)``).
 struct TableRoutes: Sendable {
     let service: TableService
     let maxBodySize: Int
