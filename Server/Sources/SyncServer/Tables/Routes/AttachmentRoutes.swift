@@ -4,6 +4,7 @@ import Hummingbird
 import NIOCore
 import SyncCore
 import SyncOData
+import SyncSQLite
 
 /// The files of a table's attachment columns (``TableConfiguration/attachmentColumns``), under
 /// `/tables/{name}/attachments/{sha256}` (docs/attachments.md): `PUT` uploads, in parts with `Content-Range` to resume,
@@ -124,7 +125,35 @@ struct AttachmentRoutes: Sendable {
         return .some(start..<(end + 1))
     }
 
+    /// The most of a refused upload's body read before the refusal is answered (``uploadAttachment(_:_:)``): eight
+    /// of the SDK's 2 MiB parts. Past it the answer goes at once, and the client may see the connection lost.
+    static let drainLimit = 16 << 20
+
+    /// Receives a part of a file. A refusal that comes before the part's bytes are read (the file too large, a wrong
+    /// offset, another upload under way, no access) is answered after them, up to ``drainLimit``: an answer that came
+    /// while the client was still sending made URLSession on Linux report the connection lost, not the answer, and
+    /// send the part again (`AttachmentSyncTests.aFileTheServerRefusesParksOnlyTheChangeThatNamesIt` under load).
     func uploadAttachment(_ request: Request, _ context: SyncRequestContext) async throws -> Response {
+        let reading = Locked(false)
+        do {
+            return try await receive(request, context, reading: reading)
+        } catch {
+            if !reading.withLock({ $0 }) {
+                var read = 0
+                do {
+                    for try await piece in request.body {
+                        read += piece.readableBytes
+                        if read > Self.drainLimit { break }
+                    }
+                } catch {}
+            }
+            throw error
+        }
+    }
+
+    private func receive(_ request: Request, _ context: SyncRequestContext, reading: Locked<Bool>) async throws
+        -> Response
+    {
         let call = context.call
         let (schema, hash, attachments) = try await attachmentTarget(call, context)
         try await authorizeUpload(schema, call)
@@ -154,11 +183,9 @@ struct AttachmentRoutes: Sendable {
         }
         let body = LimitedBody(
             base: request.body, limit: partLength ?? total.map { $0 - offset } ?? attachments.maxSize,
-            maxSize: attachments.maxSize)
+            maxSize: attachments.maxSize, reading: reading)
         // A file the caller may read is here already — the reply of its last part was lost, or its row is readable:
-        // any part of it is answered as the end of the upload. Its bytes are read to their end and dropped first:
-        // an answer that came while the client was still sending them made URLSession on Linux report the connection
-        // lost, on every retry, whenever the part went slower than the answer (AttachmentSyncTests under load).
+        // any part of it is answered as the end of the upload, after its bytes are read to their end and dropped.
         if let size = try await attachments.store.size(of: hash),
             (try? await rules.mayRead(hash, schema, attachments.store, call)) == true
         {
@@ -275,12 +302,13 @@ struct AttachmentRoutes: Sendable {
 }
 
 /// A request body cut at `limit` bytes: past it, a 400 (the body is longer than its declared part) or, past `maxSize`,
-/// a 413.
+/// a 413. `reading` turns true when it is first read.
 struct LimitedBody<Base: AsyncSequence & Sendable>: AsyncSequence, Sendable where Base.Element == ByteBuffer {
     typealias Element = ByteBuffer
     let base: Base
     let limit: Int
     let maxSize: Int
+    let reading: Locked<Bool>
 
     struct AsyncIterator: AsyncIteratorProtocol {
         var base: Base.AsyncIterator
@@ -302,6 +330,7 @@ struct LimitedBody<Base: AsyncSequence & Sendable>: AsyncSequence, Sendable wher
     }
 
     func makeAsyncIterator() -> AsyncIterator {
-        AsyncIterator(base: base.makeAsyncIterator(), limit: limit, maxSize: maxSize)
+        reading.withLock { $0 = true }
+        return AsyncIterator(base: base.makeAsyncIterator(), limit: limit, maxSize: maxSize)
     }
 }
