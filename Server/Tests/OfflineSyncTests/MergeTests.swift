@@ -1,6 +1,7 @@
 import Foundation
 import OfflineSync
 import OfflineSyncTesting
+import SyncSQLite
 import SyncServer
 import TestSupport
 import Testing
@@ -243,6 +244,55 @@ struct DatedItem: Codable, Sendable, Equatable {
         }
     }
 
+    /// Found by `sync-chaos --fields` (seed 44, 12 devices, mixed): an update whose retry met a conflict twice in one
+    /// push was merged and left to go on the next push, and the push went on to a later edit of the same item (kept
+    /// apart by a change set's boundary), out of order and over a stale base: the merged row held another device's text,
+    /// the later edit sent it as its own change, and met a conflict naming the text, which B never changes. Now the
+    /// item's later edits wait for the next push, after the merged update.
+    @Test func anUpdateMergedAndLeftForTheNextPushHoldsBackTheItemsLaterEdits() async throws {
+        let workspace = try Workspace()
+        try await LiveServer.run(in: workspace) { url in
+            let scripted = ScriptedTransport(forwardingTo: URLSessionTransport())
+            let transport = Interleaving(scripted)
+            let (a, b) = try await Self.twoDevices(url, workspace) {
+                $0.transport = transport
+                $0.retryLimit = 0
+                $0.changeSetsWithoutAtomicServer = .sendSeparately
+            }
+            try await Self.edit(b) { $0.complete = true }
+            scripted.append([.fail(.timedOut)])
+            await #expect(throws: PushError.self) { try await b.push() }
+            // Three more edits, kept apart by the sets' boundaries; a merge carries the last one waiting.
+            let table = try b.syncTable("TodoItem", of: DatedItem.self)
+            for change in [{ $0.due = "2026-12-24" }, { $0.complete = false }] as [(inout DatedItem) -> Void] {
+                var item = try #require(try await table.item(id: ItemID("t")))
+                change(&item)
+                try await b.changeSet { [item] set in try set.update(item, in: table) }
+            }
+            try await Self.edit(b) { $0.due = "2026-12-31" }
+            #expect(try await b.pendingOperations().count == 4)
+            try await Self.edit(a) { $0.text = "oat milk" }
+            try await a.push()
+            // A changes the text again just before B's second write (the merged update's retry) and its third.
+            for (write, text) in [(2, "rice milk"), (3, "bean milk")] {
+                transport.beforeWrite(write) {
+                    try await Self.edit(a) { $0.text = text }
+                    try await a.push()
+                }
+            }
+            for _ in 0..<3 {
+                do { try await b.push() } catch let error as PushError {
+                    guard case .operationsFailed(let result) = error else { throw error }
+                    Issue.record("B was shown \(result.errors.map(\.conflictingFields)) (B changes no text)")
+                    for conflict in result.errors { try await b.resolve(conflict, with: .takeServerItem) }
+                }
+            }
+            #expect(try await b.pendingOperations().isEmpty)
+            let server = try #require(try await Self.server(a))
+            #expect(server["text"] == "bean milk" && server["complete"] == false && server["due"] == "2026-12-31")
+        }
+    }
+
     /// Found by the plain chaos test (seed 1, v2; its monotonic-read check, in 3 of 8 whole-suite runs over two stops):
     /// an edit sent with no reply read, then the item deleted on the device (the delete waits behind the edit), then
     /// the edit's conflict kept as mine. Keeping it wrote the edit's item back into the store: the deleted item showed
@@ -344,5 +394,29 @@ struct DatedItem: Codable, Sendable, Equatable {
         for device in [a, b] {
             #expect(try await device.syncTable("TodoItem", of: DatedItem.self).item(id: ItemID("t"))?.due == nil)
         }
+    }
+}
+
+/// Runs another device's work just before one of the client's writes (a request other than GET and HEAD): the n-th
+/// from when it was asked for. What it runs lands on the server between two of the client's requests.
+final class Interleaving: HTTPTransport, @unchecked Sendable {  // @unchecked: state behind `state`.
+    private let inner: any HTTPTransport
+    private let state = Locked<(writes: Int, actions: [Int: @Sendable () async throws -> Void])>((0, [:]))
+
+    init(_ inner: any HTTPTransport) { self.inner = inner }
+
+    func beforeWrite(_ count: Int, _ action: @escaping @Sendable () async throws -> Void) {
+        state.withLock { $0.actions[$0.writes + count] = action }
+    }
+
+    func send(_ request: HTTPRequestData) async throws -> HTTPResponseData {
+        if request.method != "GET", request.method != "HEAD" {
+            let action = state.withLock { state in
+                state.writes += 1
+                return state.actions.removeValue(forKey: state.writes)
+            }
+            try await action?()
+        }
+        return try await inner.send(request)
     }
 }

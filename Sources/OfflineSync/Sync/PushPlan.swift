@@ -2,8 +2,9 @@
 /// each operation in queue order with the batch size the server offers now, sends what it returns, and tells it
 /// which operations failed. No I/O, so every sequence can be tested without a server (PROTOCOL.md §7, docs/batch.md).
 ///
-/// - An operation of an item whose earlier operation failed, or is parked with an error, waits (is skipped), and so
-///   do the item's later ones: an item's operations are applied in order or not at all.
+/// - An operation of an item whose earlier operation failed, is parked with an error, or was merged to go on the next
+///   push, waits (is skipped), and so do the item's later ones: an item's operations are applied in order or not at
+///   all.
 /// - A batch holds operations of distinct items (a later operation of an item waits for the batch's answer), at
 ///   most the offered number, in queue order; it is sent before an operation that cannot join it.
 /// - An operation that re-creates its item, or any operation while no batch is offered, is sent alone.

@@ -95,7 +95,7 @@ extension PushRunner {
         result.pushedCount += pushed.count
     }
 
-    /// Counts an outcome; a failed operation blocks the later operations of its item.
+    /// Counts an outcome; an operation that failed or waits for the next push blocks the later operations of its item.
     static func record(
         _ outcome: PushOutcome, of operation: PendingOperation, in result: inout PushResult,
         blocked: inout Set<String>
@@ -107,6 +107,7 @@ extension PushRunner {
         case .failed(let error):
             result.errors.append(error)
             blocked.insert(operation.key)
+        case .waiting: blocked.insert(operation.key)
         case .resolved, .skipped: break
         }
     }

@@ -24,6 +24,10 @@ extension PushRunner {
         case failed(OperationError)
         /// A conflict handler settled it without pushing (server wins, discard).
         case resolved
+        /// Merged by itself or resolved to go again, with no resolution left in this push: it stays queued and goes
+        /// on the next push, and its item's later operations wait for it (sent now, they would go before it, over a
+        /// base the merge left behind).
+        case waiting
         case skipped
     }
 
@@ -258,7 +262,7 @@ extension PushRunner {
                 if case .pushed = outcome { return .pushed(merged: true) }
                 return outcome
             }
-            return .resolved
+            return .waiting
         }
         let recorded = OperationError(
             operation: settled, status: error.status, message: error.message, sentItem: error.sentItem,
@@ -275,7 +279,7 @@ extension PushRunner {
             {
                 return try await pushOne(again, resolutionsLeft: resolutionsLeft - 1, sentBefore: false)
             }
-            if resolution != .leave { return .resolved }
+            if resolution != .leave { return resolution.retries ? .waiting : .resolved }
         }
         return .failed(recorded)
     }
