@@ -397,4 +397,43 @@ import Testing
             #expect(phoneFiles.count == 1)
         }
     }
+
+    /// A policy's download ahead fetches what the rows a pull stored name (it reads those, not the whole table): a
+    /// file a failure stopped is fetched after the next pull, even one that brings no row; then nothing is fetched
+    /// again, and a row that comes again naming a file the device holds fetches nothing.
+    @Test func aPolicyFetchesAheadWhatPullsStoredAndTriesAgainWhatAFailureStopped() async throws {
+        try await Self.withServer { url, workspace in
+            let phone = try await Self.client(url, workspace, "phone.sqlite", Faulty())
+            let inspections = try phone.syncTable("Inspection", of: Inspection.self)
+            for index in 0..<2 {
+                try await inspections.insert(Inspection(id: "i\(index)", title: "Room \(index)"))
+                try await inspections.attach(
+                    Self.bytes(300_000, seed: 40 + UInt64(index)), to: ItemID("i\(index)"), field: "photo")
+            }
+            try await phone.push()
+
+            let transport = Faulty()
+            let tablet = try await Self.client(url, workspace, "tablet.sqlite", transport) { $0.retryLimit = 0 }
+            let theirs = try tablet.syncTable(
+                "Inspection", of: Inspection.self,
+                attachments: AttachmentPolicy(fields: ["photo"], download: .afterPull))
+            let downloads = {
+                transport.exchanges.withLock { $0.filter { $0.hasPrefix("GET ") && $0.contains("/attachments/") } }
+            }
+            transport.cutBefore.withLock { $0 = { $0.url.path.contains("/attachments/") } }
+            await #expect(throws: (any Error).self) { try await theirs.pull(queryID: "all") }
+            #expect(try await theirs.items().count == 2, "the rows are kept")
+            transport.cutBefore.withLock { $0 = nil }
+            try await theirs.pull(queryID: "all")
+            #expect(downloads().count == 2, "\(downloads())")
+            try await theirs.pull(queryID: "all")
+            var item = try #require(try await inspections.item(id: ItemID("i1")))
+            item.title = "Room 1, again"
+            try await inspections.update(item)
+            try await phone.push()
+            try await theirs.pull(queryID: "all")
+            #expect(try await theirs.item(id: ItemID("i1"))?.title == "Room 1, again")
+            #expect(downloads().count == 2, "\(downloads())")
+        }
+    }
 }

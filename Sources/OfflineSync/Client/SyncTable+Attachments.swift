@@ -136,10 +136,15 @@ extension SyncTable {
         return hash
     }
 
-    /// Downloads the files the pulled rows name, when the table's policy says to after a pull.
+    /// Downloads the files the pulled rows name, when the table's policy says to after a pull; else forgets them.
     func prefetchAfterPull() async throws {
-        guard let policy = attachmentPolicy, policy.download == .afterPull else { return }
-        try await client.context.attachments.prefetchAttachments(in: name, fields: policy.fields)
+        guard let policy = attachmentPolicy else { return }
+        guard policy.download == .afterPull else {
+            let name = self.name
+            try await client.store.write { try $0.forgetFilesToFetch(nil, in: name) }
+            return
+        }
+        try await client.context.attachments.prefetchAttachments(in: name)
     }
 
     /// Records the fields of this table's policy, so that the store keeps their files while rows name them.

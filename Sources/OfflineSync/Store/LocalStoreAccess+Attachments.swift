@@ -69,6 +69,20 @@ extension LocalStoreReader {
         return fields
     }
 
+    /// The fields of `table` that name files, in name order.
+    func attachmentFields(of table: TableName) throws -> [String] {
+        try String.fetchAll(
+            db, sql: #"SELECT "field" FROM "sync_attachment_fields" WHERE "tableName" = ? ORDER BY "field""#,
+            arguments: [table.canonical])
+    }
+
+    /// The files that rows a pull stored name, not yet fetched ahead, in the order the pulls brought them.
+    func filesToFetch(in table: TableName) throws -> [String] {
+        try String.fetchAll(
+            db, sql: #"SELECT "hash" FROM "sync_prefetch" WHERE "tableName" = ? ORDER BY "sequence""#,
+            arguments: [table.canonical])
+    }
+
     /// The files that rows name in their attachment fields, and those that operations sent before (frozen) name:
     /// the files the store keeps.
     func namedAttachments() throws -> Set<String> {
@@ -117,6 +131,28 @@ extension LocalStoreWriter {
     /// Forgets a file.
     func removeAttachment(_ hash: String) throws {
         try db.execute(sql: #"DELETE FROM "sync_attachments" WHERE "hash" = ?"#, arguments: [hash])
+    }
+
+    /// Records files that rows a pull stored name, to be fetched ahead (``LocalStoreReader/filesToFetch(in:)``).
+    func noteFilesToFetch(_ hashes: some Sequence<String>, in table: TableName) throws {
+        for hash in hashes {
+            try db.execute(
+                sql: #"INSERT OR IGNORE INTO "sync_prefetch" ("tableName", "hash") VALUES (?, ?)"#,
+                arguments: [table.canonical, hash])
+        }
+    }
+
+    /// Forgets files to fetch ahead: `hashes`, or all of the table's when nil.
+    func forgetFilesToFetch(_ hashes: [String]?, in table: TableName) throws {
+        guard let hashes else {
+            try db.execute(sql: #"DELETE FROM "sync_prefetch" WHERE "tableName" = ?"#, arguments: [table.canonical])
+            return
+        }
+        for hash in hashes {
+            try db.execute(
+                sql: #"DELETE FROM "sync_prefetch" WHERE "tableName" = ? AND "hash" = ?"#,
+                arguments: [table.canonical, hash])
+        }
     }
 
     /// Records that `field` of `table` names files.

@@ -292,6 +292,16 @@ public final class SQLiteLocalStore: Sendable {
         migrator.registerMigration("v5: change sets") { db in
             try db.execute(sql: #"ALTER TABLE "sync_operations" ADD COLUMN "changeSet" INTEGER"#)
         }
+        // The files that rows a pull stored name, until they are downloaded ahead (AttachmentPolicy.afterPull): the
+        // prefetch reads these, not every row of the table.
+        migrator.registerMigration("v6: files to fetch ahead") { db in
+            try db.execute(
+                sql: #"""
+                    CREATE TABLE "sync_prefetch" (
+                        "sequence" INTEGER PRIMARY KEY, "tableName" TEXT NOT NULL, "hash" TEXT NOT NULL,
+                        UNIQUE ("tableName", "hash"))
+                    """#)
+        }
         return migrator
     }
 

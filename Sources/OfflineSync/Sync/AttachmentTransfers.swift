@@ -296,24 +296,35 @@ extension AttachmentTransfers {
         report(.download, hash, plan.offset, plan.offset, index + 1, total, progress)
     }
 
-    /// Downloads the files that `fields` of `table`'s rows name and that are not here, while the cache has room.
-    func prefetchAttachments(in table: TableName, fields: Set<String>) async throws {
-        let wanted = try await store.read { reader -> [String] in
-            var hashes: [String] = []
-            for item in try reader.items(in: table, matching: .init()) {
-                for field in fields.sorted() {
-                    if let hash = item[field]?.stringValue, Attachment.isHash(hash) { hashes.append(hash) }
-                }
-            }
-            return hashes
-        }
-        let missing = Array(NSOrderedSet(array: wanted.filter { !files.exists($0) })) as? [String] ?? []
+    /// Downloads the files that rows pulled into `table` since the last prefetch name (noted by
+    /// ``PullRunner/store(_:in:writer:)``) and that are not here, while the cache has room; only those rows are read.
+    /// A file downloaded, already here, or past the cache's room is forgotten (it is downloaded when opened); one a
+    /// failure stopped is tried again after the next pull.
+    ///
+    /// - Throws: ``AttachmentError`` or ``SyncStop`` as ``localFile(_:table:index:of:progress:)`` does.
+    func prefetchAttachments(in table: TableName) async throws {
+        let wanted = try await store.read { try $0.filesToFetch(in: table) }
+        guard !wanted.isEmpty else { return }
+        let here = Set(wanted.filter { files.exists($0) })
+        let missing = wanted.filter { !here.contains($0) }
+        var settled = Array(here)
         var room = attachmentSettings.cacheLimit - (try await cachedBytes())
-        for (index, hash) in missing.enumerated() {
-            guard room > 0 else { break }
-            let url = try await localFile(hash, table: table, index: index, of: missing.count)
-            room -= files.size(url) ?? 0
+        do {
+            for (index, hash) in missing.enumerated() {
+                guard room > 0 else {
+                    settled += missing[index...]
+                    break
+                }
+                let url = try await localFile(hash, table: table, index: index, of: missing.count)
+                room -= files.size(url) ?? 0
+                settled.append(hash)
+            }
+        } catch {
+            // The failure is what the caller hears; a file left noted is found here next time and forgotten then.
+            try? await store.write { [settled] in try $0.forgetFilesToFetch(settled, in: table) }
+            throw error
         }
+        try await store.write { [settled] in try $0.forgetFilesToFetch(settled, in: table) }
     }
 
     private func cachedBytes() async throws -> Int {

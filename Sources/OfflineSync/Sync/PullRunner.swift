@@ -262,7 +262,8 @@ extension PullRunner {
     }
 
     /// Stores pulled rows in `writer`'s transaction: rows with pending operations are skipped, and rows the store
-    /// already has in that version are left alone.
+    /// already has in that version are left alone. The files the stored rows name in the table's attachment fields
+    /// are noted to be fetched ahead (``AttachmentTransfers/prefetchAttachments(in:)``).
     ///
     /// - Returns: The rows that changed the store, and those skipped.
     static func store(
@@ -270,6 +271,8 @@ extension PullRunner {
     ) throws -> (applied: Int, skipped: Int) {
         let pending = try writer.itemIDsWithOperations(in: table)
         let rows = try writer.pulledRows(in: table)
+        var fileFields: [String]?  // read at the first row stored
+        var files: [String] = []
         var (applied, skipped) = (0, 0)
         for (item, text) in items {
             guard let id = item.itemID else { continue }
@@ -282,8 +285,19 @@ extension PullRunner {
                 ? try rows.remove(id)
                 : try rows.store(
                     id, version: item["version"]?.stringValue, updatedAt: item["updatedAt"]?.stringValue, text: text)
-            if changed { applied += 1 }
+            guard changed else { continue }
+            applied += 1
+            if !item.isDeleted {
+                let fields = try fileFields ?? writer.attachmentFields(of: table)
+                fileFields = fields
+                // A page keeps only the system properties parsed (``page(of:wire:)``): the row's text names its files.
+                if !fields.isEmpty {
+                    let row = try JSONValue(parsing: text)
+                    files += fields.compactMap { row[$0]?.stringValue }.filter(Attachment.isHash)
+                }
+            }
         }
+        try writer.noteFilesToFetch(files, in: table)
         return (applied, skipped)
     }
 
