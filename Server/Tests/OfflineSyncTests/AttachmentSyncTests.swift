@@ -356,16 +356,24 @@ import Testing
         }
     }
 
+    /// A phone that inserted the items i0 and i1, each with a photo of 300,000 bytes, and pushed them.
+    static func phoneWithTwoPhotos(_ url: URL, _ workspace: Workspace, seed: UInt64) async throws -> (
+        SyncClient, SyncTable<Inspection>
+    ) {
+        let phone = try await Self.client(url, workspace, "phone.sqlite", Faulty())
+        let inspections = try phone.syncTable("Inspection", of: Inspection.self)
+        for index in 0..<2 {
+            try await inspections.insert(Inspection(id: "i\(index)", title: "Room \(index)"))
+            try await inspections.attach(
+                Self.bytes(300_000, seed: seed + UInt64(index)), to: ItemID("i\(index)"), field: "photo")
+        }
+        try await phone.push()
+        return (phone, inspections)
+    }
+
     @Test func filesOfDeletedAndPurgedRowsAreRemovedAndAPolicyDownloadsAhead() async throws {
         try await Self.withServer { url, workspace in
-            let phone = try await Self.client(url, workspace, "phone.sqlite", Faulty())
-            let inspections = try phone.syncTable("Inspection", of: Inspection.self)
-            for index in 0..<2 {
-                try await inspections.insert(Inspection(id: "i\(index)", title: "Room \(index)"))
-                try await inspections.attach(
-                    Self.bytes(300_000, seed: 20 + UInt64(index)), to: ItemID("i\(index)"), field: "photo")
-            }
-            try await phone.push()
+            let (phone, inspections) = try await Self.phoneWithTwoPhotos(url, workspace, seed: 20)
 
             let transport = Faulty()
             let progress = Locked<[TransferProgress]>([])
@@ -403,14 +411,7 @@ import Testing
     /// again, and a row that comes again naming a file the device holds fetches nothing.
     @Test func aPolicyFetchesAheadWhatPullsStoredAndTriesAgainWhatAFailureStopped() async throws {
         try await Self.withServer { url, workspace in
-            let phone = try await Self.client(url, workspace, "phone.sqlite", Faulty())
-            let inspections = try phone.syncTable("Inspection", of: Inspection.self)
-            for index in 0..<2 {
-                try await inspections.insert(Inspection(id: "i\(index)", title: "Room \(index)"))
-                try await inspections.attach(
-                    Self.bytes(300_000, seed: 40 + UInt64(index)), to: ItemID("i\(index)"), field: "photo")
-            }
-            try await phone.push()
+            let (phone, inspections) = try await Self.phoneWithTwoPhotos(url, workspace, seed: 40)
 
             let transport = Faulty()
             let tablet = try await Self.client(url, workspace, "tablet.sqlite", transport) { $0.retryLimit = 0 }
