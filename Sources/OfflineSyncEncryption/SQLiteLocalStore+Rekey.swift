@@ -70,18 +70,7 @@ enum StoreReencryption {
             // The copy's name is the same each time: a plain copy must not meet an earlier encrypted one's cipher.
             EncryptingVFS.unregister(copy)
             defer { EncryptingVFS.unregister(copy) }
-            var cipher: PageCipher?
-            if let new {
-                let (header, pageKey) = try KeyHeader.new(for: new)
-                let key = build + "/" + StoreReplacement.keyName
-                try Data(header.bytes).write(to: URL(fileURLWithPath: key))
-                try sync(key)
-                let newCipher = PageCipher(key: pageKey)  // one nonce sequence for the copy and the store after
-                cipher = newCipher
-                try EncryptingVFS.register(copy, cipher: newCipher)
-            } else {
-                try Data().write(to: URL(fileURLWithPath: build + "/" + StoreReplacement.plainName))
-            }
+            let cipher = try prepareCopy(copy, in: build, key: new)
             try copyDatabase(database, to: copy, encrypted: new != nil)
             try sync(copy)
             // The attachment files, sealed under the new key (or opened), beside the copy.
@@ -115,6 +104,24 @@ enum StoreReencryption {
         } catch {
             throw LocalStoreError(operation: "re-encrypt \(database)", underlying: error)
         }
+    }
+
+    /// Readies the copy's folder for `new`: its key's header beside the copy, and its cipher registered for the copy
+    /// (one nonce sequence for the copy and the store after); for no key, the marker of a plain store.
+    ///
+    /// - Returns: The new key's cipher, or nil for a plain store.
+    private static func prepareCopy(_ copy: String, in build: String, key new: StoreKey?) throws -> PageCipher? {
+        guard let new else {
+            try Data().write(to: URL(fileURLWithPath: build + "/" + StoreReplacement.plainName))
+            return nil
+        }
+        let (header, pageKey) = try KeyHeader.new(for: new)
+        let key = build + "/" + StoreReplacement.keyName
+        try Data(header.bytes).write(to: URL(fileURLWithPath: key))
+        try sync(key)
+        let cipher = PageCipher(key: pageKey)
+        try EncryptingVFS.register(copy, cipher: cipher)
+        return cipher
     }
 
     /// Copies the database whole (`VACUUM INTO`) with the reserved bytes the target needs: 28 for the cipher, or

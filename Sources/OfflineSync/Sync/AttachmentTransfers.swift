@@ -231,57 +231,19 @@ extension AttachmentTransfers {
         let url = endpoint.attachmentURL(table, hash: hash)
         var log = logger
         log[metadataKey: SyncLogKey.table] = "\(table)"
-        // What an earlier try left is kept, hashed first, and continued; a part that does not read back whole (a
-        // sealed chunk a crash tore) starts again.
-        var offset = 0
-        var hasher = SHA256()
-        var output: DownloadOutput?
-        if FileManager.default.fileExists(atPath: part.path), let size = files.size(part), size > 0 {
-            do {
-                hasher = try await offCooperativeThreads { try files.hasher(of: part) }
-                output = try DownloadOutput(resuming: part, sealing: files.sealing)
-                offset = size
-            } catch {
-                (offset, hasher, output) = (0, SHA256(), nil)
-            }
-        }
-        let writer = try output ?? DownloadOutput(creating: part, sealing: files.sealing, keepsPartial: true)
+        let earlier = await resumed(part)
+        var hasher = earlier.hasher
+        let writer = try earlier.output ?? DownloadOutput(creating: part, sealing: files.sealing, keepsPartial: true)
         defer { writer.close() }
-        var plan = DownloadPlan(chunkSize: attachmentSettings.chunkSize, offset: offset)
+        var plan = DownloadPlan(chunkSize: attachmentSettings.chunkSize, offset: earlier.offset)
         while !plan.isComplete {
             let range = plan.range
             let reply = try await sendRetrying(logger: log) {
                 try await endpoint.send("GET", url, features: ["AT"], extraHeaders: ["Range": range])
             }
-            let body = reply.body
-            switch plan.answered(
-                status: reply.status, contentRange: reply.header("Content-Range"), bodyCount: body.count)
-            {
-            case .append:
-                try await offCooperativeThreads { try writer.append(body) }
-                hasher.update(data: body)
-            case .replace:
-                try writer.reset()
-                try await offCooperativeThreads { try writer.append(body) }
-                hasher = SHA256()
-                hasher.update(data: body)
-            case .restart:
-                try writer.reset()
-                hasher = SHA256()
-            case .empty:
-                break
-            case .unlabelled:
-                throw AttachmentError(code: .corrupt, hash: hash, message: "A part of \(hash) came unlabelled")
-            case .notFound:
-                throw AttachmentError(
-                    code: .notOnServer, hash: hash,
-                    message: "The server has no attachment \(hash) in \(table) that this user may read")
-            case .refused:
-                throw AttachmentError(
-                    code: .refused, hash: hash,
-                    message:
-                        "The server refused attachment \(hash): \(reply.status)\(reply.message.map { " \($0)" } ?? "")")
-            }
+            let step = plan.answered(
+                status: reply.status, contentRange: reply.header("Content-Range"), bodyCount: reply.body.count)
+            try await Self.take(step, of: reply, into: writer, hashing: &hasher, hash: hash, table: table)
             report(.download, hash, plan.offset, plan.size ?? plan.offset, index, total, progress)
         }
         let digest = hasher.finalize()
@@ -294,6 +256,56 @@ extension AttachmentTransfers {
         try await offCooperativeThreads { try writer.finish(hash: Array(digest)) }
         try files.place(part, as: hash, synced: true)
         report(.download, hash, plan.offset, plan.offset, index + 1, total, progress)
+    }
+
+    /// What an earlier try left of a download: kept, hashed first, and continued; a part that does not read back whole
+    /// (a sealed chunk a crash tore) starts again.
+    private func resumed(_ part: URL) async -> (offset: Int, hasher: SHA256, output: DownloadOutput?) {
+        let files = self.files
+        guard FileManager.default.fileExists(atPath: part.path), let size = files.size(part), size > 0 else {
+            return (0, SHA256(), nil)
+        }
+        do {
+            let hasher = try await offCooperativeThreads { try files.hasher(of: part) }
+            return (size, hasher, try DownloadOutput(resuming: part, sealing: files.sealing))
+        } catch {
+            return (0, SHA256(), nil)
+        }
+    }
+
+    /// Does what a download's plan decided of one answer: the body appended or in place of what came before, the
+    /// part started again, or the download refused.
+    private static func take(
+        _ step: DownloadPlan.Step, of reply: HTTPResponseData, into writer: DownloadOutput,
+        hashing hasher: inout SHA256, hash: String, table: TableName
+    ) async throws {
+        let body = reply.body
+        switch step {
+        case .append:
+            try await offCooperativeThreads { try writer.append(body) }
+            hasher.update(data: body)
+        case .replace:
+            try writer.reset()
+            try await offCooperativeThreads { try writer.append(body) }
+            hasher = SHA256()
+            hasher.update(data: body)
+        case .restart:
+            try writer.reset()
+            hasher = SHA256()
+        case .empty:
+            break
+        case .unlabelled:
+            throw AttachmentError(code: .corrupt, hash: hash, message: "A part of \(hash) came unlabelled")
+        case .notFound:
+            throw AttachmentError(
+                code: .notOnServer, hash: hash,
+                message: "The server has no attachment \(hash) in \(table) that this user may read")
+        case .refused:
+            throw AttachmentError(
+                code: .refused, hash: hash,
+                message: "The server refused attachment \(hash): \(reply.status)\(reply.message.map { " \($0)" } ?? "")"
+            )
+        }
     }
 
     /// Downloads the files that rows pulled into `table` since the last prefetch name (noted by

@@ -44,9 +44,8 @@ extension PullRunner {
     /// push first (once, when any of them has pending operations), then passes until one finds nothing new (at most
     /// `passes`), then one transaction.
     func pullTogether(
-        _ pulls: [(table: TableName, filter: ODataExpression?, queryID: QueryID?)], pageSize: Int, maxPageSize: Int,
-        ahead: Bool, passes: Int, progress: @escaping @Sendable (TableName, PullProgress) -> Void,
-        push: () async throws -> PushResult
+        _ pulls: [JointPull], pageSize: Int, maxPageSize: Int, ahead: Bool, passes: Int,
+        progress: @escaping @Sendable (TableName, PullProgress) -> Void, push: () async throws -> PushResult
     ) async throws -> JointPullSummary {
         var summaries = pulls.map { _ in PullSummary(appliedCount: 0, skippedCount: 0, requestCount: 0) }
         var (passCount, isWhole) = (0, false)
@@ -63,21 +62,9 @@ extension PullRunner {
             var staged: [StagedTable?] = starts.map { StagedTable(cursor: $0.cursor) }
             while passCount < max(passes, 1), !isWhole {
                 passCount += 1
-                var received = 0
-                for index in pulls.indices {
-                    let (table, filter, queryID) = pulls[index]
-                    let before = staged[index]?.received ?? 0
-                    summaries[index].requestCount += 1
-                    do {
-                        try await pullPages(
-                            table, filter: filter, queryID: queryID, start: starts[index],
-                            sizes: (pageSize, max(pageSize, maxPageSize)), ahead: ahead, { progress(table, $0) },
-                            &summaries[index], staged: &staged[index])
-                    } catch is ScopeMovedDuringPull {
-                        received += 1  // the next pass goes on from the last page kept, and decides the scope again
-                    }
-                    received += (staged[index]?.received ?? 0) - before
-                }
+                let received = try await pass(
+                    pulls, starts: starts, sizes: (pageSize, max(pageSize, maxPageSize)), ahead: ahead,
+                    progress: progress, summaries: &summaries, staged: &staged)
                 isWhole = received == 0
             }
             guard isWhole else {
@@ -89,32 +76,66 @@ extension PullRunner {
                 }
                 return
             }
-            let finished = WireDate(now()).description
-            let (counts, holdsFiles) = try await store.write { [account, staged] writer in
-                try account.confirm(in: writer)
-                var counts: [(applied: Int, skipped: Int, removed: Int)] = []
-                for (pull, table) in zip(pulls, staged) {
-                    let table = table ?? StagedTable()  // every table has one: the passes never clear it
-                    let removed = try table.scope?.settle(in: pull.table, writer: writer) ?? 0
-                    let (applied, skipped) = try Self.store(table.rows.values, in: pull.table, writer: writer)
-                    if let queryID = pull.queryID, let cursor = table.cursor {
-                        try writer.setCursor(cursor, for: pull.table, queryID: queryID)
-                    }
-                    try writer.setSetting(finished, for: Self.lastPullKey(pull.table))
-                    counts.append((applied, skipped, removed))
-                }
-                return (counts, try !writer.allAttachments().isEmpty)
-            }
-            for (index, count) in counts.enumerated() {
-                summaries[index].appliedCount = count.applied
-                summaries[index].skippedCount = count.skipped
-                summaries[index].removedCount = count.removed
-            }
-            if holdsFiles { try await attachments.removeUnnamedAttachments() }
+            try await apply(staged, of: pulls, summaries: &summaries)
         }
         return JointPullSummary(
             tables: zip(pulls, summaries).map { .init(table: $0.table, summary: $1) }, passes: passCount,
             isWhole: isWhole)
+    }
+
+    /// One table of a pull of several together: the table, its query and the name of its incremental pull.
+    typealias JointPull = (table: TableName, filter: ODataExpression?, queryID: QueryID?)
+
+    /// One pass: each table's pages from where its last pass ended, kept in `staged`.
+    ///
+    /// - Returns: How many rows the pass received (a scope that moved under it counts as one: the next pass goes on
+    ///   from the last page kept, and decides the scope again).
+    private func pass(
+        _ pulls: [JointPull], starts: [PullStart], sizes: (Int, Int), ahead: Bool,
+        progress: @escaping @Sendable (TableName, PullProgress) -> Void, summaries: inout [PullSummary],
+        staged: inout [StagedTable?]
+    ) async throws -> Int {
+        var received = 0
+        for index in pulls.indices {
+            let (table, filter, queryID) = pulls[index]
+            let before = staged[index]?.received ?? 0
+            summaries[index].requestCount += 1
+            do {
+                try await pullPages(
+                    table, filter: filter, queryID: queryID, start: starts[index], sizes: sizes, ahead: ahead,
+                    { progress(table, $0) }, &summaries[index], staged: &staged[index])
+            } catch is ScopeMovedDuringPull {
+                received += 1
+            }
+            received += (staged[index]?.received ?? 0) - before
+        }
+        return received
+    }
+
+    /// Applies what the passes kept, every table's scope change, rows and cursor, in one local transaction.
+    private func apply(_ staged: [StagedTable?], of pulls: [JointPull], summaries: inout [PullSummary]) async throws {
+        let finished = WireDate(now()).description
+        let (counts, holdsFiles) = try await store.write { [account] writer in
+            try account.confirm(in: writer)
+            var counts: [(applied: Int, skipped: Int, removed: Int)] = []
+            for (pull, table) in zip(pulls, staged) {
+                let table = table ?? StagedTable()  // every table has one: the passes never clear it
+                let removed = try table.scope?.settle(in: pull.table, writer: writer) ?? 0
+                let (applied, skipped) = try Self.store(table.rows.values, in: pull.table, writer: writer)
+                if let queryID = pull.queryID, let cursor = table.cursor {
+                    try writer.setCursor(cursor, for: pull.table, queryID: queryID)
+                }
+                try writer.setSetting(finished, for: Self.lastPullKey(pull.table))
+                counts.append((applied, skipped, removed))
+            }
+            return (counts, try !writer.allAttachments().isEmpty)
+        }
+        for (index, count) in counts.enumerated() {
+            summaries[index].appliedCount = count.applied
+            summaries[index].skippedCount = count.skipped
+            summaries[index].removedCount = count.removed
+        }
+        if holdsFiles { try await attachments.removeUnnamedAttachments() }
     }
 }
 

@@ -29,6 +29,12 @@ enum PushDecision: Sendable, Equatable {
     /// A definitive refusal, parked with the server's message.
     case refused
 
+    /// Whether the operation is done (``succeeded(serverItem:)``).
+    var isSuccess: Bool {
+        if case .succeeded = self { return true }
+        return false
+    }
+
     /// What the server knows of the item, from the reply or a fetch by id.
     enum ServerRow: Sendable, Equatable {
         /// Not known yet: the reply's body is not the server's row.

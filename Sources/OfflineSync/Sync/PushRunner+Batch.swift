@@ -28,60 +28,93 @@ extension PushRunner {
                 pending = pending.dropFirst()
                 continue
             }
-            var requests: [JSONValue] = []
-            var bytes = 16
-            for operation in pending.prefix(limits.operations) {
-                let request = batchRequest(operation)
-                let size = request.serializedData().count + 1
-                if !requests.isEmpty, bytes + size > limits.bytes { break }
-                requests.append(request)
-                bytes += size
-            }
-            let body: JSONValue = ["requests": .array(requests)]
-            let count = requests.count
-            // A success without a readable list of answers was cut short: sent again, as a single push would be.
-            var sends = 0
-            let reply = try await sendRetrying(logger: logger) {
-                sends += 1
-                return try await endpoint.send("POST", endpoint.batchURL, body: body, features: ["OL"])
-            } isTransient: { reply in
-                isTransientStatus(reply.status)
-                    || ((200..<300).contains(reply.status) && Self.answers(reply, count) == nil)
-            }
-            guard let answers = Self.answers(reply, count) else {
-                logger.notice(
-                    "The server refused a batch; pushing one operation per request",
-                    metadata: [SyncLogKey.status: "\(reply.status)"])
+            let requests = batchRequests(pending, limits)
+            guard let (answers, sends) = try await sendBatch(requests) else {
                 endpoint.batchOffer.withdraw()
                 continue
             }
             logger.trace("Batch answered", metadata: [SyncLogKey.operations: "\(answers.count)"])
-            var succeeded: [(PendingOperation, JSONValue?)] = []
-            for answer in answers {
-                let operation = pending.removeFirst()
-                let reply = Self.reply(answer)
-                let decision = try await decide(
-                    operation.kind, operation, reply, sent: Self.body(of: operation, sendsChanges: true),
-                    resent: sends > 1 || sentBefore.contains(operation.id), logger: logger)
-                if case .succeeded(let serverItem) = decision {
-                    succeeded.append((operation, serverItem))
-                    continue
-                }
-                try await complete(succeeded, result: &result)
-                succeeded = []
-                let outcome =
-                    switch decision {
-                    case .retry: try await pushOne(operation, resolutionsLeft: 1, sentBefore: true)
-                    case .unauthorized:
-                        try await pushOne(
-                            operation, resolutionsLeft: 1, sentBefore: sends > 1 || sentBefore.contains(operation.id))
-                    default: try await settle(operation, decision, reply, resolutionsLeft: 1)
-                    }
-                Self.record(outcome, of: operation, in: &result, blocked: &blocked)
-                if case .retry = decision { break }  // the server stopped at this operation
+            let answered = Array(pending.prefix(answers.count))
+            pending = pending.dropFirst(answers.count)
+            let stoppedAt = try await record(
+                answers, of: answered, sends: sends, sentBefore: sentBefore, result: &result, blocked: &blocked)
+            // The server stopped at an operation (a transient answer): those after it go in the next batch.
+            if let stoppedAt { pending = answered[(stoppedAt + 1)...] + pending }
+        }
+    }
+
+    /// The requests of the next batch: the first of `pending`, in order, while within the server's limits.
+    private func batchRequests(_ pending: ArraySlice<PendingOperation>, _ limits: BatchOffer.Limits) -> [JSONValue] {
+        var requests: [JSONValue] = []
+        var bytes = 16
+        for operation in pending.prefix(limits.operations) {
+            let request = batchRequest(operation)
+            let size = request.serializedData().count + 1
+            if !requests.isEmpty, bytes + size > limits.bytes { break }
+            requests.append(request)
+            bytes += size
+        }
+        return requests
+    }
+
+    /// Sends a batch until an answer that is not transient; a success without a readable list of answers was cut
+    /// short and is sent again, as a single push would be.
+    ///
+    /// - Returns: The answers and how many times the batch was sent; nil when the server refused the batch as a whole
+    ///   (it no longer offers them: the rest go one by one).
+    private func sendBatch(_ requests: [JSONValue]) async throws -> (answers: [JSONValue], sends: Int)? {
+        let body: JSONValue = ["requests": .array(requests)]
+        let count = requests.count
+        var sends = 0
+        let reply = try await sendRetrying(logger: logger) {
+            sends += 1
+            return try await endpoint.send("POST", endpoint.batchURL, body: body, features: ["OL"])
+        } isTransient: { reply in
+            isTransientStatus(reply.status)
+                || ((200..<300).contains(reply.status) && Self.answers(reply, count) == nil)
+        }
+        guard let answers = Self.answers(reply, count) else {
+            logger.notice(
+                "The server refused a batch; pushing one operation per request",
+                metadata: [SyncLogKey.status: "\(reply.status)"])
+            return nil
+        }
+        return (answers, sends)
+    }
+
+    /// Records a batch's answers in order, each decided as a single push's reply; successes are completed together.
+    /// An answer that is transient or 401 sends that operation alone, with the single path's retries and token refresh.
+    ///
+    /// - Returns: The index of the operation the server stopped at (a transient answer), if it did: the answers after
+    ///   it were not read.
+    private func record(
+        _ answers: [JSONValue], of operations: [PendingOperation], sends: Int, sentBefore: Set<Int64>,
+        result: inout PushResult, blocked: inout Set<String>
+    ) async throws -> Int? {
+        var succeeded: [(PendingOperation, JSONValue?)] = []
+        for (index, (operation, answer)) in zip(operations, answers).enumerated() {
+            let reply = Self.reply(answer)
+            let resent = sends > 1 || sentBefore.contains(operation.id)
+            let decision = try await decide(
+                operation.kind, operation, reply, sent: Self.body(of: operation, sendsChanges: true), resent: resent,
+                logger: logger)
+            if case .succeeded(let serverItem) = decision {
+                succeeded.append((operation, serverItem))
+                continue
             }
             try await complete(succeeded, result: &result)
+            succeeded = []
+            let outcome =
+                switch decision {
+                case .retry: try await pushOne(operation, resolutionsLeft: 1, sentBefore: true)
+                case .unauthorized: try await pushOne(operation, resolutionsLeft: 1, sentBefore: resent)
+                default: try await settle(operation, decision, reply, resolutionsLeft: 1)
+                }
+            Self.record(outcome, of: operation, in: &result, blocked: &blocked)
+            if case .retry = decision { return index }
         }
+        try await complete(succeeded, result: &result)
+        return nil
     }
 
     /// Completes pushed operations in one transaction.

@@ -41,29 +41,8 @@ extension PushRunner {
                 try await pushSetWithoutAtomicServer(frozen, sentBefore: sentBefore, result: &result, blocked: &blocked)
                 return
             }
-            var sends = 0
-            let reply = try await sendRetrying(logger: logger) {
-                sends += 1
-                return try await endpoint.send("POST", endpoint.batchURL, body: body, features: ["OL"])
-            } isTransient: { reply in
-                guard !isTransientStatus(reply.status) else { return true }
-                guard (200..<300).contains(reply.status) else { return false }
-                // Cut short, or a member met a failure of the server's (the set was undone): sent again.
-                guard let answers = Self.answers(reply, frozen.count), answers.count == frozen.count else {
-                    return true
-                }
-                return answers.contains { isTransientStatus(Int($0["status"]?.intValue ?? 0)) }
-            }
-            guard reply.json?["atomic"] == true, let answers = Self.answers(reply, frozen.count),
-                answers.count == frozen.count
-            else {
-                // Refused as a whole (an older server behind the same address): the offer no longer holds.
-                logger.notice(
-                    "The server refused an atomic batch", metadata: [SyncLogKey.status: "\(reply.status)"])
-                endpoint.batchOffer.withdraw()
-                continue
-            }
-            var decided: [(operation: PendingOperation, decision: PushDecision, reply: HTTPResponseData)] = []
+            guard let (answers, sends) = try await sendSet(body, count: frozen.count) else { continue }
+            var decided: [SetMember] = []
             for (operation, answer) in zip(frozen, answers) {
                 let reply = Self.reply(answer)
                 let decision: PushDecision =
@@ -72,40 +51,80 @@ extension PushRunner {
                     : try await decide(
                         operation.kind, operation, reply, sent: Self.body(of: operation, sendsChanges: true),
                         resent: sends > 1 || sentBefore.contains(operation.id), logger: logger)
-                decided.append((operation, decision, reply))
+                decided.append(SetMember(operation: operation, decision: decision, reply: reply))
             }
-            let succeeded = decided.compactMap { entry -> (PendingOperation, JSONValue?)? in
-                guard case .succeeded(let item) = entry.decision else { return nil }
-                return (entry.operation, item)
-            }
-            if succeeded.count == decided.count {
-                try await complete(succeeded, result: &result)
-                result.changeSetsPushed += 1
-                return
-            }
-            result.changeSetsRefused += 1
-            logger.info(
-                "The server refused a change set", metadata: [SyncLogKey.operations: "\(frozen.count)"])
-            // A member read as applied in a set that was not (another member failed, the rest 424) holds on the server
-            // by another write: its effect is there, so it is complete, and the rest of the set goes without it. Sent
-            // again unchanged, it would read the same forever.
-            try await complete(succeeded, result: &result)
-            let completed = Set(succeeded.map(\.0.id))
-            ids.removeAll { completed.contains($0) }
-            var waits = false
-            for entry in decided where entry.reply.status != 424 {
-                if case .succeeded = entry.decision { continue }
-                if entry.decision == .unauthorized { throw SyncStop.unauthorized }
-                let outcome = try await settle(entry.operation, entry.decision, entry.reply, resolutionsLeft: 0)
-                if case .failed(let error) = outcome {
-                    result.errors.append(error)
-                    waits = true
-                }
-            }
+            let (completed, waits) = try await settleSet(decided, result: &result)
+            if completed == decided.count { return }
+            let done = Set(decided.filter(\.decision.isSuccess).map(\.operation.id))
+            ids.removeAll { done.contains($0) }
             if waits { break }
             sentBefore = []
         }
         blocked.formUnion(keys)
+    }
+
+    /// A member of a set the server answered, with what its answer decides.
+    struct SetMember {
+        var operation: PendingOperation
+        var decision: PushDecision
+        var reply: HTTPResponseData
+    }
+
+    /// Sends a set as one atomic batch until an answer that is not transient.
+    ///
+    /// - Returns: Each member's answer and how many times the set was sent; nil when the server refused the atomic
+    ///   batch as a whole (an older server behind the same address: the offer is withdrawn).
+    private func sendSet(_ body: JSONValue, count: Int) async throws -> (answers: [JSONValue], sends: Int)? {
+        var sends = 0
+        let reply = try await sendRetrying(logger: logger) {
+            sends += 1
+            return try await endpoint.send("POST", endpoint.batchURL, body: body, features: ["OL"])
+        } isTransient: { reply in
+            guard !isTransientStatus(reply.status) else { return true }
+            guard (200..<300).contains(reply.status) else { return false }
+            // Cut short, or a member met a failure of the server's (the set was undone): sent again.
+            guard let answers = Self.answers(reply, count), answers.count == count else { return true }
+            return answers.contains { isTransientStatus(Int($0["status"]?.intValue ?? 0)) }
+        }
+        guard reply.json?["atomic"] == true, let answers = Self.answers(reply, count), answers.count == count else {
+            logger.notice("The server refused an atomic batch", metadata: [SyncLogKey.status: "\(reply.status)"])
+            endpoint.batchOffer.withdraw()
+            return nil
+        }
+        return (answers, sends)
+    }
+
+    /// Records a set's answers: applied, every member is completed; refused, the members read as applied are completed
+    /// (see ``pushSet(_:result:blocked:)``) and every other failed member is settled without being sent again.
+    ///
+    /// - Returns: How many members were completed, and whether one is parked (then the set waits for the next push).
+    private func settleSet(_ decided: [SetMember], result: inout PushResult) async throws -> (
+        completed: Int, waits: Bool
+    ) {
+        let succeeded = decided.compactMap { member -> (PendingOperation, JSONValue?)? in
+            guard case .succeeded(let item) = member.decision else { return nil }
+            return (member.operation, item)
+        }
+        try await complete(succeeded, result: &result)
+        if succeeded.count == decided.count {
+            result.changeSetsPushed += 1
+            return (succeeded.count, false)
+        }
+        result.changeSetsRefused += 1
+        logger.info("The server refused a change set", metadata: [SyncLogKey.operations: "\(decided.count)"])
+        // A member read as applied in a set that was not (another member failed, the rest 424) holds on the server by
+        // another write: its effect is there, so it is complete, and the rest of the set goes without it. Sent again
+        // unchanged, it would read the same forever.
+        var waits = false
+        for member in decided where member.reply.status != 424 && !member.decision.isSuccess {
+            if member.decision == .unauthorized { throw SyncStop.unauthorized }
+            let outcome = try await settle(member.operation, member.decision, member.reply, resolutionsLeft: 0)
+            if case .failed(let error) = outcome {
+                result.errors.append(error)
+                waits = true
+            }
+        }
+        return (succeeded.count, waits)
     }
 
     /// A change set the server cannot apply atomically: sent as separate operations, or reported and kept, as the
