@@ -157,32 +157,9 @@ struct AttachmentRoutes: Sendable {
         let call = context.call
         let (schema, hash, attachments) = try await attachmentTarget(call, context)
         try await authorizeUpload(schema, call)
-        let length = try request.headers[.contentLength].map { text in
-            guard let value = Int(text), value >= 0 else { throw APIError.badRequest("Content-Length: not a length") }
-            return value
-        }
-        var offset = 0
-        var total = length
-        // The bytes this request's body carries: its part's, by Content-Range or Content-Length (a chunked body may
-        // not carry more than its Content-Range says).
-        var partLength = length
-        let restart: Bool
-        if let header = request.headers[.contentRange] {
-            guard let part = Self.contentRange(header) else {
-                throw APIError.badRequest("Content-Range: send bytes FIRST-LAST/SIZE (\(header) is not)")
-            }
-            guard length == nil || length == part.range.count else {
-                throw APIError.badRequest("Content-Range: the body has \(length!) bytes, the range \(part.range.count)")
-            }
-            offset = part.range.lowerBound
-            total = part.total
-            partLength = part.range.count
-            restart = false
-        } else {
-            restart = true
-        }
+        let part = try UploadPart(request.headers)
         let body = LimitedBody(
-            base: request.body, limit: partLength ?? total.map { $0 - offset } ?? attachments.maxSize,
+            base: request.body, limit: part.length ?? part.total.map { $0 - part.offset } ?? attachments.maxSize,
             maxSize: attachments.maxSize, reading: reading)
         // A file the caller may read is here already — the reply of its last part was lost, or its row is readable:
         // any part of it is answered as the end of the upload, after its bytes are read to their end and dropped.
@@ -192,18 +169,19 @@ struct AttachmentRoutes: Sendable {
             for try await _ in body {}
             return completed(hash, size: size, stored: false, request)
         }
-        if let total, total > attachments.maxSize {
+        if let total = part.total, total > attachments.maxSize {
             throw APIError(.contentTooLarge, "An attachment has at most \(attachments.maxSize) bytes")
         }
-        try await checkBudget(hash, extent: total ?? (offset + (partLength ?? 0)), attachments, call)
+        try await checkBudget(hash, extent: part.total ?? (part.offset + (part.length ?? 0)), attachments, call)
         let outcome: UploadOutcome
         do {
-            outcome = try await attachments.store.receive(
-                hash, by: AttachmentRules.uploader(call), offset: offset, total: total, restart: restart, body: body)
+            outcome = try await service.perform {
+                try await attachments.store.receive(
+                    hash, by: AttachmentRules.uploader(call), offset: part.offset, total: part.total,
+                    restart: part.restart, body: body)
+            }
         } catch let refusal as UploadRefusal {
             throw Self.apiError(refusal, hash)
-        } catch let error as TableStoreError {
-            throw try await service.perform { throw error }
         }
         switch outcome {
         case .partial(let received):
@@ -298,6 +276,32 @@ struct AttachmentRoutes: Sendable {
             last < total
         else { return nil }
         return (first..<(last + 1), total)
+    }
+}
+
+/// What an upload request's headers say of its part: where it starts, the file's size when said, the bytes its body
+/// carries (by `Content-Range` or `Content-Length`: a chunked body may not carry more than its `Content-Range` says),
+/// and whether it starts the upload again (no `Content-Range`: the whole file). 400 for headers that disagree.
+struct UploadPart {
+    var offset = 0
+    var total: Int?
+    var length: Int?
+    var restart = true
+
+    init(_ headers: HTTPFields) throws {
+        let length = try headers[.contentLength].map { text in
+            guard let value = Int(text), value >= 0 else { throw APIError.badRequest("Content-Length: not a length") }
+            return value
+        }
+        (total, self.length) = (length, length)
+        guard let header = headers[.contentRange] else { return }
+        guard let part = AttachmentRoutes.contentRange(header) else {
+            throw APIError.badRequest("Content-Range: send bytes FIRST-LAST/SIZE (\(header) is not)")
+        }
+        if let length, length != part.range.count {
+            throw APIError.badRequest("Content-Range: the body has \(length) bytes, the range \(part.range.count)")
+        }
+        (offset, total, self.length, restart) = (part.range.lowerBound, part.total, part.range.count, false)
     }
 }
 
