@@ -193,93 +193,21 @@ extension TableConfiguration {
         guard let name = members["name"]?.stringValue else {
             throw ConfigurationError("tables[\(index)] needs a 'name'")
         }
-        let label = "table '\(name)'"
-        let known: Set<String> = [
-            "name", "softDelete", "pageSize", "maxTop", "maxColumns", "maxNewColumnsPerWrite", "columns", "perUser",
-            "access", "collation", "collations", "claimScope", "membershipScope", "members",
-            "attachments", "autoIncrement",
-        ]
-        for key in members.keys.sorted() where !known.contains(key) {
-            throw ConfigurationError("\(label): unknown key '\(key)'")
-        }
-        func integer(_ key: String, default value: Int) throws -> Int {
-            guard let member = members[key] else { return value }
-            guard let int = member.intValue, let result = Int(exactly: int) else {
-                throw ConfigurationError("\(label): '\(key)' must be a whole number")
-            }
-            return result
-        }
-        func bool(_ key: String, default value: Bool) throws -> Bool {
-            guard let member = members[key] else { return value }
-            guard let bool = member.boolValue else {
-                throw ConfigurationError("\(label): '\(key)' must be true or false")
-            }
-            return bool
-        }
-        var columns: [String: SQLColumnType]?
-        if let member = members["columns"] {
-            guard let object = member.objectValue else {
-                throw ConfigurationError("\(label): 'columns' must map column names to types")
-            }
-            columns = try object.mapValues { value in
-                guard let text = value.stringValue, let type = SQLColumnType(configName: text) else {
-                    throw ConfigurationError(
-                        "\(label): column types are string, int, double, bool or date, not \(value.serialized())")
-                }
-                return type
-            }
+        let entry = TableEntry(members: members, label: "table '\(name)'")
+        for key in members.keys.sorted() where !TableEntry.known.contains(key) {
+            throw ConfigurationError("\(entry.label): unknown key '\(key)'")
         }
         var table = try TableConfiguration(
-            name: name, softDelete: try bool("softDelete", default: true),
-            pageSize: try integer("pageSize", default: 50),
-            maxTop: try integer("maxTop", default: 1000), columns: columns)
-        table.maxColumns = try integer("maxColumns", default: table.maxColumns)
-        table.maxNewColumnsPerWrite = try integer("maxNewColumnsPerWrite", default: table.maxNewColumnsPerWrite)
-        table.perUser = try bool("perUser", default: false)
-        table.integerIDs = try bool("autoIncrement", default: false)
-        if let access = members["access"] { table.access = try tableAccess(from: access, label: label) }
-        func collation(_ value: JSONValue, _ key: String) throws -> Collation {
-            guard let text = value.stringValue, let collation = Collation(rawValue: text) else {
-                throw ConfigurationError("\(label): '\(key)' is binary or caseInsensitive, not \(value.serialized())")
-            }
-            return collation
-        }
-        if let member = members["claimScope"] {
-            guard let claim = member["claim"]?.stringValue, let column = member["column"]?.stringValue,
-                member.objectValue?.count == 2
-            else { throw ConfigurationError(#"\#(label): 'claimScope' is {"claim": "…", "column": "…"}"#) }
-            table.claimScope = ClaimScope(claim: claim, column: column)
-        }
-        if let member = members["membershipScope"] {
-            guard let column = member["column"]?.stringValue, let text = member["members"]?.stringValue,
-                member.objectValue?.count == 2
-            else { throw ConfigurationError(#"\#(label): 'membershipScope' is {"column": "…", "members": "…"}"#) }
-            do { table.membershipScope = MembershipScope(column: column, members: try TableName(text)) } catch {
-                throw ConfigurationError("\(label), membershipScope: \(error)")
-            }
-        }
-        if let member = members["members"] {
-            guard let group = member["group"]?.stringValue, let user = member["user"]?.stringValue,
-                let role = member["role"]?.stringValue, member.objectValue?.count == 3
-            else {
-                throw ConfigurationError(
-                    #"\#(label): 'members' is {"group": "…", "user": "…", "role": "…"} (its columns)"#)
-            }
-            table.members = MembersTable(groupColumn: group, userColumn: user, roleColumn: role)
-        }
-        if let member = members["attachments"] {
-            guard let list = member.arrayValue, case let names = list.compactMap(\.stringValue),
-                names.count == list.count
-            else { throw ConfigurationError("\(label): 'attachments' lists the columns that name files") }
-            table.attachmentColumns = names
-        }
-        if let member = members["collation"] { table.collation = try collation(member, "collation") }
-        if let member = members["collations"] {
-            guard let object = member.objectValue else {
-                throw ConfigurationError("\(label): 'collations' must map column names to collations")
-            }
-            for (column, value) in object { table.collations[column] = try collation(value, "collations.\(column)") }
-        }
+            name: name, softDelete: try entry.bool("softDelete", default: true),
+            pageSize: try entry.integer("pageSize", default: 50),
+            maxTop: try entry.integer("maxTop", default: 1000), columns: try entry.columns())
+        table.maxColumns = try entry.integer("maxColumns", default: table.maxColumns)
+        table.maxNewColumnsPerWrite = try entry.integer("maxNewColumnsPerWrite", default: table.maxNewColumnsPerWrite)
+        table.perUser = try entry.bool("perUser", default: false)
+        table.integerIDs = try entry.bool("autoIncrement", default: false)
+        if let access = members["access"] { table.access = try tableAccess(from: access, label: entry.label) }
+        try entry.readScopes(into: &table)
+        try entry.readFileColumnsAndCollations(into: &table)
         try table.validate()
         return table
     }
@@ -311,5 +239,98 @@ extension SQLColumnType {
         case "date": self = .date
         default: return nil
         }
+    }
+}
+
+/// One entry of the file's `tables`, read key by key; every error names the table.
+private struct TableEntry {
+    static let known: Set<String> = [
+        "name", "softDelete", "pageSize", "maxTop", "maxColumns", "maxNewColumnsPerWrite", "columns", "perUser",
+        "access", "collation", "collations", "claimScope", "membershipScope", "members", "attachments",
+        "autoIncrement",
+    ]
+
+    let members: [String: JSONValue]
+    /// `table 'NAME'`, for messages.
+    let label: String
+
+    func integer(_ key: String, default value: Int) throws -> Int {
+        guard let member = members[key] else { return value }
+        guard let int = member.intValue, let result = Int(exactly: int) else {
+            throw ConfigurationError("\(label): '\(key)' must be a whole number")
+        }
+        return result
+    }
+
+    func bool(_ key: String, default value: Bool) throws -> Bool {
+        guard let member = members[key] else { return value }
+        guard let bool = member.boolValue else { throw ConfigurationError("\(label): '\(key)' must be true or false") }
+        return bool
+    }
+
+    /// `columns`: the declared columns and their types, or nil.
+    func columns() throws -> [String: SQLColumnType]? {
+        guard let member = members["columns"] else { return nil }
+        guard let object = member.objectValue else {
+            throw ConfigurationError("\(label): 'columns' must map column names to types")
+        }
+        return try object.mapValues { value in
+            guard let text = value.stringValue, let type = SQLColumnType(configName: text) else {
+                throw ConfigurationError(
+                    "\(label): column types are string, int, double, bool or date, not \(value.serialized())")
+            }
+            return type
+        }
+    }
+
+    /// `claimScope`, `membershipScope` and `members`: who sees which rows.
+    func readScopes(into table: inout TableConfiguration) throws {
+        if let member = members["claimScope"] {
+            guard let claim = member["claim"]?.stringValue, let column = member["column"]?.stringValue,
+                member.objectValue?.count == 2
+            else { throw ConfigurationError(#"\#(label): 'claimScope' is {"claim": "…", "column": "…"}"#) }
+            table.claimScope = ClaimScope(claim: claim, column: column)
+        }
+        if let member = members["membershipScope"] {
+            guard let column = member["column"]?.stringValue, let text = member["members"]?.stringValue,
+                member.objectValue?.count == 2
+            else { throw ConfigurationError(#"\#(label): 'membershipScope' is {"column": "…", "members": "…"}"#) }
+            do { table.membershipScope = MembershipScope(column: column, members: try TableName(text)) } catch {
+                throw ConfigurationError("\(label), membershipScope: \(error)")
+            }
+        }
+        if let member = members["members"] {
+            guard let group = member["group"]?.stringValue, let user = member["user"]?.stringValue,
+                let role = member["role"]?.stringValue, member.objectValue?.count == 3
+            else {
+                throw ConfigurationError(
+                    #"\#(label): 'members' is {"group": "…", "user": "…", "role": "…"} (its columns)"#)
+            }
+            table.members = MembersTable(groupColumn: group, userColumn: user, roleColumn: role)
+        }
+    }
+
+    /// `attachments`, `collation` and `collations`.
+    func readFileColumnsAndCollations(into table: inout TableConfiguration) throws {
+        if let member = members["attachments"] {
+            guard let list = member.arrayValue, case let names = list.compactMap(\.stringValue),
+                names.count == list.count
+            else { throw ConfigurationError("\(label): 'attachments' lists the columns that name files") }
+            table.attachmentColumns = names
+        }
+        if let member = members["collation"] { table.collation = try collation(member, "collation") }
+        if let member = members["collations"] {
+            guard let object = member.objectValue else {
+                throw ConfigurationError("\(label): 'collations' must map column names to collations")
+            }
+            for (column, value) in object { table.collations[column] = try collation(value, "collations.\(column)") }
+        }
+    }
+
+    private func collation(_ value: JSONValue, _ key: String) throws -> Collation {
+        guard let text = value.stringValue, let collation = Collation(rawValue: text) else {
+            throw ConfigurationError("\(label): '\(key)' is binary or caseInsensitive, not \(value.serialized())")
+        }
+        return collation
     }
 }

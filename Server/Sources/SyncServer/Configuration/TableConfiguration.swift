@@ -197,10 +197,19 @@ public struct TableConfiguration: Sendable, Hashable {
         guard (1...maxColumns).contains(maxNewColumnsPerWrite) else {
             throw ConfigurationError("\(label): maxNewColumnsPerWrite is 1 to maxColumns")
         }
-        if perUser, columns?[Self.ownerColumn] != nil {
-            throw ConfigurationError(
-                "\(label): a perUser table keeps its owner in '\(Self.ownerColumn)'; rename that column")
+        if integerIDs, members != nil || membershipScope != nil {
+            throw ConfigurationError("\(label): integer ids are not for a members table or a membership-scoped table")
         }
+        try validateAttachmentColumns(label)
+        try validateScopes(label)
+        if isScoped, !seed.isEmpty {
+            throw ConfigurationError("\(label): a scoped table has no seed (whose would it be?)")
+        }
+        try validateColumns(label)
+    }
+
+    /// The attachment columns: field names, declared as strings when columns are, listed once, none a scope's.
+    private func validateAttachmentColumns(_ label: String) throws {
         for column in attachmentColumns {
             if let reason = FieldName.validate(column) {
                 throw ConfigurationError("\(label), attachment column '\(column)': \(reason)")
@@ -212,11 +221,16 @@ public struct TableConfiguration: Sendable, Hashable {
                 throw ConfigurationError("\(label): '\(column)' scopes the rows; it cannot name files too")
             }
         }
-        if integerIDs, members != nil || membershipScope != nil {
-            throw ConfigurationError("\(label): integer ids are not for a members table or a membership-scoped table")
-        }
         if Set(attachmentColumns).count != attachmentColumns.count {
             throw ConfigurationError("\(label): an attachment column is listed twice")
+        }
+    }
+
+    /// At most one of perUser, claimScope, membershipScope and members, each with the columns it needs.
+    private func validateScopes(_ label: String) throws {
+        if perUser, columns?[Self.ownerColumn] != nil {
+            throw ConfigurationError(
+                "\(label): a perUser table keeps its owner in '\(Self.ownerColumn)'; rename that column")
         }
         if let claimScope {
             if perUser { throw ConfigurationError("\(label): a table is perUser or has a claimScope, not both") }
@@ -253,9 +267,10 @@ public struct TableConfiguration: Sendable, Hashable {
                     "\(label): a members table declares its group, user and role columns: three string columns")
             }
         }
-        if isScoped, !seed.isEmpty {
-            throw ConfigurationError("\(label): a scoped table has no seed (whose would it be?)")
-        }
+    }
+
+    /// The declared columns and their collations.
+    private func validateColumns(_ label: String) throws {
         if collation != .binary, columns == nil {
             throw ConfigurationError("\(label): a collation needs declared columns")
         }

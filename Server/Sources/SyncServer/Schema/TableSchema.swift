@@ -25,6 +25,20 @@ public struct TableSchema: Sendable, Hashable {
     /// Whether columns are added as new fields arrive.
     public var isDynamic: Bool { configuration.columns == nil }
 
+    /// Whether the table lacks `column`, which `purpose` (such as "a scoped table") needs as text: then the store adds
+    /// it as text.
+    ///
+    /// - Throws: ``TableStoreError/unavailable(_:)`` when the table has the column as another type.
+    func lacksTextColumn(_ column: String, for purpose: String) throws(TableStoreError) -> Bool {
+        switch columns[column] {
+        case nil: return true
+        case .string?: return false
+        case let type?:
+            throw .unavailable(
+                "table '\(name)' has a '\(column)' column of type \(type.rawValue); \(purpose) needs it as text")
+        }
+    }
+
     /// The column a `$filter`/`$orderby` field refers to: a system property, or a user column matched
     /// exactly, else case-insensitively when only one matches.
     ///

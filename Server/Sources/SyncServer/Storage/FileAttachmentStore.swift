@@ -124,6 +124,16 @@ final class FileAttachmentStore: AttachmentStore {
             throw TableStoreError.unavailable("cannot write the upload of \(hash): \(error.message)")
         }
         if let total, position < total { return .partial(received: position) }
+        return try await finish(hash, by: uploader, path: path, size: position)
+    }
+
+    /// Names a whole upload's file once its bytes hash to `hash` (or drops it, when the server holds the file
+    /// already), and records the caller as one of its uploaders.
+    ///
+    /// - Throws: ``UploadRefusal/hashMismatch(actual:)`` (the upload is dropped).
+    private func finish(_ hash: AttachmentHash, by uploader: String, path: String, size: Int) async throws
+        -> UploadOutcome
+    {
         let actual = try await Self.digest(path)
         guard actual == hash else {
             try? FileManager.default.removeItem(atPath: path)
@@ -143,7 +153,7 @@ final class FileAttachmentStore: AttachmentStore {
                 atPath: uploaders(hash).appendingPathComponent(Self.uploaderKey(uploader)).path, contents: nil)
             return stored
         }
-        return .complete(size: position, stored: stored)
+        return .complete(size: size, stored: stored)
     }
 
     /// A request adding to an upload now, and the signal that stops its wait for more bytes.

@@ -130,6 +130,20 @@ final class PostgresAttachmentStore: AttachmentStore {
         _ hash: AttachmentHash, by uploader: String, offset: Int, total: Int?, restart: Bool, body: Body
     ) async throws -> UploadOutcome where Body.Element == ByteBuffer {
         let owner = Self.uploadOwner(hash, uploader)
+        let (start, holdsAll) = try await begin(owner, restart: restart, offset: offset, total: total)
+        let position = try await pieces(of: body, owner: owner, from: start, total: total, dropped: holdsAll)
+        if let total, position < total { return .partial(received: position) }
+        return try await finish(hash, by: uploader, owner: owner, size: position)
+    }
+
+    /// Starts or continues an upload at `offset`: a restart drops what it held first.
+    ///
+    /// - Returns: Where the upload ends, and whether it holds every byte of a file it did not name (an instance died,
+    ///   or the caller gave up, while its hash was checked): any part sent again finishes it, its bytes dropped.
+    /// - Throws: ``UploadRefusal/wrongOffset(received:)`` for a part that does not begin where the upload ends.
+    private func begin(_ owner: String, restart: Bool, offset: Int, total: Int?) async throws -> (
+        start: Int, holdsAll: Bool
+    ) {
         let logger = logger
         let updated = stamp
         if restart {
@@ -139,8 +153,6 @@ final class PostgresAttachmentStore: AttachmentStore {
             }
         }
         let start = try await end(of: owner)
-        // Every byte arrived but the file was not named (an instance died, or the caller gave up, while its hash was
-        // checked): any part sent again finishes it (its bytes are dropped).
         let holdsAll = total.map { $0 > 0 && start == $0 && offset < start } ?? false
         guard offset == start || holdsAll else { throw UploadRefusal.wrongOffset(received: start) }
         _ = try await store.withConnection(isWrite: true) { connection in
@@ -150,6 +162,19 @@ final class PostgresAttachmentStore: AttachmentStore {
                 ON CONFLICT ("owner") DO UPDATE SET "updated" = EXCLUDED."updated"
                 """#, logger: logger)
         }
+        return (start, holdsAll)
+    }
+
+    /// Stores `body` in pieces of ``pieceSize`` bytes from `start` (or reads it to its end, `dropped`). What arrived
+    /// before a body was cut is kept, to resume from.
+    ///
+    /// - Returns: Where the upload ends.
+    /// - Throws: ``UploadRefusal/sizeMismatch(received:)`` past `total`; ``UploadRefusal/busy(received:)`` when
+    ///   another request stored a piece at the same place first.
+    private func pieces<Body: AsyncSequence & Sendable>(
+        of body: Body, owner: String, from start: Int, total: Int?, dropped: Bool
+    ) async throws -> Int where Body.Element == ByteBuffer {
+        let logger = logger
         var position = start
         var piece = ByteBuffer()
         func flush() async throws {
@@ -170,7 +195,7 @@ final class PostgresAttachmentStore: AttachmentStore {
             piece.clear()
         }
         do {
-            for try await var buffer in body where !holdsAll {
+            for try await var buffer in body where !dropped {
                 if let total, position + piece.readableBytes + buffer.readableBytes > total {
                     throw UploadRefusal.sizeMismatch(received: position + piece.readableBytes)
                 }
@@ -182,12 +207,22 @@ final class PostgresAttachmentStore: AttachmentStore {
                 }
             }
         } catch {
-            // What arrived before the body was cut is kept, to resume from.
             try? await flush()
             throw error
         }
         try await flush()
-        if let total, position < total { return .partial(received: position) }
+        return position
+    }
+
+    /// Names a whole upload's file once its bytes hash to `hash`: its pieces become the file's (or go, when the
+    /// server holds the file already), and the caller is recorded as one of its uploaders.
+    ///
+    /// - Throws: ``UploadRefusal/hashMismatch(actual:)`` (the upload is dropped).
+    private func finish(_ hash: AttachmentHash, by uploader: String, owner: String, size position: Int) async throws
+        -> UploadOutcome
+    {
+        let logger = logger
+        let updated = stamp
         let actual = try await digest(of: owner, size: position)
         guard actual == hash else {
             if try await size(of: hash) != nil, try await isUploader(uploader, of: hash) {

@@ -166,21 +166,7 @@ extension PostgresTableStore {
         let table = StoreSQL.quoted(name)
         var columns = try await storedColumns(of: configuration.name, on: connection, logger: logger)
         if columns == nil {
-            try await connection.query(
-                PostgresQuery(
-                    unsafeSQL: """
-                        CREATE TABLE \(table) (
-                            "id" text COLLATE "C" PRIMARY KEY,
-                            "createdAt" bigint NOT NULL,
-                            "updatedAt" bigint NOT NULL,
-                            "version" text NOT NULL,
-                            "deleted" boolean NOT NULL DEFAULT false
-                        )
-                        """), logger: logger)
-            try await connection.query(
-                PostgresQuery(
-                    unsafeSQL: "CREATE INDEX \(StoreSQL.quoted(name + "_cursor")) ON \(table) (\"updatedAt\", \"id\")"),
-                logger: logger)
+            try await createTable(name, on: connection, logger: logger)
             columns = [:]
         }
         var schema = TableSchema(configuration: configuration, columns: columns ?? [:])
@@ -191,16 +177,7 @@ extension PostgresTableStore {
             schema.columns[column] = type
         }
         if let owner = configuration.scopeColumn {
-            switch schema.columns[owner] {
-            case nil:
-                try await addColumn(owner, .string, to: name, on: connection, logger: logger)
-                schema.columns[owner] = .string
-            case .string?: break
-            case let type?:
-                throw TableStoreError.unavailable(
-                    "table '\(configuration.name)' has a '\(owner)' column of type \(type.rawValue); a scoped table needs it as text"
-                )
-            }
+            try await ensureTextColumn(owner, of: &schema, for: "a scoped table", on: connection, logger: logger)
             // The owner-scoped pull: the owner's rows in cursor order (owners compared as bytes, as the stamps' rows).
             try await connection.query(
                 PostgresQuery(
@@ -209,16 +186,7 @@ extension PostgresTableStore {
                 logger: logger)
         }
         for column in configuration.attachmentColumns {
-            switch schema.columns[column] {
-            case nil:
-                try await addColumn(column, .string, to: name, on: connection, logger: logger)
-                schema.columns[column] = .string
-            case .string?: break
-            case let type?:
-                throw TableStoreError.unavailable(
-                    "table '\(configuration.name)' has a '\(column)' column of type \(type.rawValue); an attachment column needs it as text"
-                )
-            }
+            try await ensureTextColumn(column, of: &schema, for: "an attachment column", on: connection, logger: logger)
             try await connection.query(
                 PostgresQuery(
                     unsafeSQL: "CREATE INDEX IF NOT EXISTS \(StoreSQL.quoted(configuration.attachmentIndex(column))) "
@@ -238,6 +206,36 @@ extension PostgresTableStore {
             logger: logger)
         try await save(schema, on: connection, logger: logger)
         return schema
+    }
+
+    /// Creates a table with the system columns and the index of the pull's cursor.
+    private static func createTable(_ name: String, on connection: PostgresConnection, logger: Logger) async throws {
+        let table = StoreSQL.quoted(name)
+        try await connection.query(
+            PostgresQuery(
+                unsafeSQL: """
+                    CREATE TABLE \(table) (
+                        "id" text COLLATE "C" PRIMARY KEY,
+                        "createdAt" bigint NOT NULL,
+                        "updatedAt" bigint NOT NULL,
+                        "version" text NOT NULL,
+                        "deleted" boolean NOT NULL DEFAULT false
+                    )
+                    """), logger: logger)
+        try await connection.query(
+            PostgresQuery(
+                unsafeSQL: "CREATE INDEX \(StoreSQL.quoted(name + "_cursor")) ON \(table) (\"updatedAt\", \"id\")"),
+            logger: logger)
+    }
+
+    /// Adds `column` as text when the table lacks it (``TableSchema/lacksTextColumn(_:for:)``).
+    private static func ensureTextColumn(
+        _ column: String, of schema: inout TableSchema, for purpose: String, on connection: PostgresConnection,
+        logger: Logger
+    ) async throws {
+        guard try schema.lacksTextColumn(column, for: purpose) else { return }
+        try await addColumn(column, .string, to: schema.name.canonical, on: connection, logger: logger)
+        schema.columns[column] = .string
     }
 
     /// Adds the collation key columns of the table's collated columns (text compared as bytes), and computes every

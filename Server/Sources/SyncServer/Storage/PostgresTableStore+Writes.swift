@@ -28,36 +28,7 @@ extension PostgresTableStore {
             let (owner, fields) = try StoreSQL.ownedFields(fields, scope, schema: cached)
             // A claim of a group takes the locked path: the table locked, the group checked, then the row written.
             if scope.claimedGroup == nil, let plan = try? cached.plan(fields), !plan.changesSchema {
-                let first = Self.stampParameterCount(cached) + 1
-                let columns =
-                    StoreSQL.systemColumns + plan.values.map(\.column)
-                    + (owner.map { _ in [TableConfiguration.ownerColumn] } ?? [])
-                var values = [SQLValue.text(id.rawValue)] + plan.values.map(\.value)
-                let selected =
-                    ["$\(first)", #""__stamp"."lastStamp""#, #""__stamp"."lastStamp""#, Self.versionSQL, "FALSE"]
-                    + (0..<plan.values.count).map { "$\($0 + first + 1)" }
-                    + (owner.map { _ in [Self.ownerParameter] } ?? [])
-                var condition = ""
-                if let check = StoreSQL.writtenGroupCheck(scope, dialect: .postgres) {
-                    // In the statement: a group the caller may not write inserts nothing.
-                    let (sql, arguments) = check.render(for: .postgres, firstParameterIndex: first + values.count)
-                    condition = " WHERE \(sql)"
-                    values += arguments
-                }
-                let sql =
-                    "INSERT INTO \(StoreSQL.quoted(cached.name.canonical)) "
-                    + "(\(columns.map(StoreSQL.quoted).joined(separator: ", "))) "
-                    + "SELECT \(selected.joined(separator: ", ")) FROM \"__stamp\"\(condition) ON CONFLICT (\"id\") DO NOTHING RETURNING *"
-                if let item = try await writeStatement(sql, values, table: cached, owner: owner, kind: .insert) {
-                    return item
-                }
-                // The id is taken: by a row the caller may see (a conflict showing it), or not (or gone since); or the
-                // group is not the caller's to write.
-                guard let existing = try await item(id, in: table, scope: scope, includeDeleted: true) else {
-                    if try await !isWrittenGroupAllowed(scope) { throw StoreSQL.forbiddenGroup(scope) }
-                    throw TableStoreError.idTaken
-                }
-                throw TableStoreError.alreadyExists(existing)
+                return try await insertUnlocked(plan, id: id, into: table, schema: cached, owner: owner, scope: scope)
             }
             let schemas = self.schemas
             let (item, schema) = try await lockedWrite(cached, owner: owner) { connection, stamp, stored, logger in
@@ -89,6 +60,44 @@ extension PostgresTableStore {
             publish(schema)
             return item
         }
+    }
+
+    /// An insert that adds no column and claims no group, in one statement without the table's lock: the stamp, the
+    /// written group's check and the row at once.
+    private func insertUnlocked(
+        _ plan: WritePlan, id: ItemID, into table: TableName, schema cached: TableSchema, owner: String?,
+        scope: RowScope
+    ) async throws -> JSONValue {
+        let first = Self.stampParameterCount(cached) + 1
+        let columns =
+            StoreSQL.systemColumns + plan.values.map(\.column)
+            + (owner.map { _ in [TableConfiguration.ownerColumn] } ?? [])
+        var values = [SQLValue.text(id.rawValue)] + plan.values.map(\.value)
+        let selected =
+            ["$\(first)", #""__stamp"."lastStamp""#, #""__stamp"."lastStamp""#, Self.versionSQL, "FALSE"]
+            + (0..<plan.values.count).map { "$\($0 + first + 1)" }
+            + (owner.map { _ in [Self.ownerParameter] } ?? [])
+        var condition = ""
+        if let check = StoreSQL.writtenGroupCheck(scope, dialect: .postgres) {
+            // In the statement: a group the caller may not write inserts nothing.
+            let (sql, arguments) = check.render(for: .postgres, firstParameterIndex: first + values.count)
+            condition = " WHERE \(sql)"
+            values += arguments
+        }
+        let sql =
+            "INSERT INTO \(StoreSQL.quoted(cached.name.canonical)) "
+            + "(\(columns.map(StoreSQL.quoted).joined(separator: ", "))) "
+            + "SELECT \(selected.joined(separator: ", ")) FROM \"__stamp\"\(condition) ON CONFLICT (\"id\") DO NOTHING RETURNING *"
+        if let item = try await writeStatement(sql, values, table: cached, owner: owner, kind: .insert) {
+            return item
+        }
+        // The id is taken: by a row the caller may see (a conflict showing it), or not (or gone since); or the
+        // group is not the caller's to write.
+        guard let existing = try await item(id, in: table, scope: scope, includeDeleted: true) else {
+            if try await !isWrittenGroupAllowed(scope) { throw StoreSQL.forbiddenGroup(scope) }
+            throw TableStoreError.idTaken
+        }
+        throw TableStoreError.alreadyExists(existing)
     }
 
     public func update(

@@ -33,15 +33,9 @@ extension SQLiteTableStore {
             schema.columns[name] = type
         }
         if let owner = configuration.scopeColumn {
-            switch schema.columns[owner] {
-            case nil:
+            if try schema.lacksTextColumn(owner, for: "a scoped table") {
                 try db.execute(sql: "ALTER TABLE \(table) ADD COLUMN \(StoreSQL.quoted(owner)) TEXT")
                 schema.columns[owner] = .string
-            case .string?: break
-            case let type?:
-                throw TableStoreError.unavailable(
-                    "table '\(configuration.name)' has a '\(owner)' column of type \(type.rawValue); a scoped table needs it as text"
-                )
             }
             // The owner-scoped pull: the owner's rows in cursor order.
             try db.execute(
@@ -49,15 +43,9 @@ extension SQLiteTableStore {
                     + "ON \(table) (\(StoreSQL.quoted(owner)), \"updatedAt\", \"id\")")
         }
         for column in configuration.attachmentColumns {
-            switch schema.columns[column] {
-            case nil:
+            if try schema.lacksTextColumn(column, for: "an attachment column") {
                 try db.execute(sql: "ALTER TABLE \(table) ADD COLUMN \(StoreSQL.quoted(column)) TEXT")
                 schema.columns[column] = .string
-            case .string?: break
-            case let type?:
-                throw TableStoreError.unavailable(
-                    "table '\(configuration.name)' has a '\(column)' column of type \(type.rawValue); an attachment column needs it as text"
-                )
             }
             try db.execute(
                 sql: "CREATE INDEX IF NOT EXISTS \(StoreSQL.quoted(configuration.attachmentIndex(column))) "

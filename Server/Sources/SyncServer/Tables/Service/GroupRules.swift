@@ -60,21 +60,7 @@ struct GroupRules: Sendable {
         async throws -> RowScope
     {
         guard let membership = scope.membership else { return scope }
-        if let members = schema.configuration.members {
-            let role = fields[members.roleColumn]
-            if inserting || role != nil {
-                guard let name = role?.stringValue, MemberRole(rawValue: name) != nil else {
-                    throw APIError.badRequest(
-                        "Invalid item: '\(members.roleColumn)' is one of "
-                            + MemberRole.allCases.map(\.rawValue).joined(separator: ", "))
-                }
-            }
-            if inserting || fields[members.userColumn] != nil {
-                guard let user = fields[members.userColumn]?.stringValue, !user.isEmpty else {
-                    throw APIError.badRequest("Invalid item: '\(members.userColumn)' names the member: a string")
-                }
-            }
-        }
+        if let members = schema.configuration.members { try Self.checkMember(fields, members, inserting: inserting) }
         let column = membership.column
         let given =
             schema.configuration.membershipScope?.isByID == true ? JSONValue.string(id.rawValue) : fields[column]
@@ -116,6 +102,23 @@ struct GroupRules: Sendable {
             .forbidden,
             "Only an owner of group '\(group)' changes its members (the first member of a new group is its creator, as owner)",
             reason: .forbidden)
+    }
+
+    /// A member row names its user and a known role (400 otherwise): an insert always, a change when it sends them.
+    private static func checkMember(_ fields: [String: JSONValue], _ members: MembersTable, inserting: Bool) throws {
+        let role = fields[members.roleColumn]
+        if inserting || role != nil {
+            guard let name = role?.stringValue, MemberRole(rawValue: name) != nil else {
+                throw APIError.badRequest(
+                    "Invalid item: '\(members.roleColumn)' is one of "
+                        + MemberRole.allCases.map(\.rawValue).joined(separator: ", "))
+            }
+        }
+        if inserting || fields[members.userColumn] != nil {
+            guard let user = fields[members.userColumn]?.stringValue, !user.isEmpty else {
+                throw APIError.badRequest("Invalid item: '\(members.userColumn)' names the member: a string")
+            }
+        }
     }
 
     /// The roles `user` has in `group` (none when not a member).
