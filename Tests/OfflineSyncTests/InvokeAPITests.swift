@@ -50,8 +50,8 @@ import Testing
         #expect(transport.requests.map(\.method) == ["POST", "GET", "GET"])
     }
 
-    @Test(arguments: ["GET", "PUT", "DELETE"])
-    func aRepeatableCallIsTriedAgainAfterATransientFailure(method: String) async throws {
+    @Test(arguments: [APIMethod.get, .put, "delete"])
+    func aRepeatableCallIsTriedAgainAfterATransientFailure(method: APIMethod) async throws {
         let workspace = try Workspace()
         let transport = ScriptedTransport([.fail(.timedOut), .status(503, json: nil), .status(200, json: "ok")])
         let client = try await Self.client(transport, workspace)
@@ -59,8 +59,8 @@ import Testing
         #expect(transport.requests.count == 3)
     }
 
-    @Test(arguments: ["POST", "PATCH"])
-    func aCallThatMayNotBeRepeatedIsSentOnce(method: String) async throws {
+    @Test(arguments: [APIMethod.post, .patch])
+    func aCallThatMayNotBeRepeatedIsSentOnce(method: APIMethod) async throws {
         let workspace = try Workspace()
         let transport = ScriptedTransport([.fail(.timedOut), .status(503, json: ["error": "Busy"])])
         let client = try await Self.client(transport, workspace)
@@ -118,5 +118,16 @@ import Testing
         await #expect(throws: ValueError.self) { try await client.invokeAPI(name) }
         await #expect(throws: ValueError.self) { try await client.invokeAPI("ok", method: "GET /x") }
         #expect(transport.requests.isEmpty)
+    }
+
+    /// Header names compare without case: a field set again under another case replaces the first, and two lists of
+    /// the same fields are equal whatever the case of their names.
+    @Test func headerNamesCompareWithoutCase() {
+        var headers: APIHeaders = ["X-Trace": "t1", "x-trace": "t2", "Accept-Language": "fr"]
+        #expect(headers["X-TRACE"] == "t2" && Array(headers).count == 2)
+        headers["accept-language"] = nil
+        #expect(Array(headers).map(\.name) == ["x-trace"])
+        #expect(headers == ["X-Trace": "t2"])
+        #expect(APIMethod("propfind").description == "PROPFIND" && !APIMethod("propfind").isRepeatable)
     }
 }

@@ -14,10 +14,10 @@ extension SyncClient {
     /// ```
     /// - Parameters:
     ///   - name: The API's name: letters, digits, `_` and `-`.
-    ///   - method: The HTTP method; `POST` by default.
+    ///   - method: The HTTP method; `POST` by default (a string literal such as `"GET"` is one).
     ///   - body: The JSON body, or nil for none.
     ///   - parameters: Query parameters (percent-encoded here).
-    ///   - headers: More header fields; the protocol's own (version, token, installation, content type, `Accept`,
+    ///   - headers: More header fields (a dictionary literal is one); the protocol's own (version, token, installation, content type, `Accept`,
     ///     `User-Agent`) cannot be replaced, whatever their case.
     /// - Returns: The answer's JSON, or nil when it has no body.
     /// - Throws: ``APICallError`` for an answer that is not a success (with the server's message), or a success
@@ -27,8 +27,8 @@ extension SyncClient {
     ///   stops waiting (`CancellationError`); the server may still do the work.
     @discardableResult
     public func invokeAPI(
-        _ name: String, method: String = "POST", body: JSONValue? = nil, parameters: [String: String] = [:],
-        headers: [String: String] = [:]
+        _ name: String, method: APIMethod = .post, body: JSONValue? = nil, parameters: [String: String] = [:],
+        headers: APIHeaders = [:]
     ) async throws -> JSONValue? {
         let response = try await callAPI(name, method: method, body: body, parameters: parameters, headers: headers)
         guard !response.body.isEmpty else { return nil }
@@ -52,8 +52,8 @@ extension SyncClient {
     /// - Throws: As ``invokeAPI(_:method:body:parameters:headers:)``; `EncodingError` for a body that does not encode
     ///   (nothing sent); ``APICallError`` when the answer does not decode as `type`.
     public func invokeAPI<Body: Encodable & Sendable, Answer: Decodable>(
-        _ name: String, method: String = "POST", body: Body, parameters: [String: String] = [:],
-        headers: [String: String] = [:], as type: Answer.Type
+        _ name: String, method: APIMethod = .post, body: Body, parameters: [String: String] = [:],
+        headers: APIHeaders = [:], as type: Answer.Type
     ) async throws -> Answer {
         let json = try ItemCoder.json(body)
         let answer = try await invokeAPI(name, method: method, body: json, parameters: parameters, headers: headers)
@@ -72,7 +72,7 @@ extension SyncClient {
     /// - Throws: As ``invokeAPI(_:method:body:parameters:headers:)``; ``APICallError`` when the answer does not
     ///   decode as `type`.
     public func invokeAPI<Answer: Decodable>(
-        _ name: String, method: String = "GET", parameters: [String: String] = [:], headers: [String: String] = [:],
+        _ name: String, method: APIMethod = .get, parameters: [String: String] = [:], headers: APIHeaders = [:],
         as type: Answer.Type
     ) async throws -> Answer {
         let answer = try await invokeAPI(name, method: method, body: nil, parameters: parameters, headers: headers)
@@ -89,29 +89,27 @@ extension SyncClient {
         }
     }
 
-    /// Methods that may be sent again without a second effect (RFC 9110 §9.2.2).
-    static let repeatableMethods: Set<String> = ["GET", "HEAD", "PUT", "DELETE", "OPTIONS"]
-
     private func callAPI(
-        _ name: String, method: String, body: JSONValue?, parameters: [String: String], headers: [String: String]
+        _ name: String, method: APIMethod, body: JSONValue?, parameters: [String: String], headers: APIHeaders
     ) async throws -> HTTPResponseData {
         guard (1...128).contains(name.count),
             name.allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber || $0 == "_" || $0 == "-") })
         else {
             throw ValueError(kind: "API name", reason: "'\(name.prefix(40))' is not 1–128 letters, digits, _ and -")
         }
-        let method = method.uppercased()
-        guard !method.isEmpty, method.allSatisfy({ $0.isASCII && $0.isLetter }) else {
-            throw ValueError(kind: "HTTP method", reason: "'\(method.prefix(20))' is not a method")
+        let verb = method.description
+        guard !verb.isEmpty, verb.allSatisfy({ $0.isASCII && $0.isLetter }) else {
+            throw ValueError(kind: "HTTP method", reason: "'\(verb.prefix(20))' is not a method")
         }
+        let headers = headers.dictionary
         let url = endpoint.apiURL(name, parameters: parameters)
         let endpoint = self.endpoint
         let send = {
             try await endpoint.send(
-                method, url, body: body, features: body == nil ? ["AG"] : ["AJ"], extraHeaders: headers)
+                verb, url, body: body, features: body == nil ? ["AG"] : ["AJ"], extraHeaders: headers)
         }
         let response: HTTPResponseData
-        if Self.repeatableMethods.contains(method) {
+        if method.isRepeatable {
             // The last answer, for the error when the tries end on a transient status.
             var last: HTTPResponseData?
             do {
