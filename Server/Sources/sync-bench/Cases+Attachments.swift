@@ -45,14 +45,7 @@ extension Cases {
                 let bareHash = Self.sha256(bareData)
                 let transport = Self.transport(named: transport)
                 let attachments = url.appendingPathComponent("tables/TodoItem/attachments")
-                let put = try await Measure.seconds {
-                    let reply = try await transport.send(
-                        HTTPRequestData(
-                            method: "PUT", url: attachments.appendingPathComponent(bareHash),
-                            headers: ["ZUMO-API-VERSION": "2.0.0", "Content-Type": "application/octet-stream"],
-                            body: bareData, timeout: .seconds(600)))
-                    guard reply.status == 201 else { throw BenchError("the bare PUT answered \(reply.status)") }
-                }
+                let put = try await Self.barePut(bareData, to: attachments.appendingPathComponent(bareHash), transport)
                 let upload = (ours: Double(size) / 1e6 / ours, bare: Double(size) / 1e6 / put)
 
                 let tablet = try await client(url, store: "attachments-tablet")
@@ -64,25 +57,9 @@ extension Cases {
                         throw BenchError("the download is not whole")
                     }
                 }
-                // A bare download keeps the file as ours does: written, and synced before it is used.
-                let saved = directory.appendingPathComponent("bare-\(UUID().uuidString)")
-                defer { try? FileManager.default.removeItem(at: saved) }
-                let get = try await Measure.seconds {
-                    let reply = try await transport.send(
-                        HTTPRequestData(
-                            method: "GET", url: attachments.appendingPathComponent(bareHash),
-                            headers: ["ZUMO-API-VERSION": "2.0.0"], timeout: .seconds(600)))
-                    guard reply.status == 200, reply.body.count == size else {
-                        throw BenchError("the bare GET answered \(reply.status), \(reply.body.count) bytes")
-                    }
-                    guard FileManager.default.createFile(atPath: saved.path, contents: nil) else {
-                        throw BenchError("cannot create \(saved.path)")
-                    }
-                    let handle = try FileHandle(forWritingTo: saved)
-                    try handle.write(contentsOf: reply.body)
-                    try handle.synchronize()
-                    try handle.close()
-                }
+                let get = try await Self.bareGet(
+                    attachments.appendingPathComponent(bareHash), size: size, transport,
+                    into: directory.appendingPathComponent("bare-\(UUID().uuidString)"))
                 await proxy?.stop()
                 return (upload, (ours: Double(size) / 1e6 / downloaded, bare: Double(size) / 1e6 / get))
             }
@@ -98,6 +75,41 @@ extension Cases {
                 name: "attachments.download" + suffix, ours: Measure.median(downloads.map(\.ours)),
                 reference: Measure.median(downloads.map(\.bare)), unit: "MB/s", higherIsBetter: true, n: size),
         ]
+    }
+
+    /// The seconds of a bare upload of `data`: one PUT, answered 201.
+    private static func barePut(_ data: Data, to url: URL, _ transport: any HTTPTransport) async throws -> Double {
+        try await Measure.seconds {
+            let reply = try await transport.send(
+                HTTPRequestData(
+                    method: "PUT", url: url,
+                    headers: ["ZUMO-API-VERSION": "2.0.0", "Content-Type": "application/octet-stream"],
+                    body: data, timeout: .seconds(600)))
+            guard reply.status == 201 else { throw BenchError("the bare PUT answered \(reply.status)") }
+        }
+    }
+
+    /// The seconds of a bare download of `size` bytes: one GET, the file kept as ours is (written, and synced before
+    /// it is used) at `saved`, removed after.
+    private static func bareGet(_ url: URL, size: Int, _ transport: any HTTPTransport, into saved: URL) async throws
+        -> Double
+    {
+        defer { try? FileManager.default.removeItem(at: saved) }
+        return try await Measure.seconds {
+            let reply = try await transport.send(
+                HTTPRequestData(method: "GET", url: url, headers: ["ZUMO-API-VERSION": "2.0.0"], timeout: .seconds(600))
+            )
+            guard reply.status == 200, reply.body.count == size else {
+                throw BenchError("the bare GET answered \(reply.status), \(reply.body.count) bytes")
+            }
+            guard FileManager.default.createFile(atPath: saved.path, contents: nil) else {
+                throw BenchError("cannot create \(saved.path)")
+            }
+            let handle = try FileHandle(forWritingTo: saved)
+            try handle.write(contentsOf: reply.body)
+            try handle.synchronize()
+            try handle.close()
+        }
     }
 
     /// `attachments.resume`: the reply of the part that crosses 90 % of the file is lost (the server kept the part);

@@ -28,23 +28,8 @@ extension Cases {
         let run = "a" + String(repeating: "\u{0301}\u{0316}", count: 15)  // 61 bytes, 30 marks
         let ascii = text("abcdefgh")
         var results: [BenchResult] = []
-        func measure<Input>(
-            _ name: String, worst: Input, plain: Input, bytes: (Input) -> Int, _ body: (Input) throws -> Void
-        ) throws {
-            var ours: [Double] = []
-            var reference: [Double] = []
-            for _ in 0..<max(repetitions, 3) {
-                ours.append(Measure.seconds(try ContinuousClock().measure { try body(worst) }) / Double(bytes(worst)))
-                reference.append(
-                    Measure.seconds(try ContinuousClock().measure { try body(plain) }) / Double(bytes(plain)))
-            }
-            results.append(
-                BenchResult(
-                    name: "input.cost.\(name)", ours: Measure.median(ours) * 1e9,
-                    reference: Measure.median(reference) * 1e9, unit: "ns/byte", higherIsBetter: false, n: ours.count))
-        }
         func measure(_ name: String, worst: String, plain: String, _ body: (String) throws -> Void) throws {
-            try measure(name, worst: worst, plain: plain, bytes: { $0.utf8.count }, body)
+            results.append(try cost(name, worst: worst, plain: plain, bytes: { $0.utf8.count }, body))
         }
         let marks = text(run)
         try measure("json", worst: #"{"id":"x","text":"\#(marks)"}"#, plain: #"{"id":"x","text":"\#(ascii)"}"#) {
@@ -71,7 +56,13 @@ extension Cases {
             _ = try SQLTranslator(dialect: .sqlite) { $0 == "text" ? SQLColumn(name: "text", type: .string) : nil }
                 .predicate(try ODataExpression(parsing: filter))
         }
-        // Three rows each: the text, another order of it (or another last letter), and an equal copy of the text.
+        results.append(try compareCost(size: size))
+        return results
+    }
+
+    /// `input.cost.compare`: three rows each — the text, another order of it (or another last letter), and an equal
+    /// copy of the text — compared as the merge compares them.
+    private func compareCost(size: Int) throws -> BenchResult {
         func rows(_ text: String, _ other: String) -> [JSONValue] {
             [text, other, String(decoding: Array(text.utf8), as: UTF8.self)].map { ["id": "x", "text": .string($0)] }
         }
@@ -79,7 +70,7 @@ extension Cases {
         let swapped = String(repeating: "\u{0316}\u{0301}", count: size / 4)
         let letters = String(repeating: "abcdefgh", count: size / 8)
         var differing = 0
-        try measure(
+        let result = try cost(
             "compare", worst: rows("e" + pairs, "e" + swapped), plain: rows(letters + "a", letters + "b"),
             bytes: { $0[0]["text"]?.stringValue?.utf8.count ?? 1 }
         ) { rows in
@@ -87,6 +78,21 @@ extension Cases {
             if rows[0] != rows[2] { differing += 1 }
         }
         precondition(differing == max(repetitions, 3) * 2, "each row differs from its other and equals its copy")
-        return results
+        return result
+    }
+
+    /// The nanoseconds per byte of `body` on the worst input beside a plain one, the median of at least 3 runs.
+    private func cost<Input>(
+        _ name: String, worst: Input, plain: Input, bytes: (Input) -> Int, _ body: (Input) throws -> Void
+    ) throws -> BenchResult {
+        var ours: [Double] = []
+        var reference: [Double] = []
+        for _ in 0..<max(repetitions, 3) {
+            ours.append(Measure.seconds(try ContinuousClock().measure { try body(worst) }) / Double(bytes(worst)))
+            reference.append(Measure.seconds(try ContinuousClock().measure { try body(plain) }) / Double(bytes(plain)))
+        }
+        return BenchResult(
+            name: "input.cost.\(name)", ours: Measure.median(ours) * 1e9, reference: Measure.median(reference) * 1e9,
+            unit: "ns/byte", higherIsBetter: false, n: ours.count)
     }
 }

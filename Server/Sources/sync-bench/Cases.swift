@@ -89,15 +89,10 @@ struct Cases {
         let serverPath = path("server")
         try await BenchServer.seed(path: serverPath, rows: rows)
         return try await BenchServer.run(path: serverPath) { [self] server in
-            var ours: [Double] = []
-            var reference: [Double] = []
-            var noop: [Double] = []
-            var roundTrip: [Double] = []
+            var (ours, reference, noop, roundTrip): ([Double], [Double], [Double], [Double]) = ([], [], [], [])
+            var (incremental, incrementalReference): ([Double], [Double]) = ([], [])
+            var (localQuery, localQueryReference): ([Double], [Double]) = ([], [])
             var noopRequests = 0
-            var incremental: [Double] = []
-            var incrementalReference: [Double] = []
-            var localQuery: [Double] = []
-            var localQueryReference: [Double] = []
             for _ in 0..<repetitions {
                 let client = try await client(server.url, store: "pull")
                 let table = try client.syncTable("TodoItem", of: BenchItem.self)
@@ -114,15 +109,7 @@ struct Cases {
                 reference.append(Double(rows) / (try await Measure.seconds { try await rawInsert(prepared) }))
                 roundTrip.append(try await Measure.seconds { try await httpRoundTrip(server.url) } * 1000)
                 // pull.incremental: 10 rows change on the server, then the same client pulls.
-                let remote = try client.table("TodoItem", of: BenchItem.self)
-                for index in stride(from: 0, to: rows, by: max(rows / 10, 1)).prefix(10) {
-                    let id = String(format: "item-%07d", index)
-                    guard var item = try await remote.item(id: try ItemID(id)) else {
-                        throw BenchError("missing \(id)")
-                    }
-                    item.text += " (changed)"
-                    try await remote.update(item)
-                }
+                try await Self.changeTenRows(of: rows, through: try client.table("TodoItem", of: BenchItem.self))
                 var changed: PullSummary?
                 incremental.append(try await Measure.seconds { changed = try await table.pull(queryID: "all") } * 1000)
                 guard changed?.appliedCount == 10 else {
@@ -132,19 +119,9 @@ struct Cases {
                     try await cursorQuery(serverPath)
                         + (try await Measure.seconds { try await httpRoundTrip(server.url) }) * 1000)
                 // local.query: one indexed page of 50 decoded items from the pulled store.
-                let middle = try Self.require(
-                    try await table.items(matching: TableQuery().orderBy("updatedAt").skip(rows / 2).top(1)).first)
-                let query = TableQuery<BenchItem>().filter { $0.id > middle.id }.orderBy(\.id).top(50)
-                let queries = quick ? 200 : 1000
-                localQuery.append(
-                    try await Measure.seconds {
-                        for _ in 0..<queries {
-                            guard try await table.items(matching: query).count == 50 else {
-                                throw BenchError("short page")
-                            }
-                        }
-                    } / Double(queries) * 1_000_000)
-                localQueryReference.append(try await rawQuery(rows: rows, after: middle.id, times: queries))
+                let (query, middle) = try await measureLocalQuery(table, rows: rows)
+                localQuery.append(query)
+                localQueryReference.append(try await rawQuery(rows: rows, after: middle, times: quick ? 200 : 1000))
             }
             return [
                 BenchResult(
@@ -163,6 +140,31 @@ struct Cases {
                     unit: "µs", higherIsBetter: false, n: 50),
             ]
         }
+    }
+
+    /// Changes the text of 10 of the server's `rows` rows, spread over them.
+    private static func changeTenRows(of rows: Int, through remote: RemoteTable<BenchItem>) async throws {
+        for index in stride(from: 0, to: rows, by: max(rows / 10, 1)).prefix(10) {
+            let id = String(format: "item-%07d", index)
+            guard var item = try await remote.item(id: try ItemID(id)) else { throw BenchError("missing \(id)") }
+            item.text += " (changed)"
+            try await remote.update(item)
+        }
+    }
+
+    /// `local.query`: the microseconds of one indexed page of 50 decoded items after the middle row of the pulled
+    /// store (200 pages with `--quick`, else 1,000), and that row's id.
+    private func measureLocalQuery(_ table: SyncTable<BenchItem>, rows: Int) async throws -> (Double, String) {
+        let middle = try Self.require(
+            try await table.items(matching: TableQuery().orderBy("updatedAt").skip(rows / 2).top(1)).first)
+        let query = TableQuery<BenchItem>().filter { $0.id > middle.id }.orderBy(\.id).top(50)
+        let queries = quick ? 200 : 1000
+        let seconds = try await Measure.seconds {
+            for _ in 0..<queries {
+                guard try await table.items(matching: query).count == 50 else { throw BenchError("short page") }
+            }
+        }
+        return (seconds / Double(queries) * 1_000_000, middle.id)
     }
 
     /// `pull.initial.1m`: `pull.initial` with 1,000,000 rows, once, against the reference's raw inserts of the same

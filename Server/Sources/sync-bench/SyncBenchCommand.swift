@@ -94,64 +94,11 @@ struct SyncBenchCommand: AsyncParsableCommand {
         let cases = Cases(
             directory: directory, repetitions: max(repetitions, 1), quick: quick, transport: transport,
             dialect: dialect)
-        var results: [BenchResult] = []
-        func wanted(_ names: String...) -> Bool { only.map { names.contains($0) } ?? true }
+        let results: [BenchResult]
         if let profile {
-            if wanted("push.batch") { results.append(try await cases.linkPush(profile, batched: true)) }
-            if wanted("push.sequential") { results.append(try await cases.linkPush(profile, batched: false)) }
-            if wanted("push.set10") { results.append(try await cases.pushSet(profile)) }
-            if wanted("pull.initial") {
-                results.append(try await cases.linkPull(profile, rows: rows, compressing: true))
-            }
-            if wanted("pull.initial.plain") {
-                results.append(try await cases.linkPull(profile, rows: rows, compressing: false))
-            }
-            if wanted("sync.firstrun") { results.append(try await cases.linkFirstRun(profile, rows: rows)) }
-            if wanted("sync.catchup") { results.append(try await cases.linkCatchUp(profile, rows: rows)) }
-            if wanted("attachments.upload", "attachments.download") {
-                results += try await cases.attachmentTransfers(link: profile).filter {
-                    only == nil || $0.name.hasPrefix(only! + "@")
-                }
-            }
+            results = try await linkCases(profile, cases, rows: rows)
         } else {
-            if wanted("local.insert") { results.append(try await cases.localInsert()) }
-            if wanted("input.cost") { results += try cases.inputCost() }
-            if wanted("pull.initial", "pull.noop", "pull.incremental", "local.query") {
-                results += try await cases.pulls(rows: rows).filter { wanted($0.name) }
-            }
-            if only == "pull.initial.1m" || (only == nil && !quick) {
-                results.append(try await cases.pullInitialMillion())
-            }
-            if wanted("push.sequential") { results.append(try await cases.pushSequential()) }
-            if wanted("push.set10") { results.append(try await cases.pushSet(nil)) }
-            if wanted("server.page") { results.append(try await cases.serverPage(rows: rows)) }
-            if wanted("server.page.gzip") { results.append(try await cases.serverPage(rows: rows, compressing: true)) }
-            if wanted("server.page.large") { results.append(try await cases.serverPageLarge(gzip: false)) }
-            if wanted("server.page.large.gzip") { results.append(try await cases.serverPageLarge(gzip: true)) }
-            if wanted("server.write.hook") { results.append(try await cases.serverWriteHook()) }
-            if wanted("server.write.aftercommit") {
-                results.append(
-                    try await cases.serverWriteHook("server.write.aftercommit", hooks: Cases.afterCommitHooks))
-            }
-            if wanted("local.insert.encrypted", "local.query.encrypted", "pull.initial.encrypted") {
-                results += try await cases.encryptedTwins(rows: rows).filter { wanted($0.name) }
-            }
-            if wanted("memory.pull") { results.append(try await cases.memoryPull(rows: rows)) }
-            if wanted("memory.pull.encrypted") {
-                results.append(try await cases.memoryPull(rows: rows, encrypted: true))
-            }
-            results += try await cases.sharing(rows: rows) { only == nil || only == $0 }
-            if wanted("live.latency") { results += try await cases.liveLatency() }
-            if wanted("live.subscribers") { results += try await cases.liveSubscribers() }
-            if wanted("attachments.upload", "attachments.download") {
-                results += try await cases.attachmentTransfers().filter { wanted($0.name) }
-            }
-            if wanted("attachments.resume") { results.append(try await cases.attachmentResume()) }
-            if wanted("attachments.memory") { results += try await cases.attachmentMemory() }
-            if let database {
-                results += try await cases.postgres(url: database, rows: rows) { only == nil || only == $0 }
-                results += try await cases.sharingPostgres(url: database, rows: rows) { only == nil || only == $0 }
-            }
+            results = try await localCases(cases, rows: rows)
         }
         print(Self.table(results))
         if let json {
@@ -163,6 +110,75 @@ struct SyncBenchCommand: AsyncParsableCommand {
             let document: JSONValue = ["machine": machine, "cases": .array(results.map(\.json))]
             try document.serializedData().write(to: URL(fileURLWithPath: json))
         }
+    }
+
+    /// Whether the run asks for a case of these names (every case when `--only` is not given).
+    private func wanted(_ names: String...) -> Bool { only.map { names.contains($0) } ?? true }
+
+    /// The cases over a simulated link (`--link`).
+    private func linkCases(_ profile: LinkProfile, _ cases: Cases, rows: Int) async throws -> [BenchResult] {
+        var results: [BenchResult] = []
+        if wanted("push.batch") { results.append(try await cases.linkPush(profile, batched: true)) }
+        if wanted("push.sequential") { results.append(try await cases.linkPush(profile, batched: false)) }
+        if wanted("push.set10") { results.append(try await cases.pushSet(profile)) }
+        if wanted("pull.initial") {
+            results.append(try await cases.linkPull(profile, rows: rows, compressing: true))
+        }
+        if wanted("pull.initial.plain") {
+            results.append(try await cases.linkPull(profile, rows: rows, compressing: false))
+        }
+        if wanted("sync.firstrun") { results.append(try await cases.linkFirstRun(profile, rows: rows)) }
+        if wanted("sync.catchup") { results.append(try await cases.linkCatchUp(profile, rows: rows)) }
+        if wanted("attachments.upload", "attachments.download") {
+            results += try await cases.attachmentTransfers(link: profile).filter {
+                only == nil || $0.name.hasPrefix(only! + "@")
+            }
+        }
+        return results
+    }
+
+    /// The cases on loopback, on the store, and on the server alone (and on PostgreSQL with `--database`).
+    private func localCases(_ cases: Cases, rows: Int) async throws -> [BenchResult] {
+        var results: [BenchResult] = []
+        if wanted("local.insert") { results.append(try await cases.localInsert()) }
+        if wanted("input.cost") { results += try cases.inputCost() }
+        if wanted("pull.initial", "pull.noop", "pull.incremental", "local.query") {
+            results += try await cases.pulls(rows: rows).filter { wanted($0.name) }
+        }
+        if only == "pull.initial.1m" || (only == nil && !quick) {
+            results.append(try await cases.pullInitialMillion())
+        }
+        if wanted("push.sequential") { results.append(try await cases.pushSequential()) }
+        if wanted("push.set10") { results.append(try await cases.pushSet(nil)) }
+        if wanted("server.page") { results.append(try await cases.serverPage(rows: rows)) }
+        if wanted("server.page.gzip") { results.append(try await cases.serverPage(rows: rows, compressing: true)) }
+        if wanted("server.page.large") { results.append(try await cases.serverPageLarge(gzip: false)) }
+        if wanted("server.page.large.gzip") { results.append(try await cases.serverPageLarge(gzip: true)) }
+        if wanted("server.write.hook") { results.append(try await cases.serverWriteHook()) }
+        if wanted("server.write.aftercommit") {
+            results.append(
+                try await cases.serverWriteHook("server.write.aftercommit", hooks: Cases.afterCommitHooks))
+        }
+        if wanted("local.insert.encrypted", "local.query.encrypted", "pull.initial.encrypted") {
+            results += try await cases.encryptedTwins(rows: rows).filter { wanted($0.name) }
+        }
+        if wanted("memory.pull") { results.append(try await cases.memoryPull(rows: rows)) }
+        if wanted("memory.pull.encrypted") {
+            results.append(try await cases.memoryPull(rows: rows, encrypted: true))
+        }
+        results += try await cases.sharing(rows: rows) { only == nil || only == $0 }
+        if wanted("live.latency") { results += try await cases.liveLatency() }
+        if wanted("live.subscribers") { results += try await cases.liveSubscribers() }
+        if wanted("attachments.upload", "attachments.download") {
+            results += try await cases.attachmentTransfers().filter { wanted($0.name) }
+        }
+        if wanted("attachments.resume") { results.append(try await cases.attachmentResume()) }
+        if wanted("attachments.memory") { results += try await cases.attachmentMemory() }
+        if let database {
+            results += try await cases.postgres(url: database, rows: rows) { only == nil || only == $0 }
+            results += try await cases.sharingPostgres(url: database, rows: rows) { only == nil || only == $0 }
+        }
+        return results
     }
 
     static func table(_ results: [BenchResult]) -> String {

@@ -104,15 +104,7 @@ extension ChaosRun {
             }
             if sha256(bytes) != hash { problems.append("the server's \(hash.prefix(12))… is not its bytes") }
         }
-        let stored = (try? FileManager.default.contentsOfDirectory(atPath: folder.path)) ?? []
-        var storedBytes = 0
-        for name in stored {
-            guard let data = FileManager.default.contents(atPath: folder.appendingPathComponent(name).path) else {
-                continue
-            }
-            storedBytes += data.count
-            if sha256(data) != name { problems.append("the stored file \(name.prefix(12))… is not its bytes") }
-        }
+        let (stored, storedBytes) = Self.checkStoredFiles(in: folder, problems: &problems)
         var opened = 0
         for device in devices {
             let (found, checked) = try await device.checkFiles()
@@ -152,9 +144,25 @@ extension ChaosRun {
         let line =
             "  files: \(started) attaches started, \(acknowledged.count) acknowledged (\(bytes / 1_000_000) MB); "
             + "\(onServer) on live rows, \(superseded) replaced by a later attach or a conflict, \(ofDeleted) of deleted items; "
-            + "server holds \(stored.count) (\(storedBytes / 1_000_000) MB), rows name \(named.count); "
+            + "server holds \(stored) (\(storedBytes / 1_000_000) MB), rows name \(named.count); "
             + "\(opened) opened on devices, byte-exact"
         return (problems, line)
+    }
+
+    /// Every file the server stores in `folder` is its hash.
+    ///
+    /// - Returns: How many files it holds, and their bytes.
+    private static func checkStoredFiles(in folder: URL, problems: inout [String]) -> (count: Int, bytes: Int) {
+        let stored = (try? FileManager.default.contentsOfDirectory(atPath: folder.path)) ?? []
+        var bytes = 0
+        for name in stored {
+            guard let data = FileManager.default.contents(atPath: folder.appendingPathComponent(name).path) else {
+                continue
+            }
+            bytes += data.count
+            if sha256(data) != name { problems.append("the stored file \(name.prefix(12))… is not its bytes") }
+        }
+        return (stored.count, bytes)
     }
 
     static func merged(_ counts: [[String: Int]]) -> [String: Int] {
@@ -178,37 +186,11 @@ extension ChaosRun {
         // 2. No item twice: texts are unique per write, and an add reaches the server at most once.
         let texts = live.compactMap { $0["text"]?.stringValue }
         if Set(texts).count != texts.count { failures.append("a text appears on several live server rows") }
-        let ids = rows.compactMap { $0["id"]?.stringValue }
-        // 3. No acknowledged add lost, unless some device deleted it (an add deleted before any
-        //    sync never reaches the server at all).
-        let deleted = devices.reduce(into: Set<String>()) { $0.formUnion($1.deletes) }
-        for device in devices {
-            for short in device.acknowledgedAdds {
-                let matching = ids.filter { $0.hasPrefix(short) }
-                let wasDeleted = deleted.contains { $0.hasPrefix(short) }
-                if matching.count > 1 {
-                    failures.append(
-                        "acknowledged add \(short) of \(device.name) is on the server \(matching.count) times")
-                } else if !wasDeleted, matching.first.flatMap({ truth[$0] }) == nil {
-                    failures.append("acknowledged add \(short) of \(device.name) was lost (nobody deleted it)")
-                }
-            }
-        }
-        // 4. An item only one device wrote to (added, edited, completed or reopened, attached to, deleted) never conflicts, and ends with
-        //    that device's last acknowledged edit (or a later one that was killed after it committed).
-        //    Items are keyed by the 8-character prefix `todo add` prints.
-        var writers: [String: Set<Int>] = [:]
-        for device in devices {
-            for short in device.acknowledgedAdds { writers[short, default: []].insert(device.index) }
-            for edit in device.edits { writers[String(edit.id.prefix(8)), default: []].insert(device.index) }
-            // A run by fields: `complete`/`reopen` is an edit too.
-            for change in device.completions {
-                writers[String(change.id.prefix(8)), default: []].insert(device.index)
-            }
-            for id in device.deletes { writers[String(id.prefix(8)), default: []].insert(device.index) }
-            // An attach is a write of the whole item too.
-            for attach in device.attaches { writers[String(attach.id.prefix(8)), default: []].insert(device.index) }
-        }
+        failures += Self.checkAcknowledgedAdds(ids: rows.compactMap { $0["id"]?.stringValue }, truth, devices)
+        // 4. An item only one device wrote to (added, edited, completed or reopened, attached to, deleted) never
+        //    conflicts, and ends with that device's last acknowledged edit (or a later one that was killed after it
+        //    committed). Items are keyed by the 8-character prefix `todo add` prints.
+        let writers = Self.writers(devices)
         for device in devices {
             let mine = Dictionary(grouping: device.edits, by: \.id)
             for (id, edits) in mine
@@ -227,6 +209,41 @@ extension ChaosRun {
             }
         }
         return failures
+    }
+
+    /// 3. No acknowledged add lost, unless some device deleted it (an add deleted before any sync never reaches the
+    ///    server at all), and none on the server twice.
+    private static func checkAcknowledgedAdds(ids: [String], _ truth: [String: String], _ devices: [Device])
+        -> [String]
+    {
+        var failures: [String] = []
+        let deleted = devices.reduce(into: Set<String>()) { $0.formUnion($1.deletes) }
+        for device in devices {
+            for short in device.acknowledgedAdds {
+                let matching = ids.filter { $0.hasPrefix(short) }
+                let wasDeleted = deleted.contains { $0.hasPrefix(short) }
+                if matching.count > 1 {
+                    failures.append(
+                        "acknowledged add \(short) of \(device.name) is on the server \(matching.count) times")
+                } else if !wasDeleted, matching.first.flatMap({ truth[$0] }) == nil {
+                    failures.append("acknowledged add \(short) of \(device.name) was lost (nobody deleted it)")
+                }
+            }
+        }
+        return failures
+    }
+
+    /// The devices that wrote to each item (by 8-character prefix): added, edited, completed or reopened (a run by
+    /// fields), deleted, attached to (a write of the whole item too).
+    private static func writers(_ devices: [Device]) -> [String: Set<Int>] {
+        var writers: [String: Set<Int>] = [:]
+        for device in devices {
+            let ids =
+                device.acknowledgedAdds + device.edits.map(\.id) + device.completions.map(\.id) + device.deletes
+                + device.attaches.map(\.id)
+            for id in ids { writers[String(id.prefix(8)), default: []].insert(device.index) }
+        }
+        return writers
     }
 
     /// An encrypted run (``ChaosRun/Settings/encrypted``): every file of every device's store (database, WAL, index,
@@ -317,20 +334,7 @@ extension ChaosRun {
                     "\(device.name) met a conflict on \(short), whose \(field) no other device changed "
                         + "(shown: \(device.shownFor[id] ?? "?"))")
             }
-            // The values this device set, per item, from its last acknowledged one on.
-            var allowed: [String: Set<String>] = [:]
-            if device.editsCompletion {
-                for (id, changes) in Dictionary(grouping: device.completions, by: \.id) {
-                    guard let last = changes.lastIndex(where: \.acknowledged) else { continue }
-                    allowed[id] = Set(changes[last...].map { String($0.complete) })
-                }
-            } else {
-                for (id, edits) in Dictionary(grouping: device.edits, by: \.id) {
-                    guard let last = edits.lastIndex(where: \.acknowledged) else { continue }
-                    allowed[id] = Set(edits[last...].map(\.text))
-                }
-            }
-            for (id, values) in allowed.sorted(by: { $0.key < $1.key }) {
+            for (id, values) in Self.valuesSet(by: device).sorted(by: { $0.key < $1.key }) {
                 let short = String(id.prefix(8))
                 guard writers[short] == [device.index], !deleted.contains(short), !device.yielded.contains(id),
                     let row = live[id]
@@ -345,5 +349,22 @@ extension ChaosRun {
             }
         }
         return failures
+    }
+
+    /// The values a device of a run by fields set, per item, from its last acknowledged one on.
+    private static func valuesSet(by device: Device) -> [String: Set<String>] {
+        var allowed: [String: Set<String>] = [:]
+        if device.editsCompletion {
+            for (id, changes) in Dictionary(grouping: device.completions, by: \.id) {
+                guard let last = changes.lastIndex(where: \.acknowledged) else { continue }
+                allowed[id] = Set(changes[last...].map { String($0.complete) })
+            }
+        } else {
+            for (id, edits) in Dictionary(grouping: device.edits, by: \.id) {
+                guard let last = edits.lastIndex(where: \.acknowledged) else { continue }
+                allowed[id] = Set(edits[last...].map(\.text))
+            }
+        }
+        return allowed
     }
 }
