@@ -66,6 +66,7 @@ struct BatchEndpoint: Sendable {
         answers.reserveCapacity(operations.count)
         var failed: Set<String> = []
         var anyFailed = false
+        let origin = LinkBuilder(request).origin  // the batch's, read once: each operation's item URLs start with it
         for operation in operations {
             if let item = operation.item, failed.contains(item) {
                 anyFailed = true
@@ -75,7 +76,7 @@ struct BatchEndpoint: Sendable {
                         body: ["error": "Not applied: an earlier operation on this item in the batch failed"]))
                 continue
             }
-            let response = await respond(operation, tables, request, context)
+            let response = await respond(operation, tables, origin: origin, request, context)
             answers.append(try await Self.answer(response))
             if response.status.kind == .serverError { return (answers, true) }
             if response.status.kind != .successful {
@@ -126,7 +127,8 @@ struct BatchEndpoint: Sendable {
     /// One operation as the table routes write it; a thrown answer becomes its response (a refusal counted as the
     /// routes count theirs), any other error a 500.
     private func respond(
-        _ operation: Operation, _ tables: TableRoutes, _ request: Request, _ context: SyncRequestContext
+        _ operation: Operation, _ tables: TableRoutes, origin: String, _ request: Request,
+        _ context: SyncRequestContext
     ) async -> Response {
         var head = HTTPRequest(method: operation.method, scheme: nil, authority: request.head.authority, path: "/")
         head.path = operation.path
@@ -134,7 +136,7 @@ struct BatchEndpoint: Sendable {
         let call = TableCall(
             caller: context.caller, table: operation.table, item: operation.pathItem, logger: context.logger,
             dialect: context.dialect)
-        let links = LinkBuilder(request)
+        let links = LinkBuilder(origin: origin, path: "/tables/\(operation.table)")
         do {
             return try await tables.write(operation.method, head: head, call: call, wire: context.wire) {
                 guard case .object(let fields)? = operation.body else {
@@ -142,7 +144,7 @@ struct BatchEndpoint: Sendable {
                 }
                 return fields
             } location: { id, item in
-                LinkBuilder(origin: links.origin, path: "/tables/\(operation.table)").itemURL(id: id, item: item)
+                links.itemURL(id: id, item: item)
             }
         } catch let error as APIError {
             UnexpectedErrorMiddleware.count(error)
