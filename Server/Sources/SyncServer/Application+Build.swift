@@ -231,6 +231,7 @@ private func addMiddleware(
     to router: Router<SyncRequestContext>, _ configuration: SyncServerConfiguration, stats: ServerStats,
     consoleIsOn: Bool
 ) async throws {
+    router.add(middleware: UnreadBodyMiddleware())
     if configuration.auth == nil, ConsoleMode.isLoopback(configuration.host) {
         router.add(middleware: LoopbackHostMiddleware())
     }

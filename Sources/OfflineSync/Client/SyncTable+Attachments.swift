@@ -140,7 +140,9 @@ extension SyncTable {
     func prefetchAfterPull() async throws {
         guard let policy = attachmentPolicy else { return }
         guard policy.download == .afterPull else {
+            // Noted by the pull for a policy that does not fetch ahead: forgotten, with a write only when there are.
             let name = self.name
+            guard try await !client.store.read({ try $0.filesToFetch(in: name).isEmpty }) else { return }
             try await client.store.write { try $0.forgetFilesToFetch(nil, in: name) }
             return
         }

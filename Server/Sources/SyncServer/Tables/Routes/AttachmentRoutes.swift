@@ -4,7 +4,6 @@ import Hummingbird
 import NIOCore
 import SyncCore
 import SyncOData
-import SyncSQLite
 
 /// The files of a table's attachment columns (``TableConfiguration/attachmentColumns``), under
 /// `/tables/{name}/attachments/{sha256}` (docs/attachments.md): `PUT` uploads, in parts with `Content-Range` to resume,
@@ -125,42 +124,16 @@ struct AttachmentRoutes: Sendable {
         return .some(start..<(end + 1))
     }
 
-    /// The most of a refused upload's body read before the refusal is answered (``uploadAttachment(_:_:)``): eight
-    /// of the SDK's 2 MiB parts. Past it the answer goes at once, and the client may see the connection lost.
-    static let drainLimit = 16 << 20
-
-    /// Receives a part of a file. A refusal that comes before the part's bytes are read (the file too large, a wrong
-    /// offset, another upload under way, no access) is answered after them, up to ``drainLimit``: an answer that came
-    /// while the client was still sending made URLSession on Linux report the connection lost, not the answer, and
-    /// send the part again (`AttachmentSyncTests.aFileTheServerRefusesParksOnlyTheChangeThatNamesIt` under load).
+    /// Receives a part of a file. A refusal before its bytes are read is answered after them
+    /// (``UnreadBodyMiddleware``).
     func uploadAttachment(_ request: Request, _ context: SyncRequestContext) async throws -> Response {
-        let reading = Locked(false)
-        do {
-            return try await receive(request, context, reading: reading)
-        } catch {
-            if !reading.withLock({ $0 }) {
-                var read = 0
-                do {
-                    for try await piece in request.body {
-                        read += piece.readableBytes
-                        if read > Self.drainLimit { break }
-                    }
-                } catch {}
-            }
-            throw error
-        }
-    }
-
-    private func receive(_ request: Request, _ context: SyncRequestContext, reading: Locked<Bool>) async throws
-        -> Response
-    {
         let call = context.call
         let (schema, hash, attachments) = try await attachmentTarget(call, context)
         try await authorizeUpload(schema, call)
         let part = try UploadPart(request.headers)
         let body = LimitedBody(
             base: request.body, limit: part.length ?? part.total.map { $0 - part.offset } ?? attachments.maxSize,
-            maxSize: attachments.maxSize, reading: reading)
+            maxSize: attachments.maxSize)
         // A file the caller may read is here already — the reply of its last part was lost, or its row is readable:
         // any part of it is answered as the end of the upload, after its bytes are read to their end and dropped.
         if let size = try await attachments.store.size(of: hash),
@@ -306,13 +279,12 @@ struct UploadPart {
 }
 
 /// A request body cut at `limit` bytes: past it, a 400 (the body is longer than its declared part) or, past `maxSize`,
-/// a 413. `reading` turns true when it is first read.
+/// a 413.
 struct LimitedBody<Base: AsyncSequence & Sendable>: AsyncSequence, Sendable where Base.Element == ByteBuffer {
     typealias Element = ByteBuffer
     let base: Base
     let limit: Int
     let maxSize: Int
-    let reading: Locked<Bool>
 
     struct AsyncIterator: AsyncIteratorProtocol {
         var base: Base.AsyncIterator
@@ -334,7 +306,6 @@ struct LimitedBody<Base: AsyncSequence & Sendable>: AsyncSequence, Sendable wher
     }
 
     func makeAsyncIterator() -> AsyncIterator {
-        reading.withLock { $0 = true }
-        return AsyncIterator(base: base.makeAsyncIterator(), limit: limit, maxSize: maxSize)
+        AsyncIterator(base: base.makeAsyncIterator(), limit: limit, maxSize: maxSize)
     }
 }
