@@ -48,8 +48,11 @@ public struct AttachmentPolicy: Sendable, Hashable {
     public enum Download: Sendable, Hashable {
         /// When the app asks for one (``SyncTable/file(for:field:progress:)``). The default.
         case onDemand
-        /// Right after each pull of the table, for every row it holds, within the cache's limit
-        /// (``SyncClient/Configuration/attachmentCacheLimit``): for data a user must have offline.
+        /// Right after each pull of the table, for the rows that pull stored, within the cache's limit
+        /// (``SyncClient/Configuration/attachmentCacheLimit``): for data a user must have offline. A file a failure
+        /// stopped is tried again after the next pull; one evicted is downloaded again when opened, or when its row
+        /// comes again. Rows stored before the table had this policy are not gone through: their files come when
+        /// opened.
         case afterPull
     }
 
