@@ -437,4 +437,29 @@ import Testing
             #expect(downloads().count == 2, "\(downloads())")
         }
     }
+
+    /// A table that fetches ahead only from some pull on (an app's update sets the policy, or a store from before the
+    /// list of files to fetch) goes through the rows it already held once, at that pull: their files come too.
+    @Test func aPolicySetLaterFetchesTheFilesOfTheRowsTheTableAlreadyHeld() async throws {
+        try await Self.withServer { url, workspace in
+            _ = try await Self.phoneWithTwoPhotos(url, workspace, seed: 60)
+            let transport = Faulty()
+            let tablet = try await Self.client(url, workspace, "tablet.sqlite", transport)
+            let downloads = {
+                transport.exchanges.withLock { $0.filter { $0.hasPrefix("GET ") && $0.contains("/attachments/") } }
+            }
+            let onDemand = try tablet.syncTable(
+                "Inspection", of: Inspection.self, attachments: AttachmentPolicy(fields: ["photo"], download: .onDemand)
+            )
+            try await onDemand.pull(queryID: "all")
+            #expect(downloads().isEmpty)
+            let ahead = try tablet.syncTable(
+                "Inspection", of: Inspection.self,
+                attachments: AttachmentPolicy(fields: ["photo"], download: .afterPull))
+            try await ahead.pull(queryID: "all")
+            #expect(downloads().count == 2, "\(downloads())")
+            try await ahead.pull(queryID: "all")
+            #expect(downloads().count == 2, "once")
+        }
+    }
 }

@@ -140,10 +140,17 @@ extension SyncTable {
     func prefetchAfterPull() async throws {
         guard let policy = attachmentPolicy else { return }
         guard policy.download == .afterPull else {
-            // Noted by the pull for a policy that does not fetch ahead: forgotten, with a write only when there are.
+            // Noted by the pull for a policy that does not fetch ahead: forgotten (and the rows gone through again
+            // should the table fetch ahead later), with a write only when there is something to forget.
             let name = self.name
-            guard try await !client.store.read({ try $0.filesToFetch(in: name).isEmpty }) else { return }
-            try await client.store.write { try $0.forgetFilesToFetch(nil, in: name) }
+            let seeded = AttachmentTransfers.prefetchSeededKey(name)
+            guard
+                try await client.store.read({ try !$0.filesToFetch(in: name).isEmpty || $0.setting(seeded) != nil })
+            else { return }
+            try await client.store.write { writer in
+                try writer.forgetFilesToFetch(nil, in: name)
+                try writer.setSetting(nil, for: seeded)
+            }
             return
         }
         try await client.context.attachments.prefetchAttachments(in: name)

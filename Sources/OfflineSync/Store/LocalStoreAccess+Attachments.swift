@@ -142,6 +142,20 @@ extension LocalStoreWriter {
         }
     }
 
+    /// Records the files every row of `table` names in its attachment fields, to be fetched ahead: the rows stored
+    /// before the table fetched ahead (``AttachmentTransfers/prefetchAttachments(in:)``, once per table).
+    func noteAllFilesToFetch(in table: TableName) throws {
+        guard try hasRowTable(table) else { return }
+        for field in try attachmentFields(of: table) {
+            let path = "$.\"" + field.replacingOccurrences(of: "\"", with: "") + "\""
+            try db.execute(
+                sql: #"INSERT OR IGNORE INTO "sync_prefetch" ("tableName", "hash") "#
+                    + #"SELECT ?, json_extract("data", ?) FROM "# + SQLiteLocalStore.rowTable(table)
+                    + #" WHERE json_extract("data", ?) IS NOT NULL"#,
+                arguments: [table.canonical, path, path])
+        }
+    }
+
     /// Forgets files to fetch ahead: `hashes`, or all of the table's when nil.
     func forgetFilesToFetch(_ hashes: [String]?, in table: TableName) throws {
         guard let hashes else {

@@ -309,17 +309,26 @@ extension AttachmentTransfers {
     }
 
     /// Downloads the files that rows pulled into `table` since the last prefetch name (noted by
-    /// ``PullRunner/store(_:in:writer:)``) and that are not here, while the cache has room; only those rows are read.
+    /// ``PullRunner/store(_:in:writer:)``) and that are not here, while the cache has room; only those rows are read
+    /// (and, the first time the table fetches ahead, every row it held before, once).
     /// A file downloaded, already here, or past the cache's room is forgotten (it is downloaded when opened); one a
     /// failure stopped is tried again after the next pull.
     ///
     /// - Throws: ``AttachmentError`` or ``SyncStop`` as ``localFile(_:table:index:of:progress:)`` does.
     func prefetchAttachments(in table: TableName) async throws {
-        let wanted = try await store.read { try $0.filesToFetch(in: table) }
-        guard !wanted.isEmpty else { return }
-        let here = Set(wanted.filter { files.exists($0) })
-        let missing = wanted.filter { !here.contains($0) }
-        var settled = Array(here)
+        // The first time the table fetches ahead, the rows it already holds are gone through once.
+        let seeded = Self.prefetchSeededKey(table)
+        if try await store.read({ try $0.setting(seeded) }) == nil {
+            try await store.write { writer in
+                try writer.noteAllFilesToFetch(in: table)
+                try writer.setSetting("1", for: seeded)
+            }
+        }
+        let listed = try await store.read { try $0.filesToFetch(in: table) }
+        guard !listed.isEmpty else { return }
+        // Not a file's name (a row's field holding other text), or here already: forgotten.
+        let missing = listed.filter { Attachment.isHash($0) && !files.exists($0) }
+        var settled = Array(Set(listed).subtracting(missing))
         var room = attachmentSettings.cacheLimit - (try await cachedBytes())
         do {
             for (index, hash) in missing.enumerated() {
@@ -338,6 +347,9 @@ extension AttachmentTransfers {
         }
         try await store.write { [settled] in try $0.forgetFilesToFetch(settled, in: table) }
     }
+
+    /// The setting that says `table`'s rows were gone through once for the download ahead.
+    static func prefetchSeededKey(_ table: TableName) -> String { "prefetchSeeded.\(table.canonical)" }
 
     private func cachedBytes() async throws -> Int {
         try await store.read { try $0.evictableAttachments().reduce(0) { $0 + $1.size } }

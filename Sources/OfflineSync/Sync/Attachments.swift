@@ -51,8 +51,7 @@ public struct AttachmentPolicy: Sendable, Hashable {
         /// Right after each pull of the table, for the rows that pull stored, within the cache's limit
         /// (``SyncClient/Configuration/attachmentCacheLimit``): for data a user must have offline. A file a failure
         /// stopped is tried again after the next pull; one evicted is downloaded again when opened, or when its row
-        /// comes again. Rows stored before the table had this policy are not gone through: their files come when
-        /// opened.
+        /// comes again. The first pull with this policy also goes through the rows the table held before.
         case afterPull
     }
 
