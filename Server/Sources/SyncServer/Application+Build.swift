@@ -81,6 +81,7 @@ public func buildApplication(
     let collector = attachments.map {
         AttachmentCollector(attachments: $0, tables: store, configuration: configuration)
     }
+    let tombstones = TombstoneCollector(tables: store, configuration: configuration)
     if let postgres {
         // The pool runs as a service; the tables are prepared once it runs and before the server listens.
         app.addServices(postgres, PostgresChangeRelay(store: postgres, hub: changes))
@@ -90,13 +91,16 @@ public func buildApplication(
             try await seed(configuration, store: postgres)
             delivery?.start()
             collector?.start()
+            tombstones?.start()
         }
     } else {
         delivery?.start()
         collector?.start()
+        tombstones?.start()
     }
     if let delivery { app.addServices(delivery) }
     if let collector { app.addServices(collector) }
+    if let tombstones { app.addServices(tombstones) }
     return app
 }
 

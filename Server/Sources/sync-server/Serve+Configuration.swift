@@ -106,6 +106,13 @@ extension Serve {
             configuration.auth = file.auth
             configuration.cors = file.cors
         }
+        if let tombstoneRetention {
+            guard tombstoneRetention >= 1 else { throw ConfigurationError("--tombstone-retention must be at least 1") }
+            for index in configuration.tables.indices
+            where configuration.tables[index].softDelete && configuration.tables[index].tombstoneRetention == nil {
+                configuration.tables[index].tombstoneRetention = .seconds(tombstoneRetention)
+            }
+        }
         if let secret = ProcessInfo.processInfo.environment[AuthConfiguration.secretVariable], !secret.isEmpty {
             if configuration.auth?.hs256Secret != nil {
                 throw ConfigurationError(

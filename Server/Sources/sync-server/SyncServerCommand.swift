@@ -229,6 +229,15 @@ struct Serve: AsyncParsableCommand {
 
     @Option(
         help: ArgumentHelp(
+            "Seconds a tombstone is kept, for every soft-delete table that sets no tombstoneRetention of its own.",
+            discussion: """
+                Off by default: tombstones are kept for ever. A device offline longer than this is told so by its \
+                next pull and reconciles by itself (docs/retention.md).
+                """))
+    var tombstoneRetention: Int?
+
+    @Option(
+        help: ArgumentHelp(
             "Seconds before a committed write whose after-commit delivery did not finish is delivered again.",
             discussion: """
                 A delivery cut short (a hook that threw, an instance that died while it held the write) is \

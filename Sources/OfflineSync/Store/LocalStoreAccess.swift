@@ -159,13 +159,20 @@ final class LocalStoreWriter: LocalStoreReader {
             .execute(arguments: [id.rawValue])
     }
 
-    /// Removes the items whose ids are in neither `kept` nor `spared` (compared by bytes), and says how many.
-    func removeItems(in table: TableName, notIn kept: Set<ItemID>, sparing spared: Set<ItemID>) throws -> Int {
+    /// Removes the items matching `filter` (all when nil) whose ids are in neither `kept` nor `spared` (compared by
+    /// bytes), and says how many.
+    func removeItems(
+        in table: TableName, notIn kept: Set<ItemID>, sparing spared: Set<ItemID>,
+        matching filter: ODataExpression? = nil
+    ) throws -> Int {
         guard try hasRowTable(table) else { return 0 }
         let rows = SQLiteLocalStore.rowTable(table)
         let delete = try db.cachedStatement(sql: "DELETE FROM \(rows) WHERE \"id\" = ?")
+        let (whereSQL, _, arguments) = try LocalQueryTranslation.clauses(ODataQuery(filter: filter))
         var removed = 0
-        for text in try String.fetchAll(db, sql: "SELECT \"id\" FROM \(rows)") {
+        for text in try String.fetchAll(
+            db, sql: "SELECT \"id\" FROM \(rows) WHERE \(whereSQL)", arguments: StatementArguments(sqlValues: arguments)
+        ) {
             if let id = try? ItemID(text), kept.contains(id) || spared.contains(id) { continue }
             try delete.execute(arguments: [text])
             removed += 1

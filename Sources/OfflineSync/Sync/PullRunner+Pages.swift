@@ -16,6 +16,9 @@ extension PullRunner {
         var pacing: PullPacing
         /// The scope token every page after the first must carry (nil: not compared).
         var tokenInForce: String?
+        /// The horizon the query's rows were reconciled with: a later page with a newer one is not used (compared
+        /// while ``followsScope``, which a pull that found the server moving under it three times turns off).
+        var horizonInForce: WireDate?
 
         init(
             table: TableName, filter: ODataExpression?, queryID: QueryID?, followsScope: Bool, logger: Logger,
@@ -63,6 +66,21 @@ extension PullRunner {
                 pull.table, filter: pull.filter, after: cursor, pageSize: pull.pacing.size, count: true)
             if listings == 3 || !pull.followsScope { break }
         }
+        // Tombstones removed since the cursor: the rows the server no longer has go, then the first page is asked again
+        // (one read before the listing could hold a row whose delete, and tombstone, went before the listing).
+        var reconciled = try await reconciledHorizon(pull, staged: staged?.horizon)
+        var horizonListings = 0
+        while horizonListings < 3, isBehind(page, reconciled: reconciled), let horizon = page.horizon {
+            horizonListings += 1
+            let (removed, requests) = try await reconcileHorizon(
+                pull, horizon: horizon, pageSize: pull.pacing.maxSize, staged: &staged)
+            summary.removedCount += removed
+            summary.requestCount += requests + 1
+            reconciled = horizon
+            page = try await fetch(
+                pull.table, filter: pull.filter, after: cursor, pageSize: pull.pacing.size, count: true)
+        }
+        pull.horizonInForce = reconciled
         // Every later page must carry the same token: one read under another scope (a user removed and added back
         // between two pages) lacks rows its cursor then passes for good. It is not used (``ScopeMovedDuringPull``).
         pull.tokenInForce = pull.followsScope ? page.scopeToken : nil
@@ -95,11 +113,15 @@ extension PullRunner {
         applyTime: Duration, _ summary: inout PullSummary
     ) throws -> Page {
         if pull.followsScope, following.scopeToken != pull.tokenInForce { throw ScopeMovedDuringPull() }
+        if pull.followsScope, isBehind(following, reconciled: pull.horizonInForce) { throw HorizonMovedDuringPull() }
         pull.pacing.arrived(after: waited, applyTime: applyTime)
         summary.requestCount += 1
         guard let second else { return following }
         summary.requestCount += 1
         if pull.followsScope, let second, second.scopeToken != pull.tokenInForce { throw ScopeMovedDuringPull() }
+        if pull.followsScope, let second, isBehind(second, reconciled: pull.horizonInForce) {
+            throw HorizonMovedDuringPull()
+        }
         if let second, let joined = try Self.join(following, second, size: asked) { return joined }
         pull.pacing.stopAskingAhead()
         pull.log.debug("Pull stops asking ahead")

@@ -55,6 +55,8 @@ extension PullRunner {
         }
         page.refusedTop = refusedTop
         page.scopeToken = response.header(Self.scopeHeader)
+        page.horizon = response.header(Self.horizonHeader).flatMap(WireDate.init(parsing:))
+        page.watermark = response.header(Self.watermarkHeader).flatMap(WireDate.init(parsing:))
         let hasLink = page.hasNextLink
         page.isLast = !hasLink && (asked.map { page.items.count < $0 } ?? true)
         if hasLink, page.items.count < (asked ?? Int.max) {
@@ -101,6 +103,7 @@ extension PullRunner {
         else { return nil }
         page.isLast = !page.hasNextLink && page.items.count < pageSize
         page.scopeToken = response.header(Self.scopeHeader)  // a page under another scope is not used (pullPages)
+        page.horizon = response.header(Self.horizonHeader).flatMap(WireDate.init(parsing:))  // nor one past the horizon
         return page
     }
 

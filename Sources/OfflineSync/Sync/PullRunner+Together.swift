@@ -26,6 +26,8 @@ extension PullRunner {
         var cursor: PullCursor?
         /// The scope change found, to apply before the rows.
         var scope: StagedScope?
+        /// The listing after removed tombstones, to apply before the rows.
+        var horizon: StagedHorizon?
         /// Rows received in all passes.
         var received = 0
 
@@ -106,6 +108,8 @@ extension PullRunner {
                     { progress(table, $0) }, &summaries[index], staged: &staged[index])
             } catch is ScopeMovedDuringPull {
                 received += 1
+            } catch is HorizonMovedDuringPull {
+                received += 1
             }
             received += (staged[index]?.received ?? 0) - before
         }
@@ -120,7 +124,9 @@ extension PullRunner {
             var counts: [(applied: Int, skipped: Int, removed: Int)] = []
             for (pull, table) in zip(pulls, staged) {
                 let table = table ?? StagedTable()  // every table has one: the passes never clear it
-                let removed = try table.scope?.settle(in: pull.table, writer: writer) ?? 0
+                let removed =
+                    try (table.scope?.settle(in: pull.table, writer: writer) ?? 0)
+                    + (table.horizon?.settle(in: pull.table, writer: writer) ?? 0)
                 let (applied, skipped) = try Self.store(table.rows.values, in: pull.table, writer: writer)
                 if let queryID = pull.queryID, let cursor = table.cursor {
                     try writer.setCursor(cursor, for: pull.table, queryID: queryID)

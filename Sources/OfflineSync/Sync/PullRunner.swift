@@ -26,6 +26,10 @@ extension PullRunner {
         var hasNextLink = false
         /// The caller's scope token on a scoped table's page (``scopeHeader``).
         var scopeToken: String?
+        /// The table's horizon, on a page of a pull that changes alone cannot answer (``horizonHeader``).
+        var horizon: WireDate?
+        /// On the last page of a pull, a stamp every later write passes (``watermarkHeader``).
+        var watermark: WireDate?
     }
 
     /// A page of a scoped table carried another scope token than the pull went by (``pullPages``): it is not used, and
@@ -68,6 +72,12 @@ extension PullRunner {
                     moves += 1
                     logger.info("Pull found the user's scope moved between pages: goes on from the last page applied")
                     if moves == 3 { try await store.write { try $0.setSetting(nil, for: Self.scopeKey(table)) } }
+                    start = try await pullStart(table, queryID: queryID)
+                } catch is HorizonMovedDuringPull {
+                    // The same: from the last page applied, whose first page lists again; after three, to the end
+                    // without comparing (the horizon kept is older than the server's: the next pull lists again).
+                    moves += 1
+                    logger.info("Pull found tombstones removed between pages: goes on from the last page applied")
                     start = try await pullStart(table, queryID: queryID)
                 }
             }
@@ -203,6 +213,7 @@ extension PullRunner {
                 following, second, &pull, asked: nextSize, waited: waiting(), applyTime: done.time, &summary)
             try await paced(by: page, &pull, asked: nextSize, applyTime: done.time)
         }
+        if let watermark = page.watermark { try await advance(pull, to: watermark, staged: &staged) }
         pull.log.debug(
             "Pull finished",
             metadata: [SyncLogKey.rows: "\(summary.appliedCount)", SyncLogKey.pages: "\(summary.requestCount)"])

@@ -20,7 +20,8 @@ import Yams
 /// Column types are `string`, `int`, `double`, `bool` and `date`. An access is `anonymous`,
 /// `authenticated`, `disabled` or `{"subjects": [...], "roles": [...]}`; a table's `access` is one
 /// access for every operation, or `{"read": …, "insert": …, "update": …, "delete": …}`.
-/// `"autoIncrement": true` gives a table integer ids the server assigns (``TableConfiguration/integerIDs``).
+/// `"autoIncrement": true` gives a table integer ids the server assigns (``TableConfiguration/integerIDs``);
+/// `"tombstoneRetention": SECONDS` removes its tombstones that old (``TableConfiguration/tombstoneRetention``).
 public struct ConfigurationFile: Sendable {
     /// The tables, in file order.
     public var tables: [TableConfiguration] = []
@@ -205,6 +206,9 @@ extension TableConfiguration {
         table.maxNewColumnsPerWrite = try entry.integer("maxNewColumnsPerWrite", default: table.maxNewColumnsPerWrite)
         table.perUser = try entry.bool("perUser", default: false)
         table.integerIDs = try entry.bool("autoIncrement", default: false)
+        if members["tombstoneRetention"] != nil {
+            table.tombstoneRetention = .seconds(try entry.integer("tombstoneRetention", default: 0))
+        }
         if let access = members["access"] { table.access = try tableAccess(from: access, label: entry.label) }
         try entry.readScopes(into: &table)
         try entry.readFileColumnsAndCollations(into: &table)
@@ -247,7 +251,7 @@ private struct TableEntry {
     static let known: Set<String> = [
         "name", "softDelete", "pageSize", "maxTop", "maxColumns", "maxNewColumnsPerWrite", "columns", "perUser",
         "access", "collation", "collations", "claimScope", "membershipScope", "members", "attachments",
-        "autoIncrement",
+        "autoIncrement", "tombstoneRetention",
     ]
 
     let members: [String: JSONValue]

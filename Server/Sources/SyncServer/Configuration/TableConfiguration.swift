@@ -15,6 +15,11 @@ public struct TableConfiguration: Sendable, Hashable {
     public var name: TableName
     /// Whether deletes leave a tombstone (`deleted: true`) that incremental pulls see. Default true.
     public var softDelete: Bool
+    /// How long a tombstone of a soft-delete table is kept before the server removes it (docs/retention.md): nil
+    /// keeps every tombstone for ever (the default). A device whose pull is older than a removed tombstone is told so
+    /// (``horizonHeader``) and reconciles by itself; one that syncs at least once within the retention never has to.
+    /// At least one second; only with ``softDelete``.
+    public var tombstoneRetention: Duration?
     /// The most rows one response carries. Default 50.
     public var pageSize: Int
     /// The largest `$top` a query may ask for; more is a 400. Default 1000.
@@ -82,6 +87,15 @@ public struct TableConfiguration: Sendable, Hashable {
 
     /// The name of the response header of a scoped table's page that carries the caller's scope token.
     public static let scopeHeader = "X-Sync-Scope"
+    /// The name of the response header of a page whose pull cannot be answered by changes alone: tombstones newer than
+    /// its cursor (or, without one, any) were removed (``tombstoneRetention``). It carries the table's horizon — the
+    /// newest `updatedAt` among the removed tombstones — as a wire date; a client that reads it lists the ids the
+    /// server holds to drop what was deleted meanwhile (docs/retention.md). Old clients ignore it.
+    public static let horizonHeader = "X-Sync-Horizon"
+    /// The name of the response header of the last page of a pull of a table with a ``tombstoneRetention``: a stamp
+    /// every later write passes (``QueryPage/watermark``), as a wire date. A client that read every page of its pull
+    /// may move its cursor there, so that a query that sees no change stays ahead of the horizon.
+    public static let watermarkHeader = "X-Sync-Watermark"
     /// Rows the server inserts when it starts and the table has none (deleted ones count): a sample's data, as the
     /// Node.js server's `table.seed`. Each may give its `id` (else one is made); not for per-user tables.
     public var seed: [JSONValue] = []
@@ -192,6 +206,14 @@ public struct TableConfiguration: Sendable, Hashable {
             throw ConfigurationError("\(label): names starting with '\(prefix)' are reserved by the database")
         }
         guard pageSize >= 1 else { throw ConfigurationError("\(label): pageSize must be at least 1") }
+        if let tombstoneRetention {
+            guard softDelete else {
+                throw ConfigurationError("\(label): tombstoneRetention is for a soft-delete table (softDelete: true)")
+            }
+            guard tombstoneRetention >= .seconds(1) else {
+                throw ConfigurationError("\(label): tombstoneRetention must be at least 1 second")
+            }
+        }
         guard maxTop >= 1 else { throw ConfigurationError("\(label): maxTop must be at least 1") }
         guard (1...1500).contains(maxColumns) else { throw ConfigurationError("\(label): maxColumns is 1 to 1500") }
         guard (1...maxColumns).contains(maxNewColumnsPerWrite) else {

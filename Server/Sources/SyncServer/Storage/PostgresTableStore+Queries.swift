@@ -51,7 +51,13 @@ extension PostgresTableStore {
             "SELECT * FROM \(name) WHERE \(whereSQL) ORDER BY \(orderSQL.sql) LIMIT \(Int64(limit) + 1) OFFSET \(query.skip ?? 0)"
         let countSQL = query.includeTotalCount ? "SELECT COUNT(*) FROM \(name) WHERE \(whereSQL)" : nil
         let logger = self.logger
+        let stamping = self.stamping
         return try await withConnection { [schema] connection in
+            // Before the rows: a write that commits after this read is stamped later.
+            let watermark =
+                query.includeDeleted && schema.configuration.tombstoneRetention != nil
+                ? try await Self.watermark(schema, scope: scope, stamping: stamping, on: connection, logger: logger)
+                : nil
             var writer = RowWriter(schema: schema, select: select, shape: shape)
             var count = 0
             var hasMore = false
@@ -71,7 +77,13 @@ extension PostgresTableStore {
                     PostgresQuery(unsafeSQL: countSQL, binds: try Self.bindings(whereArguments)), logger: logger)
                 for try await value in counted.decode(Int64.self) { total = Int(value) }
             }
-            let page = QueryPage(itemsJSON: writer.finish(), itemCount: count, hasMore: hasMore, totalCount: total)
+            // After the rows: a tombstone the page lacks was removed before this horizon was.
+            let horizon =
+                query.includeDeleted
+                ? try await Self.horizon(of: schema.name, on: connection, logger: logger) : nil
+            var page = QueryPage(
+                itemsJSON: writer.finish(), itemCount: count, hasMore: hasMore, totalCount: total, horizon: horizon)
+            page.watermark = hasMore ? nil : watermark
             return (page, writer.sawUnknownColumn)
         }
     }

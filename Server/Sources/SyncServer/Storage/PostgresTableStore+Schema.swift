@@ -62,7 +62,11 @@ extension PostgresTableStore {
             (
                 6 + PostgresAttachmentStore.migrations.count, "integer ids",
                 #"ALTER TABLE "__sync_tables" ADD COLUMN "lastID" bigint NOT NULL DEFAULT 0"#
-            )
+            ),
+            (
+                7 + PostgresAttachmentStore.migrations.count, "tombstone horizons",
+                #"ALTER TABLE "__sync_tables" ADD COLUMN "horizon" bigint"#
+            ),
         ]
 
     public func prepare(_ tables: [TableConfiguration]) async throws {
@@ -191,6 +195,14 @@ extension PostgresTableStore {
                 PostgresQuery(
                     unsafeSQL: "CREATE INDEX IF NOT EXISTS \(StoreSQL.quoted(configuration.attachmentIndex(column))) "
                         + "ON \(table) (\(StoreSQL.quoted(column)))"),
+                logger: logger)
+        }
+        if configuration.tombstoneRetention != nil {
+            // The tombstones in the order the collector removes them, without the live rows between.
+            try await connection.query(
+                PostgresQuery(
+                    unsafeSQL: "CREATE INDEX IF NOT EXISTS \(StoreSQL.quoted(name + "_gone")) ON \(table) "
+                        + "(\"updatedAt\") WHERE \"deleted\""),
                 logger: logger)
         }
         try await prepareCollationKeys(configuration, on: connection, logger: logger)

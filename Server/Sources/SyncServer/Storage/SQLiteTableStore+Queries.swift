@@ -25,6 +25,16 @@ extension SQLiteTableStore {
         _ query: ODataQuery, scope: RowScope, limit: Int, maxBytes: Int, shape: RowShape, schema: TableSchema,
         in db: Database
     ) throws -> QueryPage {
+        // In the page's own read: a write that commits after it is stamped later (``nextStamp(for:now:in:)``).
+        let watermark =
+            query.includeDeleted && schema.configuration.tombstoneRetention != nil
+            ? try Int64.fetchOne(
+                db,
+                sql:
+                    "SELECT nullif(max(coalesce((SELECT max(\"updatedAt\") FROM \(StoreSQL.quoted(schema.name.canonical))), 0), "
+                    + #"coalesce((SELECT "horizon" FROM "__sync_tables" WHERE "name" = ?), 0)), 0)"#,
+                arguments: [schema.name.canonical]
+            ).map(WireDate.init(millisecondsSince1970:)) : nil
         let select = try StoreSQL.selection(query.select, schema: schema, scope: scope)
         let (whereClause, orderBy) = try StoreSQL.clauses(for: query, schema: schema, scope: scope, dialect: .sqlite)
         let (whereSQL, whereArguments) = whereClause.render(for: .sqlite)
@@ -57,7 +67,16 @@ extension SQLiteTableStore {
                 arguments: StatementArguments(sqlValues: whereArguments)
             )
         }
-        return QueryPage(itemsJSON: json, itemCount: count, hasMore: hasMore, totalCount: total)
+        // In the page's own read: a tombstone the page lacks was removed before this horizon was.
+        let horizon =
+            query.includeDeleted
+            ? try Int64.fetchOne(
+                db, sql: #"SELECT "horizon" FROM "__sync_tables" WHERE "name" = ?"#,
+                arguments: [schema.name.canonical]
+            ).map(WireDate.init(millisecondsSince1970:)) : nil
+        var page = QueryPage(itemsJSON: json, itemCount: count, hasMore: hasMore, totalCount: total, horizon: horizon)
+        page.watermark = hasMore ? nil : watermark
+        return page
     }
 
     public func item(_ id: ItemID, in table: TableName, scope: RowScope, includeDeleted: Bool) async throws

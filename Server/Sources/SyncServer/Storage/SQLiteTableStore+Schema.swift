@@ -51,6 +51,12 @@ extension SQLiteTableStore {
                 sql: "CREATE INDEX IF NOT EXISTS \(StoreSQL.quoted(configuration.attachmentIndex(column))) "
                     + "ON \(table) (\(StoreSQL.quoted(column)))")
         }
+        if configuration.tombstoneRetention != nil {
+            // The tombstones in the order the collector removes them, without the live rows between.
+            try db.execute(
+                sql: "CREATE INDEX IF NOT EXISTS \(StoreSQL.quoted(configuration.name.canonical + "_gone")) "
+                    + "ON \(table) (\"updatedAt\") WHERE \"deleted\" = 1")
+        }
         try prepareCollationKeys(configuration, in: db)
         try prepareExitTrigger(configuration, in: db)
         try save(schema, in: db)

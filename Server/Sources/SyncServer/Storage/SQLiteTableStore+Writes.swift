@@ -1,4 +1,4 @@
-import Foundation
+public import Foundation
 import GRDB
 public import SyncCore
 import SyncSQL
@@ -185,11 +185,42 @@ extension SQLiteTableStore {
     }
 
     /// The next `updatedAt` of a table (see ``StoreSQL/nextStamp(after:now:)``); SQLite serializes writes,
-    /// so stamps strictly increase in commit order.
+    /// so stamps strictly increase in commit order — past the table's horizon too, so that a stamp of a removed
+    /// tombstone is never given again.
     static func nextStamp(for schema: TableSchema, now: @Sendable () -> Date, in db: Database) throws -> Int64 {
         let last = try Int64.fetchOne(
-            db, sql: "SELECT MAX(\"updatedAt\") FROM \(StoreSQL.quoted(schema.name.canonical))")
+            db,
+            sql: "SELECT max(coalesce((SELECT MAX(\"updatedAt\") FROM \(StoreSQL.quoted(schema.name.canonical))), 0), "
+                + #"coalesce((SELECT "horizon" FROM "__sync_tables" WHERE "name" = ?), 0))"#,
+            arguments: [schema.name.canonical])
         return StoreSQL.nextStamp(after: last, now: now())
+    }
+
+    public func removeTombstones(of table: TableName, before cutoff: Date, limit: Int) async throws
+        -> TombstoneRemoval
+    {
+        let name = StoreSQL.quoted(try schemas.require(table).name.canonical)
+        let cutoff = WireDate(cutoff).millisecondsSince1970
+        return try await write { db in
+            // Stamps are unique within a table: the batch is the tombstones up to its newest.
+            let newest = try Int64.fetchOne(
+                db,
+                sql: "SELECT max(\"updatedAt\") FROM (SELECT \"updatedAt\" FROM \(name) "
+                    + "WHERE \"deleted\" = 1 AND \"updatedAt\" < ? ORDER BY \"updatedAt\" LIMIT ?)",
+                arguments: [cutoff, limit])
+            var removed = 0
+            if let newest {
+                try db.execute(
+                    sql: "DELETE FROM \(name) WHERE \"deleted\" = 1 AND \"updatedAt\" <= ?", arguments: [newest])
+                removed = db.changesCount
+                try db.execute(
+                    sql: #"UPDATE "__sync_tables" SET "horizon" = max(coalesce("horizon", 0), ?) WHERE "name" = ?"#,
+                    arguments: [newest, table.canonical])
+            }
+            let horizon = try Int64.fetchOne(
+                db, sql: #"SELECT "horizon" FROM "__sync_tables" WHERE "name" = ?"#, arguments: [table.canonical])
+            return TombstoneRemoval(removed: removed, horizon: horizon.map(WireDate.init(millisecondsSince1970:)))
+        }
     }
 
     public func leaseCommits(limit: Int, for lease: Duration) async throws -> [CommittedWrite] {

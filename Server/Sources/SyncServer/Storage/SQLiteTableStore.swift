@@ -100,6 +100,9 @@ public final class SQLiteTableStore: TableStore {
         migrator.registerMigration("v4: integer ids") { db in
             try db.execute(sql: #"ALTER TABLE "__sync_tables" ADD COLUMN "lastID" INTEGER NOT NULL DEFAULT 0"#)
         }
+        migrator.registerMigration("v5: tombstone horizons") { db in
+            try db.execute(sql: #"ALTER TABLE "__sync_tables" ADD COLUMN "horizon" INTEGER"#)
+        }
         return migrator
     }
 

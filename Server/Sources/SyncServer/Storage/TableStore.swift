@@ -1,4 +1,4 @@
-import Foundation
+public import Foundation
 public import SyncCore
 public import SyncOData
 
@@ -167,6 +167,19 @@ public protocol TableStore: Sendable {
     /// - Throws: ``TableStoreError``; from a store without integer ids (the default), ``TableStoreError/unavailable(_:)``.
     func nextIntegerID(in table: TableName) async throws -> Int64
 
+    /// Removes up to about `limit` of the table's oldest tombstones last changed before `cutoff`, in one short
+    /// transaction that also moves the table's horizon to the newest `updatedAt` it removed (a page read after it
+    /// carries that horizon: ``QueryPage/horizon``). Later writes to the table get greater stamps than the horizon.
+    /// On a database several instances share, one removes at a time: another's call meanwhile removes nothing.
+    ///
+    /// - Parameters:
+    ///   - table: A soft-delete table.
+    ///   - cutoff: Tombstones last changed before this go.
+    ///   - limit: The most to remove in this call.
+    /// - Returns: How many went, and the table's horizon now.
+    /// - Throws: ``TableStoreError``; from a store without it (the default), ``TableStoreError/unavailable(_:)``.
+    func removeTombstones(of table: TableName, before cutoff: Date, limit: Int) async throws -> TombstoneRemoval
+
     /// Whether the store can serve now, for `GET /ready`: the database answers, and its bookkeeping is the version
     /// this server knows (not older, not newer). Bounded like a request: a database that does not answer is not ready.
     ///
@@ -179,6 +192,12 @@ extension TableStore {
 
     public func nextIntegerID(in table: TableName) async throws -> Int64 {
         throw TableStoreError.unavailable("this store cannot give integer ids")
+    }
+
+    public func removeTombstones(of table: TableName, before cutoff: Date, limit: Int) async throws
+        -> TombstoneRemoval
+    {
+        throw TableStoreError.unavailable("this store cannot remove tombstones")
     }
 
     public func atomically<T: Sendable>(_ body: @escaping @Sendable (any TableStore) async throws -> T) async throws
@@ -210,6 +229,14 @@ public struct QueryPage: Sendable {
     public var hasMore: Bool
     /// The number of rows matching the filter, ignoring skip and limit, when the query asked for it.
     public var totalCount: Int?
+    /// The table's horizon (``TombstoneRemoval/horizon``) when the query includes deleted rows and tombstones were
+    /// removed: read with or after the rows, so that a tombstone the page lacks went before this horizon.
+    public var horizon: WireDate?
+    /// On the last page of a query that includes deleted rows, of a table with a ``TableConfiguration/tombstoneRetention``:
+    /// a stamp that every write committed after the page was read passes, read before the rows — so a client that
+    /// read every page of its pull has every matching row up to it, and may move its cursor there (docs/retention.md:
+    /// a device whose query sees no change keeps up with the horizon without listing). Nil when the store cannot say.
+    public var watermark: WireDate?
 
     /// Creates a page.
     ///
@@ -218,11 +245,13 @@ public struct QueryPage: Sendable {
     ///   - itemCount: How many rows it holds.
     ///   - hasMore: Whether more rows match.
     ///   - totalCount: The total count, if asked for.
-    public init(itemsJSON: [UInt8], itemCount: Int, hasMore: Bool, totalCount: Int?) {
+    ///   - horizon: The table's horizon, when the query includes deleted rows.
+    public init(itemsJSON: [UInt8], itemCount: Int, hasMore: Bool, totalCount: Int?, horizon: WireDate? = nil) {
         self.itemsJSON = itemsJSON
         self.itemCount = itemCount
         self.hasMore = hasMore
         self.totalCount = totalCount
+        self.horizon = horizon
     }
 }
 

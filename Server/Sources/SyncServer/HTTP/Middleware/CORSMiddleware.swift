@@ -38,7 +38,8 @@ struct CORSMiddleware: RouterMiddleware {
             response = try error.response(from: request, context: context)
         }
         response.headers[.accessControlAllowOrigin] = allowed
-        response.headers[.accessControlExposeHeaders] = "ETag, Link, Location, WWW-Authenticate, X-Sync-Scope"
+        response.headers[.accessControlExposeHeaders] =
+            "ETag, Link, Location, WWW-Authenticate, X-Sync-Horizon, X-Sync-Scope, X-Sync-Watermark"
         response.headers.append(HTTPField(name: .vary, value: "Origin"))
         return response
     }

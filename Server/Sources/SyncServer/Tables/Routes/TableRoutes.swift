@@ -26,9 +26,14 @@ struct TableRoutes: Sendable {
     func query(_ request: Request, _ context: SyncRequestContext) async throws -> Response {
         let target = try await service.target(nil, context.call)
         let query = try context.wire.query(request.uri.query ?? "")
-        let (page, token) = try await service.query(query, in: target, shape: context.wire.rowShape(for: query))
+        let (page, token, horizon) = try await service.query(
+            query, in: target, shape: context.wire.rowShape(for: query))
         var response = context.wire.page(page, query: query, links: LinkBuilder(request))
         if let token { response.headers[HTTPField.Name(TableConfiguration.scopeHeader)!] = token }
+        if let horizon { response.headers[HTTPField.Name(TableConfiguration.horizonHeader)!] = horizon.description }
+        if let watermark = page.watermark {
+            response.headers[HTTPField.Name(TableConfiguration.watermarkHeader)!] = watermark.description
+        }
         return response
     }
 

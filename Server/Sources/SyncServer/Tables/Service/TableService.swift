@@ -98,10 +98,11 @@ struct TableService: Sendable {
     }
 
     /// A page of the target table's rows within the caller's scope, in `shape`, with the caller's scope token
-    /// (``GroupRules/scopeToken(_:schema:)``, taken before the page is read). 400 for a query past the limits or a
-    /// `$top` past the table's.
+    /// (``GroupRules/scopeToken(_:schema:)``, taken before the page is read) and, for a pull that changes alone
+    /// cannot answer since tombstones were removed, the table's horizon (``PullHorizon``, read after the page). 400 for
+    /// a query past the limits or a `$top` past the table's.
     func query(_ query: ODataQuery, in target: TableTarget, shape: RowShape) async throws -> (
-        page: QueryPage, scopeToken: String?
+        page: QueryPage, scopeToken: String?, horizon: WireDate?
     ) {
         try checkCost(query)
         let schema = target.schema
@@ -118,7 +119,7 @@ struct TableService: Sendable {
         Counter(label: MetricLabel.rowsReturned, dimensions: [(MetricLabel.table, schema.name.canonical)])
             .increment(by: page.itemCount)
         stats.record { $0.rowsReturned += page.itemCount }
-        return (page, token)
+        return (page, token, PullHorizon.behind(query, horizon: page.horizon))
     }
 
     // MARK: Writes

@@ -1,0 +1,83 @@
+public import Foundation
+import Logging
+import PostgresNIO
+public import SyncCore
+
+extension PostgresTableStore {
+    /// The advisory lock that lets one instance at a time remove tombstones.
+    static let tombstoneLockKey: Int64 = 0x4f66_666c_476f_6e65  // "OfflGone"
+
+    public func removeTombstones(of table: TableName, before cutoff: Date, limit: Int) async throws
+        -> TombstoneRemoval
+    {
+        let name = StoreSQL.quoted(try schemas.require(table).name.canonical)
+        let cutoff = WireDate(cutoff).millisecondsSince1970
+        let logger = self.logger
+        return try await transaction { connection in
+            var removed = 0
+            // Another instance removing meanwhile holds the lock: this one leaves the work to it.
+            let locked = try await connection.query(
+                "SELECT pg_try_advisory_xact_lock(\(Self.tombstoneLockKey))", logger: logger)
+            var holds = false
+            for try await value in locked.decode(Bool.self) { holds = value }
+            if holds {
+                // A per-user table's stamps are unique per owner only: the batch may pass `limit` by a few rows.
+                let newestRows = try await connection.query(
+                    PostgresQuery(
+                        unsafeSQL:
+                            "SELECT max(\"updatedAt\") FROM (SELECT \"updatedAt\" FROM \(name) WHERE \"deleted\" "
+                            + "AND \"updatedAt\" < \(cutoff) ORDER BY \"updatedAt\" LIMIT \(limit)) AS \"batch\""),
+                    logger: logger)
+                var newest: Int64?
+                for try await value in newestRows.decode(Int64?.self) { newest = value }
+                if let newest {
+                    let counted = try await connection.query(
+                        PostgresQuery(
+                            unsafeSQL: "WITH \"gone\" AS (DELETE FROM \(name) WHERE \"deleted\" AND \"updatedAt\" <= "
+                                + "\(newest) RETURNING 1) SELECT count(*) FROM \"gone\""),
+                        logger: logger)
+                    for try await value in counted.decode(Int64.self) { removed = Int(value) }
+                    try await connection.query(
+                        #"UPDATE "__sync_tables" SET "horizon" = GREATEST(coalesce("horizon", 0), \#(newest)) WHERE "name" = \#(table.canonical)"#,
+                        logger: logger)
+                }
+            }
+            return TombstoneRemoval(
+                removed: removed, horizon: try await Self.horizon(of: table, on: connection, logger: logger))
+        }
+    }
+
+    /// The newest stamp the caller's rows may have now (``QueryPage/watermark``): the table's last stamp — for a
+    /// per-user table, the owner's — or the table's horizon when that is later; nil for a scope of every owner of a
+    /// per-user table, and with stamps from the clock alone.
+    static func watermark(
+        _ schema: TableSchema, scope: RowScope, stamping: Stamping, on connection: PostgresConnection, logger: Logger
+    ) async throws -> WireDate? {
+        let table = schema.name.canonical
+        let query: PostgresQuery
+        switch stamping {
+        case .clockOnly:
+            return nil
+        case .serialized where schema.configuration.perUser:
+            guard let owner = scope.owner else { return nil }
+            query =
+                #"SELECT GREATEST((SELECT "lastStamp" FROM "__sync_owner_stamps" WHERE "table" = \#(table) AND "owner" = \#(owner)), (SELECT "horizon" FROM "__sync_tables" WHERE "name" = \#(table)))"#
+        case .serialized, .tableRow:
+            query = #"SELECT GREATEST("lastStamp", "horizon") FROM "__sync_tables" WHERE "name" = \#(table)"#
+        }
+        var stamp: Int64?
+        for try await value in try await connection.query(query, logger: logger).decode(Int64?.self) { stamp = value }
+        return stamp.map(WireDate.init(millisecondsSince1970:))
+    }
+
+    /// The table's horizon as the database holds it now.
+    static func horizon(of table: TableName, on connection: PostgresConnection, logger: Logger) async throws
+        -> WireDate?
+    {
+        let rows = try await connection.query(
+            #"SELECT "horizon" FROM "__sync_tables" WHERE "name" = \#(table.canonical)"#, logger: logger)
+        var horizon: Int64?
+        for try await value in rows.decode(Int64?.self) { horizon = value }
+        return horizon.map(WireDate.init(millisecondsSince1970:))
+    }
+}

@@ -1,0 +1,62 @@
+public import SyncCore
+import SyncOData
+
+/// What one removal of tombstones did (``TableStore/removeTombstones(of:before:limit:)``).
+public struct TombstoneRemoval: Sendable, Equatable {
+    /// How many tombstones it removed.
+    public var removed: Int
+    /// The table's horizon after it: the newest `updatedAt` among every tombstone removed so far, or nil when none was.
+    public var horizon: WireDate?
+
+    /// Creates a removal.
+    ///
+    /// - Parameters:
+    ///   - removed: How many tombstones it removed.
+    ///   - horizon: The table's horizon after it.
+    public init(removed: Int, horizon: WireDate?) {
+        self.removed = removed
+        self.horizon = horizon
+    }
+}
+
+/// The rule of the horizon (docs/retention.md), decided once for every route and dialect: a query that includes
+/// deleted rows is a sync pull, and its filter's bound on `updatedAt` is its cursor — v2's
+/// `updatedAt ge datetimeoffset'…'`, v3's `updatedAt gt cast(…)`, the keyset
+/// `(updatedAt gt T) or ((updatedAt eq T) and (id gt I))`, and the same filter on every `$skip` page. A pull whose
+/// cursor is older than the table's horizon, or that has none, may have missed tombstones that are gone now: changes
+/// alone cannot answer it.
+enum PullHorizon {
+    /// The horizon to tell the caller of `query`, read with its page: `horizon` when the query is a pull that
+    /// changes alone cannot answer, else nil.
+    static func behind(_ query: ODataQuery, horizon: WireDate?) -> WireDate? {
+        guard let horizon, query.includeDeleted else { return nil }
+        if let bound = lowerBound(query.filter), !(bound < horizon) { return nil }
+        return horizon
+    }
+
+    /// The smallest `updatedAt` a row matching `filter` may have, when the filter says one: the greatest bound of the
+    /// terms of an `and`, the smallest of the two sides of an `or` (when both have one); nil when the filter does not
+    /// bound `updatedAt` from below.
+    static func lowerBound(_ filter: ODataExpression?) -> WireDate? {
+        guard let filter else { return nil }
+        switch filter {
+        case .binary(.and, let left, let right):
+            switch (lowerBound(left), lowerBound(right)) {
+            case (let left?, let right?): return max(left, right)
+            case (let one?, nil), (nil, let one?): return one
+            case (nil, nil): return nil
+            }
+        case .binary(.or, let left, let right):
+            guard let left = lowerBound(left), let right = lowerBound(right) else { return nil }
+            return min(left, right)
+        case .binary(let op, .member(let member), .literal(.date(let date, _)))
+        where member == SystemProperty.updatedAt.rawValue && [.gt, .ge, .eq].contains(op):
+            return date
+        case .binary(let op, .literal(.date(let date, _)), .member(let member))
+        where member == SystemProperty.updatedAt.rawValue && [.lt, .le, .eq].contains(op):
+            return date
+        default:
+            return nil
+        }
+    }
+}
