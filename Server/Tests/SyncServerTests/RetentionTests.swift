@@ -1,0 +1,236 @@
+import Foundation
+import HTTPTypes
+import HummingbirdTesting
+import Logging
+import SyncCore
+import SyncOData
+import SyncSQLite
+import Testing
+
+@testable import SyncServer
+
+/// Tombstones that expire (issue 66), on both stores: the store removes tombstones older than a cutoff in batches and
+/// keeps the table's horizon (the newest stamp removed), stamps later writes past it, and tells a pull whose cursor is
+/// older — in every spelling of a cursor, v2 and v3, on `$skip` pages too — while a pull past it, or a read without
+/// deleted rows, hears nothing; the last page of a pull carries a watermark no later write reaches; the collector goes
+/// in batches, and two instances on one PostgreSQL database remove each tombstone once; the settings are checked.
+@Suite(.timeLimit(.minutes(3))) struct RetentionTests {
+    static func table(_ name: String = "Note", perUser: Bool = false) -> TableConfiguration {
+        var table = Fixture.table(name)
+        table.tombstoneRetention = .seconds(3_600)
+        table.perUser = perUser
+        return table
+    }
+
+    static let name = try! TableName("Note")
+
+    /// Inserts `count` rows `n0`, `n1`, … and deletes the first `deleted` of them, in order.
+    static func seed(_ store: any TableStore, count: Int, deleted: Int, scope: RowScope = .everything) async throws {
+        for index in 0..<count {
+            _ = try await store.insert(
+                ["text": .string("row \(index)")], id: try ItemID("n\(index)"), into: name, scope: scope)
+        }
+        for index in 0..<deleted {
+            _ = try await store.delete(try ItemID("n\(index)"), from: name, scope: scope, precondition: nil)
+        }
+    }
+
+    /// Every row, tombstones too, as the store keeps them.
+    static func rows(_ store: any TableStore, scope: RowScope = .everything) async throws -> [JSONValue] {
+        var query = ODataQuery()
+        query.includeDeleted = true
+        query.orderBy = [ODataOrdering("updatedAt")]
+        let page = try await store.query(name, query, scope: scope, limit: 10_000, maxBytes: 1 << 24)
+        return try JSONValue(parsing: String(decoding: page.itemsJSON, as: UTF8.self)).arrayValue ?? []
+    }
+
+    static var ahead: Date { Date().addingTimeInterval(3_600) }
+
+    @Test(arguments: Backend.all)
+    func theStoreRemovesOldTombstonesInBatchesAndKeepsTheNewestStampRemoved(_ backend: Backend) async throws {
+        try await TestDatabase.with(backend) { database in
+            try await Fixture.withTableStore(Fixture.configuration(database, tables: [Self.table()])) { store in
+                try await Self.seed(store, count: 6, deleted: 4)
+                let before = try await Self.rows(store)
+                let stamps = Dictionary(uniqueKeysWithValues: before.map { ($0.itemID!.rawValue, $0.updatedAt!) })
+                // Nothing is old enough yet.
+                #expect(
+                    try await store.removeTombstones(of: Self.name, before: Date(timeIntervalSince1970: 0), limit: 3)
+                        == TombstoneRemoval(removed: 0, horizon: nil))
+                let first = try await store.removeTombstones(of: Self.name, before: Self.ahead, limit: 3)
+                #expect(first == TombstoneRemoval(removed: 3, horizon: stamps["n2"]))
+                let second = try await store.removeTombstones(of: Self.name, before: Self.ahead, limit: 3)
+                #expect(second == TombstoneRemoval(removed: 1, horizon: stamps["n3"]))
+                #expect(try await store.removeTombstones(of: Self.name, before: Self.ahead, limit: 3).removed == 0)
+                let after = try await Self.rows(store)
+                #expect(after.compactMap { $0.itemID?.rawValue } == ["n4", "n5"])
+                #expect(after.allSatisfy { !$0.isDeleted })
+                // A later write is stamped past the horizon, and a page reading deleted rows carries it.
+                let written = try await store.update(
+                    try ItemID("n4"), with: ["text": "later"], in: Self.name, scope: .everything, precondition: nil,
+                    includeDeleted: false)
+                #expect(try #require(written.updatedAt) > stamps["n3"]!)
+                var query = ODataQuery()
+                query.includeDeleted = true
+                let page = try await store.query(Self.name, query, scope: .everything, limit: 10, maxBytes: 1 << 20)
+                #expect(page.horizon == stamps["n3"])
+                #expect(page.watermark == written.updatedAt)
+                query.includeDeleted = false
+                let live = try await store.query(Self.name, query, scope: .everything, limit: 10, maxBytes: 1 << 20)
+                #expect(live.horizon == nil && live.watermark == nil)
+            }
+        }
+    }
+
+    /// SQLite gives the next stamp after the table's newest row: with every row removed and a clock behind the
+    /// horizon, the next write must still pass it (a stamp a device's cursor already passed would never be pulled).
+    @Test func aWriteAfterEveryRowWasRemovedIsStampedPastTheHorizonOnSQLite() async throws {
+        let directory = try TemporaryDirectory()
+        let past = Locked(Date())
+        let store = try SQLiteTableStore(path: directory.databasePath, now: { past.withLock { $0 } })
+        try await store.prepare([Self.table()])
+        try await Self.seed(store, count: 2, deleted: 2)
+        let horizon = try #require(
+            try await store.removeTombstones(of: Self.name, before: Self.ahead, limit: 10).horizon)
+        #expect(try await Self.rows(store).isEmpty)
+        past.withLock { $0 = horizon.date.addingTimeInterval(-60) }  // a clock set back
+        let item = try await store.insert(["text": "new"], id: ItemID("n9"), into: Self.name, scope: .everything)
+        #expect(try #require(item.updatedAt) > horizon)
+    }
+
+    /// A per-user table's page carries the owner's watermark on PostgreSQL (each owner's stamps are their own).
+    @Test(arguments: Backend.all)
+    func aPerUserPageCarriesTheOwnersWatermark(_ backend: Backend) async throws {
+        try await TestDatabase.with(backend) { database in
+            let configuration = Fixture.configuration(database, tables: [Self.table(perUser: true)])
+            try await Fixture.withTableStore(configuration) { store in
+                let alice = RowScope(owner: "alice")
+                try await Self.seed(store, count: 3, deleted: 1, scope: alice)
+                var query = ODataQuery()
+                query.includeDeleted = true
+                let page = try await store.query(Self.name, query, scope: alice, limit: 10, maxBytes: 1 << 20)
+                let newest = try await Self.rows(store, scope: alice).compactMap(\.updatedAt).max()
+                #expect(page.watermark == newest)
+                let bob = try await store.query(
+                    Self.name, query, scope: RowScope(owner: "bob"), limit: 10, maxBytes: 1 << 20)
+                if backend == .postgres { #expect(bob.watermark == nil) }  // bob never wrote: no stamp of his
+            }
+        }
+    }
+
+    @Test(arguments: Backend.all)
+    func aPullOlderThanTheHorizonIsToldSoInEverySpellingOfItsCursor(_ backend: Backend) async throws {
+        try await TestDatabase.with(backend) { database in
+            var settings = Fixture.configuration(database, tables: [Self.table()])
+            settings.tables[0].pageSize = 2
+            let configuration = settings
+            try await Fixture.withTableStore(configuration) { store in
+                try await Self.seed(store, count: 6, deleted: 3)
+                // n3, n4, n5 live, then the tombstones of n0, n1, n2.
+                let rows = try await Self.rows(store)
+                let stamps = Dictionary(uniqueKeysWithValues: rows.map { ($0.itemID!.rawValue, $0.updatedAt!) })
+                _ = try await store.removeTombstones(of: Self.name, before: Self.ahead, limit: 2)  // n0, n1
+                let (old, horizon, newer) = (stamps["n3"]!, stamps["n1"]!, stamps["n2"]!)
+                let app = try await buildApplication(configuration)
+                try await app.test(.router) { client in
+                    func answer(_ filter: String?, v3: Bool = false, deleted: Bool = true, extra: String = "")
+                        async throws -> Reply
+                    {
+                        var query =
+                            filter.map {
+                                "$filter=\($0.addingPercentEncoding(withAllowedCharacters: .alphanumerics)!)&"
+                            } ?? ""
+                        if deleted { query += v3 ? "__includedeleted=true" : "__includeDeleted=true" }
+                        query += extra
+                        let headers: HTTPFields = v3 ? [HTTPField.Name("ZUMO-API-VERSION")!: "3.0.0"] : [:]
+                        let reply = try await client.send(
+                            .get, "/tables/Note?\(query)", headers: headers, versioned: !v3)
+                        #expect(reply.status == .ok, "\(query): \(reply.text)")
+                        return reply
+                    }
+                    let told = horizon.description
+                    let v2 = { (date: WireDate) in "datetimeoffset'\(date)'" }
+                    let v3 = { (date: WireDate) in "cast(\(date),Edm.DateTimeOffset)" }
+                    // Cursors older than the horizon, as each client spells them.
+                    for (filter, isV3) in [
+                        ("updatedAt ge \(v2(old))", false),
+                        ("(text ne 'x') and (updatedAt gt \(v2(old)))", false),
+                        ("(updatedAt gt \(v2(old))) or ((updatedAt eq \(v2(old))) and (id gt 'n0'))", false),
+                        ("updatedAt gt \(v3(old))", true),
+                        ("(updatedAt gt \(v3(old))) or ((updatedAt eq \(v3(old))) and (id gt 'n0'))", true),
+                    ] {
+                        #expect(try await answer(filter, v3: isV3)["X-Sync-Horizon"] == told, "\(filter)")
+                    }
+                    // No cursor at all; a $skip page of an old cursor.
+                    #expect(try await answer(nil)["X-Sync-Horizon"] == told)
+                    #expect(try await answer("updatedAt ge \(v2(old))", extra: "&$skip=2")["X-Sync-Horizon"] == told)
+                    // Not behind: a cursor at or past the horizon, a bound on another field alone, no deleted rows.
+                    for filter in [
+                        "updatedAt ge \(v2(horizon))", "updatedAt gt \(v2(old)) and updatedAt ge \(v2(newer))",
+                    ] {
+                        #expect(try await answer(filter)["X-Sync-Horizon"] == nil, "\(filter)")
+                    }
+                    #expect(
+                        try await answer("(updatedAt gt \(v2(old))) or (text eq 'x')")["X-Sync-Horizon"] == told)
+                    #expect(try await answer("updatedAt ge \(v2(old))", deleted: false)["X-Sync-Horizon"] == nil)
+                    // The watermark: on the last page only.
+                    let first = try await answer("updatedAt ge \(v2(old))")
+                    #expect(first["Link"] != nil && first["X-Sync-Watermark"] == nil)
+                    let last = try await answer("updatedAt ge \(v2(newer))")
+                    #expect(last["Link"] == nil)
+                    #expect(last["X-Sync-Watermark"] == newer.description)
+                }
+            }
+        }
+    }
+
+    /// 1,200 tombstones in two batches; on PostgreSQL two instances collecting at once remove each once.
+    @Test(arguments: Backend.all)
+    func theCollectorGoesInBatchesAndInstancesTakeTurns(_ backend: Backend) async throws {
+        try await TestDatabase.with(backend) { database in
+            var settings = Fixture.configuration(database, tables: [Self.table()])
+            settings.now = { Date().addingTimeInterval(7_200) }  // past the hour's retention
+            let configuration = settings
+            try await Fixture.withTableStore(configuration) { store in
+                try await store.atomically { set in try await Self.seed(set, count: 1_300, deleted: 1_200) }
+                let one = try #require(TombstoneCollector(tables: store, configuration: configuration))
+                #expect(one.interval == .seconds(360))
+                #expect(TombstoneCollector(tables: store, configuration: Fixture.configuration(database)) == nil)
+                guard backend == .postgres else {
+                    #expect(try await one.collect() == 1_200)
+                    return
+                }
+                try await Fixture.withTableStore(configuration) { other in
+                    let two = try #require(TombstoneCollector(tables: other, configuration: configuration))
+                    async let first = one.collect()
+                    async let second = two.collect()
+                    let (a, b) = try await (first, second)
+                    // The one that waited may find some left when the other let go between batches: none twice.
+                    #expect(a + b + (try await one.collect()) == 1_200)
+                }
+            }
+        }
+    }
+
+    @Test func theRetentionIsASoftDeleteTablesAndAtLeastASecond() throws {
+        func tables(_ json: String) throws -> [TableConfiguration] {
+            try ConfigurationFile(document: try ConfigurationFile.parseDocument(json, isYAML: false)).tables
+        }
+        #expect(
+            try tables(#"{"tables": [{"name": "Note", "tombstoneRetention": 86400}]}"#).first?.tombstoneRetention
+                == .seconds(86_400))
+        #expect(try tables(#"{"tables": [{"name": "Note"}]}"#).first?.tombstoneRetention == nil)
+        for (json, message) in [
+            (#"{"tables": [{"name": "Note", "softDelete": false, "tombstoneRetention": 60}]}"#, "soft-delete table"),
+            (#"{"tables": [{"name": "Note", "tombstoneRetention": 0}]}"#, "at least 1 second"),
+            (#"{"tables": [{"name": "Note", "tombstoneRetention": "a day"}]}"#, "whole number"),
+        ] {
+            do {
+                _ = try tables(json)
+                Issue.record("\(json) was taken")
+            } catch {
+                #expect("\(error)".contains(message), "\(error)")
+            }
+        }
+    }
+}
