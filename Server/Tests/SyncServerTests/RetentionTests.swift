@@ -184,6 +184,43 @@ import Testing
         }
     }
 
+    /// A table that refuses stale pulls answers an old client's pull past the horizon 410, with what to do; a first
+    /// download, a pull past the horizon and a client that reconciles (the SDK's `HZ` feature) are answered as ever.
+    @Test(arguments: Backend.all)
+    func aTableThatRefusesStalePullsAnswersOldClients410(_ backend: Backend) async throws {
+        try await TestDatabase.with(backend) { database in
+            var settings = Fixture.configuration(database, tables: [Self.table()])
+            settings.tables[0].refusesStalePulls = true
+            let configuration = settings
+            try await Fixture.withTableStore(configuration) { store in
+                try await Self.seed(store, count: 3, deleted: 2)
+                let rows = try await Self.rows(store)
+                let stamps = Dictionary(uniqueKeysWithValues: rows.map { ($0.itemID!.rawValue, $0.updatedAt!) })
+                _ = try await store.removeTombstones(of: Self.name, before: Self.ahead, limit: 1)  // n0
+                let app = try await buildApplication(configuration)
+                try await app.test(.router) { client in
+                    func status(after stamp: WireDate?, features: String? = nil) async throws -> Reply {
+                        var query = "__includeDeleted=true"
+                        if let stamp {
+                            query +=
+                                "&$filter=" + "updatedAt ge datetimeoffset'\(stamp)'".addingPercentEncoding(
+                                    withAllowedCharacters: .alphanumerics)!
+                        }
+                        var headers: HTTPFields = [:]
+                        if let features { headers[HTTPField.Name("X-ZUMO-FEATURES")!] = features }
+                        return try await client.send(.get, "/tables/Note?\(query)", headers: headers)
+                    }
+                    let stale = try await status(after: stamps["n2"]!)
+                    #expect(stale.status == .gone)
+                    #expect(stale.error?.contains("clear the table's local data") == true, "\(stale.text)")
+                    #expect(try await status(after: stamps["n2"]!, features: "TQ,OL,IP,HZ").status == .ok)
+                    #expect(try await status(after: nil).status == .ok)
+                    #expect(try await status(after: stamps["n0"]!).status == .ok)
+                }
+            }
+        }
+    }
+
     /// 1,200 tombstones in two batches; on PostgreSQL two instances collecting at once remove each once.
     @Test(arguments: Backend.all)
     func theCollectorGoesInBatchesAndInstancesTakeTurns(_ backend: Backend) async throws {
@@ -220,10 +257,13 @@ import Testing
             try tables(#"{"tables": [{"name": "Note", "tombstoneRetention": 86400}]}"#).first?.tombstoneRetention
                 == .seconds(86_400))
         #expect(try tables(#"{"tables": [{"name": "Note"}]}"#).first?.tombstoneRetention == nil)
+        #expect(
+            try tables(#"{"tables": [{"name": "Note", "refuseStalePulls": true}]}"#).first?.refusesStalePulls == true)
         for (json, message) in [
             (#"{"tables": [{"name": "Note", "softDelete": false, "tombstoneRetention": 60}]}"#, "soft-delete table"),
             (#"{"tables": [{"name": "Note", "tombstoneRetention": 0}]}"#, "at least 1 second"),
             (#"{"tables": [{"name": "Note", "tombstoneRetention": "a day"}]}"#, "whole number"),
+            (#"{"tables": [{"name": "Note", "refuseStalePulls": "yes"}]}"#, "refuseStalePulls"),
         ] {
             do {
                 _ = try tables(json)

@@ -26,7 +26,8 @@ extension PullRunner {
         var query = Self.pageQuery(filter: filter, after: cursor, pageSize: pageSize)
         query.includeTotalCount = count
         query.select = select
-        let features = cursor == nil ? ["TQ", "OL"] : ["TQ", "OL", "IP"]
+        // HZ [ours]: this client reconciles by itself when told the table's horizon (PullRunner+Horizon.swift).
+        let features = cursor == nil ? ["TQ", "OL", "HZ"] : ["TQ", "OL", "IP", "HZ"]
         var log = logger
         log[metadataKey: SyncLogKey.table] = "\(table)"
         let dialect = endpoint.wire.odata
@@ -98,7 +99,7 @@ extension PullRunner {
         guard
             let response = try? await endpoint.send(
                 "GET", endpoint.url(table, query: query.queryString(dialect: endpoint.wire.odata)),
-                features: ["TQ", "OL", "IP"]),
+                features: ["TQ", "OL", "IP", "HZ"]),
             response.status == 200, var page = Self.page(of: response, wire: endpoint.wire), !page.items.isEmpty
         else { return nil }
         page.isLast = !page.hasNextLink && page.items.count < pageSize

@@ -21,7 +21,8 @@ import Yams
 /// `authenticated`, `disabled` or `{"subjects": [...], "roles": [...]}`; a table's `access` is one
 /// access for every operation, or `{"read": …, "insert": …, "update": …, "delete": …}`.
 /// `"autoIncrement": true` gives a table integer ids the server assigns (``TableConfiguration/integerIDs``);
-/// `"tombstoneRetention": SECONDS` removes its tombstones that old (``TableConfiguration/tombstoneRetention``).
+/// `"tombstoneRetention": SECONDS` removes its tombstones that old (``TableConfiguration/tombstoneRetention``), and
+/// `"refuseStalePulls": true` answers older clients' pulls past them 410 (``TableConfiguration/refusesStalePulls``).
 public struct ConfigurationFile: Sendable {
     /// The tables, in file order.
     public var tables: [TableConfiguration] = []
@@ -206,6 +207,7 @@ extension TableConfiguration {
         table.maxNewColumnsPerWrite = try entry.integer("maxNewColumnsPerWrite", default: table.maxNewColumnsPerWrite)
         table.perUser = try entry.bool("perUser", default: false)
         table.integerIDs = try entry.bool("autoIncrement", default: false)
+        table.refusesStalePulls = try entry.bool("refuseStalePulls", default: false)
         if members["tombstoneRetention"] != nil {
             table.tombstoneRetention = .seconds(try entry.integer("tombstoneRetention", default: 0))
         }
@@ -251,7 +253,7 @@ private struct TableEntry {
     static let known: Set<String> = [
         "name", "softDelete", "pageSize", "maxTop", "maxColumns", "maxNewColumnsPerWrite", "columns", "perUser",
         "access", "collation", "collations", "claimScope", "membershipScope", "members", "attachments",
-        "autoIncrement", "tombstoneRetention",
+        "autoIncrement", "tombstoneRetention", "refuseStalePulls",
     ]
 
     let members: [String: JSONValue]

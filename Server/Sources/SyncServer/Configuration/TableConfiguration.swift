@@ -20,6 +20,12 @@ public struct TableConfiguration: Sendable, Hashable {
     /// (``horizonHeader``) and reconciles by itself; one that syncs at least once within the retention never has to.
     /// At least one second; only with ``softDelete``.
     public var tombstoneRetention: Duration?
+    /// Whether an incremental pull older than the table's horizon is answered 410 Gone, with a message that says to
+    /// clear the table's local data and pull again, when the client does not say it reconciles by itself (the
+    /// OfflineSync SDK says so): an Azure Mobile Apps or Datasync client would otherwise keep the rows deleted since,
+    /// silently. A first download (a pull without a cursor) is answered as ever. Default false: such a client is
+    /// answered the changes, and keeps those rows (docs/retention.md).
+    public var refusesStalePulls = false
     /// The most rows one response carries. Default 50.
     public var pageSize: Int
     /// The largest `$top` a query may ask for; more is a 400. Default 1000.

@@ -34,6 +34,17 @@ enum PullHorizon {
         return horizon
     }
 
+    /// Whether `query` is an incremental pull whose cursor is older than `horizon`: a device that held rows since
+    /// then and may keep some that were deleted. (A pull without a cursor is a first download, and misses nothing.)
+    static func isStale(_ query: ODataQuery, horizon: WireDate?) -> Bool {
+        guard let horizon, query.includeDeleted, let bound = lowerBound(query.filter) else { return false }
+        return bound < horizon
+    }
+
+    /// The feature code (`X-ZUMO-FEATURES`) of a client that reconciles by itself when told the horizon [ours]: the
+    /// OfflineSync SDK sends it on its pulls.
+    static let reconcilesFeature = "HZ"
+
     /// The smallest `updatedAt` a row matching `filter` may have, when the filter says one: the greatest bound of the
     /// terms of an `and`, the smallest of the two sides of an `or` (when both have one); nil when the filter does not
     /// bound `updatedAt` from below.

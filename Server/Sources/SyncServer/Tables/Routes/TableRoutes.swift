@@ -26,8 +26,10 @@ struct TableRoutes: Sendable {
     func query(_ request: Request, _ context: SyncRequestContext) async throws -> Response {
         let target = try await service.target(nil, context.call)
         let query = try context.wire.query(request.uri.query ?? "")
+        let features = request.headers[HTTPField.Name("X-ZUMO-FEATURES")!] ?? ""
         let (page, token, horizon) = try await service.query(
-            query, in: target, shape: context.wire.rowShape(for: query))
+            query, in: target, shape: context.wire.rowShape(for: query),
+            reconciles: features.split(separator: ",").contains { $0 == PullHorizon.reconcilesFeature })
         var response = context.wire.page(page, query: query, links: LinkBuilder(request))
         if let token { response.headers[HTTPField.Name(TableConfiguration.scopeHeader)!] = token }
         if let horizon { response.headers[HTTPField.Name(TableConfiguration.horizonHeader)!] = horizon.description }

@@ -100,10 +100,12 @@ struct TableService: Sendable {
     /// A page of the target table's rows within the caller's scope, in `shape`, with the caller's scope token
     /// (``GroupRules/scopeToken(_:schema:)``, taken before the page is read) and, for a pull that changes alone
     /// cannot answer since tombstones were removed, the table's horizon (``PullHorizon``, read after the page). 400 for
-    /// a query past the limits or a `$top` past the table's.
-    func query(_ query: ODataQuery, in target: TableTarget, shape: RowShape) async throws -> (
-        page: QueryPage, scopeToken: String?, horizon: WireDate?
-    ) {
+    /// a query past the limits or a `$top` past the table's; 410 for an incremental pull older than the horizon, from a
+    /// client that does not say it `reconciles`, of a table that refuses such pulls
+    /// (``TableConfiguration/refusesStalePulls``).
+    func query(_ query: ODataQuery, in target: TableTarget, shape: RowShape, reconciles: Bool = true) async throws
+        -> (page: QueryPage, scopeToken: String?, horizon: WireDate?)
+    {
         try checkCost(query)
         let schema = target.schema
         let configuration = schema.configuration
@@ -119,6 +121,13 @@ struct TableService: Sendable {
         Counter(label: MetricLabel.rowsReturned, dimensions: [(MetricLabel.table, schema.name.canonical)])
             .increment(by: page.itemCount)
         stats.record { $0.rowsReturned += page.itemCount }
+        if !reconciles, configuration.refusesStalePulls, PullHorizon.isStale(query, horizon: page.horizon) {
+            throw APIError(
+                .gone,
+                "This device's copy of \(schema.name) is older than the deletes the server still remembers (its "
+                    + "tombstones were removed after \(configuration.tombstoneRetention.map { "\($0.components.seconds)" } ?? "?") s): "
+                    + "clear the table's local data and pull it again")
+        }
         return (page, token, PullHorizon.behind(query, horizon: page.horizon))
     }
 
