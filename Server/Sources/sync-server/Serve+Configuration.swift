@@ -108,6 +108,7 @@ extension Serve {
         }
         if let tombstoneRetention {
             guard tombstoneRetention >= 1 else { throw ConfigurationError("--tombstone-retention must be at least 1") }
+            if configuration.tables.isEmpty { configuration.tables = [.todoItem] }  // what would be served
             for index in configuration.tables.indices
             where configuration.tables[index].softDelete && configuration.tables[index].tombstoneRetention == nil {
                 configuration.tables[index].tombstoneRetention = .seconds(tombstoneRetention)

@@ -82,6 +82,25 @@ import Testing
         }
     }
 
+    /// An after-commit hook that never succeeded keeps the writes of a row in the outbox; once its tombstone goes,
+    /// they go too — the row's content outlives the retention nowhere — and the other rows' stay.
+    @Test(arguments: Backend.all)
+    func theUndeliveredWritesOfARemovedRowGoWithIt(_ backend: Backend) async throws {
+        try await TestDatabase.with(backend) { database in
+            var table = Self.table()
+            table.recordsCommits = true
+            try await Fixture.withTableStore(Fixture.configuration(database, tables: [table])) { store in
+                try await Self.seed(store, count: 2, deleted: 1)
+                let held = try await store.leaseCommits(limit: 10, for: .milliseconds(1))
+                #expect(held.compactMap(\.id).sorted() == ["n0", "n0", "n1"])
+                #expect(try await store.removeTombstones(of: Self.name, before: Self.ahead, limit: 10).removed == 1)
+                try await Task.sleep(for: .milliseconds(20))  // the lease ends
+                let left = try await store.leaseCommits(limit: 10, for: .seconds(60))
+                #expect(left.compactMap(\.id) == ["n1"])
+            }
+        }
+    }
+
     /// SQLite gives the next stamp after the table's newest row: with every row removed and a clock behind the
     /// horizon, the next write must still pass it (a stamp a device's cursor already passed would never be pulled).
     @Test func aWriteAfterEveryRowWasRemovedIsStampedPastTheHorizonOnSQLite() async throws {

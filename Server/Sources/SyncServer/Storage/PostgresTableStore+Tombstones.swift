@@ -10,7 +10,8 @@ extension PostgresTableStore {
     public func removeTombstones(of table: TableName, before cutoff: Date, limit: Int) async throws
         -> TombstoneRemoval
     {
-        let name = StoreSQL.quoted(try schemas.require(table).name.canonical)
+        let schema = try schemas.require(table)
+        let name = StoreSQL.quoted(schema.name.canonical)
         let cutoff = WireDate(cutoff).millisecondsSince1970
         let logger = self.logger
         return try await transaction { connection in
@@ -31,6 +32,15 @@ extension PostgresTableStore {
                 var newest: Int64?
                 for try await value in newestRows.decode(Int64?.self) { newest = value }
                 if let newest {
+                    if schema.configuration.recordsCommits {
+                        // Undelivered writes of the rows that go: what was deleted does not outlive the retention there.
+                        try await connection.query(
+                            PostgresQuery(
+                                unsafeSQL: "DELETE FROM \"\(CommitOutbox.table)\" WHERE \"table\" = '\(table.canonical)' "
+                                    + "AND (\"item\"::jsonb ->> 'id') IN (SELECT \"id\" FROM \(name) WHERE \"deleted\" "
+                                    + "AND \"updatedAt\" <= \(newest))"),
+                            logger: logger)
+                    }
                     let counted = try await connection.query(
                         PostgresQuery(
                             unsafeSQL: "WITH \"gone\" AS (DELETE FROM \(name) WHERE \"deleted\" AND \"updatedAt\" <= "

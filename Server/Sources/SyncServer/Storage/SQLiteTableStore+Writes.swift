@@ -199,7 +199,8 @@ extension SQLiteTableStore {
     public func removeTombstones(of table: TableName, before cutoff: Date, limit: Int) async throws
         -> TombstoneRemoval
     {
-        let name = StoreSQL.quoted(try schemas.require(table).name.canonical)
+        let schema = try schemas.require(table)
+        let name = StoreSQL.quoted(schema.name.canonical)
         let cutoff = WireDate(cutoff).millisecondsSince1970
         return try await write { db in
             // Stamps are unique within a table: the batch is the tombstones up to its newest.
@@ -210,6 +211,14 @@ extension SQLiteTableStore {
                 arguments: [cutoff, limit])
             var removed = 0
             if let newest {
+                if schema.configuration.recordsCommits {
+                    // Undelivered writes of the rows that go: what was deleted does not outlive the retention there.
+                    try db.execute(
+                        sql: "DELETE FROM \"\(CommitOutbox.table)\" WHERE \"table\" = ? AND "
+                            + "CAST(json_extract(\"item\", '$.id') AS TEXT) IN "
+                            + "(SELECT \"id\" FROM \(name) WHERE \"deleted\" = 1 AND \"updatedAt\" <= ?)",
+                        arguments: [table.canonical, newest])
+                }
                 try db.execute(
                     sql: "DELETE FROM \(name) WHERE \"deleted\" = 1 AND \"updatedAt\" <= ?", arguments: [newest])
                 removed = db.changesCount
