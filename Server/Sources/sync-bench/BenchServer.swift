@@ -82,7 +82,7 @@ struct BenchServer {
     static func run<T: Sendable>(
         _ database: DatabaseLocation, stamping: PostgresTableStore.Stamping = .serialized, perUser: Bool = false,
         shared: Bool = false, pageSize: Int = 1000, compressing: Bool = false, hooks: TableHooks? = nil,
-        attachments: Bool = false, _ body: @Sendable (BenchServer) async throws -> T
+        attachments: Bool = false, retention: Duration? = nil, _ body: @Sendable (BenchServer) async throws -> T
     ) async throws -> T {
         var configuration = SyncServerConfiguration()
         configuration.hooks = hooks.map { ["TodoItem": $0] } ?? [:]
@@ -92,6 +92,7 @@ struct BenchServer {
         configuration.compressionMinimumSize = compressing ? 1024 : nil
         var table = try todoItem(pageSize: pageSize)
         table.perUser = perUser
+        table.tombstoneRetention = retention
         if attachments {
             table.attachmentColumns = ["file"]
             configuration.attachments.maxSize = 2_000_000_000

@@ -12,8 +12,8 @@ import SyncServer
 /// The cases against PostgreSQL, on the database `--database` names: its `TodoItem` table is dropped
 /// and created again for each case.
 extension Cases {
-    /// `server.page.pg`, `pull.initial.pg`, `server.write.pg`, `server.write.peruser.pg` and `server.write.aftercommit.pg`,
-    /// as `wanted` selects.
+    /// `server.page.pg`, `pull.initial.pg`, `server.write.pg`, `server.write.peruser.pg`, `storage.churn.pg` and
+    /// `server.write.aftercommit.pg`, as `wanted` selects.
     func postgres(url: String, rows: Int, wanted: (String) -> Bool) async throws -> [BenchResult] {
         let database = DatabaseLocation.postgres(url: url)
         var results: [BenchResult] = []
@@ -28,6 +28,7 @@ extension Cases {
         }
         if wanted("server.write.pg") { results.append(try await serverWritePostgres(url)) }
         if wanted("server.write.peruser.pg") { results.append(try await serverWritePerUserPostgres(url)) }
+        if wanted("storage.churn.pg") { results += try await storageChurn(rows: rows * 10, database: database) }
         if wanted("server.write.aftercommit.pg") {
             results.append(
                 try await serverWriteHook(

@@ -51,6 +51,27 @@ extension ChaosRun {
         return failures
     }
 
+    /// The check of a run with tombstones that expire (``Settings/retention``), after settling: no row a device deleted
+    /// (acknowledged) is live on the server — every device equals the server, checked before — unless a device was
+    /// shown a conflict for it (whose choice may rightly bring it back). Returns the problems and the report's line.
+    static func checkDeletesStay(rows: [JSONValue], devices: [Device]) -> ([String], String) {
+        let live = Set(rows.filter { !$0.isDeleted }.compactMap { $0["id"]?.stringValue })
+        let excused = devices.reduce(into: Set<String>()) { $0.formUnion($1.conflicted) }
+        var problems: [String] = []
+        for device in devices {
+            for id in device.acknowledgedDeletes.sorted() where live.contains(id) && !excused.contains(id) {
+                problems.append("\(device.name) deleted \(id.prefix(8)) (acknowledged), and it is live again")
+            }
+        }
+        func total(_ count: (Device) -> Int) -> Int { devices.map(count).reduce(0, +) }
+        let line =
+            "  retention: \(retentionSeconds) s; \(total(\.awaySpells)) spells away; "
+            + "\(devices.filter { $0.reconciliations > 0 }.count) of \(devices.count) devices past the horizon, "
+            + "\(total(\.reconciliations)) listing(s), \(total(\.reconciledRows)) rows reconciled; "
+            + "\(total(\.acknowledgedDeletes.count)) acknowledged deletes, back: \(problems.count)"
+        return (problems, line)
+    }
+
     /// The live rows as `todo list --json` shows items: id → "text|complete".
     static func items(of rows: [JSONValue]) -> [String: String] {
         Dictionary(

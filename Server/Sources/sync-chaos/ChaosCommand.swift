@@ -31,6 +31,12 @@ struct ChaosCommand: AsyncParsableCommand {
             "Even-numbered devices edit only text, odd ones only done/not done, of the first six items: the edits must merge."
     )
     var fields = false
+    @Flag(
+        help: ArgumentHelp(
+            "Serve with a 2-second tombstone retention; devices go away 3–5 s at random (after a write or two) while "
+                + "others delete and edit: what was deleted must not come back.",
+            discussion: "The report counts the spells away, the syncs that reconciled and the rows they removed."))
+    var retention = false
     @Flag(help: "Encrypt each device's store with a key of its own (todo --key-file); check no file holds a text.")
     var encrypted = false
     @Flag(help: "Serve from a PostgreSQL of each seed's own (PostgreSQL's binaries needed) instead of SQLite.")
@@ -47,8 +53,8 @@ struct ChaosCommand: AsyncParsableCommand {
     var directory: String?
 
     func validate() throws {
-        guard [perUser, shared, attachments, fields].filter({ $0 }).count <= 1 else {
-            throw ValidationError("--per-user, --shared, --attachments and --fields are separate runs")
+        guard [perUser, shared, attachments, fields, retention].filter({ $0 }).count <= 1 else {
+            throw ValidationError("--per-user, --shared, --attachments, --fields and --retention are separate runs")
         }
         guard !(postgres && attachments) else {
             throw ValidationError("--attachments checks the files of the SQLite server's folder: not with --postgres")
@@ -76,8 +82,8 @@ struct ChaosCommand: AsyncParsableCommand {
             devices: devices, steps: steps, faultRate: faultRate, timeLimit: timeLimit,
             todo: binaries.appendingPathComponent("todo").path,
             server: binaries.appendingPathComponent("sync-server").path, directory: folder, perUser: perUser,
-            shared: shared, attachments: attachments, fields: fields, encrypted: encrypted, protocols: wireProtocol,
-            postgres: postgres, latencyMilliseconds: latencyMs)
+            shared: shared, attachments: attachments, fields: fields, retention: retention, encrypted: encrypted,
+            protocols: wireProtocol, postgres: postgres, latencyMilliseconds: latencyMs)
         for seed in seed {
             let report = try await ChaosRun(seed: seed, settings: settings).run()
             report.lines.forEach(say)

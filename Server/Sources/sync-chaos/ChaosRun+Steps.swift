@@ -99,6 +99,7 @@ extension ChaosRun {
                 try FileManager.default.createDirectory(at: files, withIntermediateDirectories: true)
             }
         }
+        if settings.retention { for device in devices { device.goesAway = true } }
         if settings.fields {
             for device in devices { (device.byFields, device.editsCompletion) = (true, device.index % 2 == 1) }
             try await Self.meetOnOneItem(devices, proxy: proxy, faultRate: settings.faultRate)
@@ -177,6 +178,11 @@ extension ChaosRun {
         }
         if settings.fields { report.failures += Self.checkFields(rows: rows, devices: devices) }
         var lines: [String] = []
+        if settings.retention {
+            let (problems, line) = Self.checkDeletesStay(rows: rows, devices: devices)
+            report.failures += problems
+            lines.append(line)
+        }
         if settings.attachments {
             let (problems, line) = try await Self.checkAttachments(
                 server: server, rows: rows, devices: devices,

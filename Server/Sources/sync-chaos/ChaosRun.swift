@@ -37,6 +37,9 @@ struct ChaosRun {
         /// `complete`): edits of different fields must merge by themselves (issue 47) — no conflict, and each
         /// survives.
         var fields = false
+        /// Whether the server removes tombstones older than ``retentionSeconds`` (issue 66) and devices go away longer
+        /// than that at random: each deleted row must stay gone, on the server and on every device.
+        var retention = false
         /// Whether each device's store is encrypted (docs/encryption.md, issue 48), with a key of its own: after the
         /// run, no store file holds SQLite's header or a text of the server's rows.
         var encrypted = false
@@ -73,6 +76,9 @@ struct ChaosRun {
 
     let seed: UInt64
     let settings: Settings
+
+    /// The tombstone retention of a ``Settings/retention`` run: its server collects every second.
+    static let retentionSeconds = 2
 
     func run() async throws -> Report {
         guard settings.postgres else {
@@ -122,6 +128,7 @@ struct ChaosRun {
                 .write(to: config, atomically: true, encoding: .utf8)
             options = ["--config", config.path, "--max-attachment-size", "16000000"]
         }
+        if settings.retention { options += ["--tombstone-retention", "\(Self.retentionSeconds)"] }
         let server = ChaosServer(
             executable: settings.server, port: try freePort(),
             database: database, options: options,

@@ -28,6 +28,14 @@ final class Device: @unchecked Sendable {  // @unchecked: used by one thread at 
     var completions: [(id: String, complete: Bool, acknowledged: Bool)] = []
     /// Ids of items a delete was started for (acknowledged or killed).
     var deletes: Set<String> = []
+    /// Ids of items whose delete `todo` acknowledged.
+    var acknowledgedDeletes: Set<String> = []
+    /// In a run with tombstones that expire (``ChaosRun/Settings/retention``): whether the device goes away at random,
+    /// how often it did, and what its syncs said of the listings that followed.
+    var goesAway = false
+    var awaySpells = 0
+    var reconciliations = 0
+    var reconciledRows = 0
     /// Ids of items whose conflict this device resolved by taking the server's version.
     var yielded: Set<String> = []
     /// Ids of items this device was shown a conflict or refusal for.
@@ -157,6 +165,7 @@ final class Device: @unchecked Sendable {  // @unchecked: used by one thread at 
         if files != nil, roll < 0.15 {
             return try await attach(killAfter: roll < 0.03 ? 20 + Int(random.next() % 200) : nil)
         }
+        if goesAway, roll < 0.05 { return try await goAway() }
         if byFields {
             // Mostly edits of a few shared rows, and syncs seldom enough that devices edit them at once.
             switch roll {
@@ -282,8 +291,16 @@ final class Device: @unchecked Sendable {  // @unchecked: used by one thread at 
         guard !ids.isEmpty else { return }
         let id = ids[Int(random.next() % UInt64(ids.count))]
         deletes.insert(id)
-        _ = try await run(["delete", id])
+        if try await run(["delete", id]).status == 0 { acknowledgedDeletes.insert(id) }
         events.record(.unsure(item: id))
+    }
+
+    /// A spell away, longer than the server keeps tombstones: an edit or a delete of what the device holds, made
+    /// offline, then 3–5 s with no sync while the others go on; its next sync meets the tombstones removed meanwhile.
+    func goAway() async throws {
+        awaySpells += 1
+        if random.next() % 2 == 0 { try await edit(killAfter: nil) } else { try await delete() }
+        try await Task.sleep(for: .milliseconds(3_000 + Int(random.next() % 2_000)))
     }
 
     /// `todo sync`; when it reports changes waiting, the person looks at them and picks a choice —
@@ -303,6 +320,14 @@ final class Device: @unchecked Sendable {  // @unchecked: used by one thread at 
             if part.hasSuffix(" change set(s) refused whole") { setsRefused += count }
         }
         if result.output.contains("Lists and members kept changing") { listPullsNotApplied += 1 }
+        // "Away longer than the server keeps deletes: … (N listing(s)), removed M deleted meanwhile."
+        if let line = result.output.split(separator: "\n").first(where: { $0.hasPrefix("Away longer") }) {
+            let numbers = line.split(whereSeparator: { !$0.isNumber }).compactMap { Int($0) }
+            if numbers.count >= 2 {
+                reconciliations += numbers[numbers.count - 2]
+                reconciledRows += numbers[numbers.count - 1]
+            }
+        }
         if result.status == 1, settling || random.nextDouble() < 0.5 {
             try await resolveWhatIsShown(settling: settling)
         }

@@ -44,6 +44,8 @@ extension TodoApp {
             var all = summary
             all.appliedCount += shared.map(\.appliedCount).reduce(0, +)
             all.removedCount += shared.map(\.removedCount).reduce(0, +)
+            all.reconciliations += shared.map(\.reconciliations).reduce(0, +)
+            all.reconciledCount += shared.map(\.reconciledCount).reduce(0, +)
             return (all, listsStillChanging)
         } catch let error as PullError {
             switch error {
@@ -83,6 +85,11 @@ struct Sync: AsyncParsableCommand {
                     + "received \(summary.appliedCount) item(s).")
             if summary.removedCount > 0 {
                 print("Removed \(summary.removedCount) row(s) of lists no longer shared with you.")
+            }
+            if summary.reconciliations > 0 {
+                print(
+                    "Away longer than the server keeps deletes: checked this device's rows with the server "
+                        + "(\(summary.reconciliations) listing(s)), removed \(summary.reconciledCount) deleted meanwhile.")
             }
             if listsStillChanging { print(Self.listsStillChanging) }
             try await app.failIfChangesWait()

@@ -55,7 +55,7 @@ import Testing
         case .sqlite(let path):
             let store = try SQLiteTableStore(path: path)
             try await store.prepare([try Self.table(table)])
-            return try await store.removeTombstones(of: name, before: far, limit: 10_000).removed
+            return try await store.removeTombstones(of: name, olderThan: .zero, at: far, limit: 10_000).removed
         case .postgres(let url):
             let store = try PostgresTableStore(url: url)
             return try await withThrowingTaskGroup(of: Int.self) { group in
@@ -64,7 +64,8 @@ import Testing
                     return 0
                 }
                 try await store.prepare([try Self.table(table)])
-                let removed = try await store.removeTombstones(of: name, before: far, limit: 10_000).removed
+                let removed = try await store.removeTombstones(of: name, olderThan: .zero, at: far, limit: 10_000)
+                    .removed
                 group.cancelAll()
                 return removed
             }
@@ -144,7 +145,8 @@ import Testing
 
         let summary = try await bItems.pull(queryID: "all")
         #expect(bTransport.takeListings() > 0)
-        #expect(summary.removedCount == 2)
+        #expect(summary.reconciliations == 1)
+        #expect(summary.reconciledCount == 2)
         #expect(try await Self.ids(b) == ["r2", "r4", "r5", "r9"])
         #expect(try await bItems.item(id: ItemID("r4"))?["text"] == "changed later")
         let refused = try #require(try await b.operationErrors().first)
@@ -159,7 +161,7 @@ import Testing
 
         let again = try await bItems.pull(queryID: "all")
         #expect(bTransport.takeListings() == 0)
-        #expect(again.removedCount == 0)
+        #expect(again.reconciliations == 0)
     }
 
     @Test func aListingCutShortLeavesTheDeviceAsItWasAndTheNextPullFinishesIt() async throws {
@@ -180,7 +182,7 @@ import Testing
             bTransport.failsListings.withLock { $0 = false }
             _ = bTransport.takeListings()
             let summary = try await b.syncTable("TodoItem").pull(queryID: "all")
-            #expect(summary.removedCount == 1)
+            #expect(summary.reconciledCount == 1)
             #expect(bTransport.takeListings() > 0)
             #expect(try await Self.ids(b) == ["r2", "r3", "r4"])
         }
@@ -204,7 +206,7 @@ import Testing
             _ = bTransport.takeListings()
             let summary = try await b.syncTable("TodoItem").pull(query, queryID: "mine")
             #expect(bTransport.takeListings() == 0)
-            #expect(summary.removedCount == 0)
+            #expect(summary.reconciliations == 0)
             #expect(try await Self.ids(b) == ["mine"])
         }
     }
@@ -228,11 +230,11 @@ import Testing
             }
             let summary = try await b.pullTogether(pulls)
             #expect(summary.isWhole)
-            #expect(summary.tables.map(\.summary.removedCount) == [1, 1])
+            #expect(summary.tables.map(\.summary.reconciledCount) == [1, 1])
             #expect(try await Self.ids(b, "TodoItem") == ["TodoItem-2", "TodoItem-3"])
             #expect(try await Self.ids(b, "TodoList") == ["TodoList-2", "TodoList-3"])
             _ = bTransport.takeListings()
-            #expect(try await b.pullTogether(pulls).tables.map(\.summary.removedCount) == [0, 0])
+            #expect(try await b.pullTogether(pulls).tables.map(\.summary.reconciliations) == [0, 0])
             #expect(bTransport.takeListings() == 0)
         }
     }

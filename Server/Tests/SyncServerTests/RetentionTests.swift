@@ -55,13 +55,15 @@ import Testing
                 let stamps = Dictionary(uniqueKeysWithValues: before.map { ($0.itemID!.rawValue, $0.updatedAt!) })
                 // Nothing is old enough yet.
                 #expect(
-                    try await store.removeTombstones(of: Self.name, before: Date(timeIntervalSince1970: 0), limit: 3)
+                    try await store.removeTombstones(of: Self.name, olderThan: .seconds(3_600), at: Date(), limit: 3)
                         == TombstoneRemoval(removed: 0, horizon: nil))
-                let first = try await store.removeTombstones(of: Self.name, before: Self.ahead, limit: 3)
+                let first = try await store.removeTombstones(of: Self.name, olderThan: .zero, at: Self.ahead, limit: 3)
                 #expect(first == TombstoneRemoval(removed: 3, horizon: stamps["n2"]))
-                let second = try await store.removeTombstones(of: Self.name, before: Self.ahead, limit: 3)
+                let second = try await store.removeTombstones(of: Self.name, olderThan: .zero, at: Self.ahead, limit: 3)
                 #expect(second == TombstoneRemoval(removed: 1, horizon: stamps["n3"]))
-                #expect(try await store.removeTombstones(of: Self.name, before: Self.ahead, limit: 3).removed == 0)
+                #expect(
+                    try await store.removeTombstones(of: Self.name, olderThan: .zero, at: Self.ahead, limit: 3).removed
+                        == 0)
                 let after = try await Self.rows(store)
                 #expect(after.compactMap { $0.itemID?.rawValue } == ["n4", "n5"])
                 #expect(after.allSatisfy { !$0.isDeleted })
@@ -93,7 +95,9 @@ import Testing
                 try await Self.seed(store, count: 2, deleted: 1)
                 let held = try await store.leaseCommits(limit: 10, for: .milliseconds(1))
                 #expect(held.compactMap(\.id).sorted() == ["n0", "n0", "n1"])
-                #expect(try await store.removeTombstones(of: Self.name, before: Self.ahead, limit: 10).removed == 1)
+                #expect(
+                    try await store.removeTombstones(of: Self.name, olderThan: .zero, at: Self.ahead, limit: 10).removed
+                        == 1)
                 try await Task.sleep(for: .milliseconds(20))  // the lease ends
                 let left = try await store.leaseCommits(limit: 10, for: .seconds(60))
                 #expect(left.compactMap(\.id) == ["n1"])
@@ -110,11 +114,25 @@ import Testing
         try await store.prepare([Self.table()])
         try await Self.seed(store, count: 2, deleted: 2)
         let horizon = try #require(
-            try await store.removeTombstones(of: Self.name, before: Self.ahead, limit: 10).horizon)
+            try await store.removeTombstones(of: Self.name, olderThan: .zero, at: Self.ahead, limit: 10).horizon)
         #expect(try await Self.rows(store).isEmpty)
         past.withLock { $0 = horizon.date.addingTimeInterval(-60) }  // a clock set back
         let item = try await store.insert(["text": "new"], id: ItemID("n9"), into: Self.name, scope: .everything)
         #expect(try #require(item.updatedAt) > horizon)
+    }
+
+    /// A table written faster than a write a millisecond has stamps ahead of the clock: age is measured from its
+    /// newest stamp then, so that its tombstones do not pile up (with the clock, none would ever be old enough).
+    @Test func ageIsMeasuredFromTheNewestStampWhenStampsRunAheadOfTheClock() async throws {
+        let directory = try TemporaryDirectory()
+        let instant = Date()
+        let store = try SQLiteTableStore(path: directory.databasePath, now: { instant })  // every stamp bumped
+        try await store.prepare([Self.table()])
+        try await Self.seed(store, count: 10, deleted: 10)  // stamps instant+0…+9 ms, tombstones +10…+19 ms
+        let removal = try await store.removeTombstones(
+            of: Self.name, olderThan: .milliseconds(5), at: instant, limit: 100)
+        #expect(removal.removed == 4)  // +10…+13: more than 5 ms older than +19
+        #expect(removal.horizon == WireDate(millisecondsSince1970: WireDate(instant).millisecondsSince1970 + 13))
     }
 
     /// A per-user table's page carries the owner's watermark on PostgreSQL (each owner's stamps are their own).
@@ -148,7 +166,7 @@ import Testing
                 // n3, n4, n5 live, then the tombstones of n0, n1, n2.
                 let rows = try await Self.rows(store)
                 let stamps = Dictionary(uniqueKeysWithValues: rows.map { ($0.itemID!.rawValue, $0.updatedAt!) })
-                _ = try await store.removeTombstones(of: Self.name, before: Self.ahead, limit: 2)  // n0, n1
+                _ = try await store.removeTombstones(of: Self.name, olderThan: .zero, at: Self.ahead, limit: 2)  // n0, n1
                 let (old, horizon, newer) = (stamps["n3"]!, stamps["n1"]!, stamps["n2"]!)
                 let app = try await buildApplication(configuration)
                 try await app.test(.router) { client in
@@ -215,7 +233,7 @@ import Testing
                 try await Self.seed(store, count: 3, deleted: 2)
                 let rows = try await Self.rows(store)
                 let stamps = Dictionary(uniqueKeysWithValues: rows.map { ($0.itemID!.rawValue, $0.updatedAt!) })
-                _ = try await store.removeTombstones(of: Self.name, before: Self.ahead, limit: 1)  // n0
+                _ = try await store.removeTombstones(of: Self.name, olderThan: .zero, at: Self.ahead, limit: 1)  // n0
                 let app = try await buildApplication(configuration)
                 try await app.test(.router) { client in
                     func status(after stamp: WireDate?, features: String? = nil) async throws -> Reply {

@@ -64,7 +64,8 @@ extension PullRunner {
     /// of several tables together), keeps the listing there for the pull's transaction (and drops the rows its earlier
     /// passes kept that the server no longer has).
     ///
-    /// - Returns: How many rows were removed (0 when staged), and the requests the listing took.
+    /// - Returns: How many rows were removed (0 when staged: ``StagedHorizon/settle(in:writer:)`` says), and the
+    ///   requests the listing took.
     func reconcileHorizon(
         _ pull: PagedPull, horizon: WireDate, pageSize: Int, staged: inout StagedTable?
     ) async throws -> (removed: Int, requests: Int) {

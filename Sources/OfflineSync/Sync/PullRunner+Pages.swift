@@ -74,7 +74,8 @@ extension PullRunner {
             horizonListings += 1
             let (removed, requests) = try await reconcileHorizon(
                 pull, horizon: horizon, pageSize: pull.pacing.maxSize, staged: &staged)
-            summary.removedCount += removed
+            summary.reconciliations += 1
+            summary.reconciledCount += removed
             summary.requestCount += requests + 1
             reconciled = horizon
             page = try await fetch(

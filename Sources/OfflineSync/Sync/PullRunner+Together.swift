@@ -121,18 +121,17 @@ extension PullRunner {
         let finished = WireDate(now()).description
         let (counts, holdsFiles) = try await store.write { [account] writer in
             try account.confirm(in: writer)
-            var counts: [(applied: Int, skipped: Int, removed: Int)] = []
+            var counts: [(applied: Int, skipped: Int, removed: Int, reconciled: Int)] = []
             for (pull, table) in zip(pulls, staged) {
                 let table = table ?? StagedTable()  // every table has one: the passes never clear it
-                let removed =
-                    try (table.scope?.settle(in: pull.table, writer: writer) ?? 0)
-                    + (table.horizon?.settle(in: pull.table, writer: writer) ?? 0)
+                let removed = try table.scope?.settle(in: pull.table, writer: writer) ?? 0
+                let reconciled = try table.horizon?.settle(in: pull.table, writer: writer) ?? 0
                 let (applied, skipped) = try Self.store(table.rows.values, in: pull.table, writer: writer)
                 if let queryID = pull.queryID, let cursor = table.cursor {
                     try writer.setCursor(cursor, for: pull.table, queryID: queryID)
                 }
                 try writer.setSetting(finished, for: Self.lastPullKey(pull.table))
-                counts.append((applied, skipped, removed))
+                counts.append((applied, skipped, removed, reconciled))
             }
             return (counts, try !writer.allAttachments().isEmpty)
         }
@@ -140,6 +139,7 @@ extension PullRunner {
             summaries[index].appliedCount = count.applied
             summaries[index].skippedCount = count.skipped
             summaries[index].removedCount = count.removed
+            summaries[index].reconciledCount = count.reconciled
         }
         if holdsFiles { try await attachments.removeUnnamedAttachments() }
     }

@@ -115,6 +115,12 @@ public struct PullSummary: Sendable, Hashable {
     /// removed from or left, a claim that changed — without being deleted there (rows with pending operations stay,
     /// with the operations' refusals to tell).
     public var removedCount = 0
+    /// Listings the pull made because the server had removed tombstones its cursor had not seen (a device offline
+    /// longer than the table's tombstone retention, docs/retention.md): 0 on a device that syncs within it.
+    public var reconciliations = 0
+    /// Rows those listings removed from the device: deleted on the server while it was away, their tombstones gone
+    /// since (rows with pending operations stay, their push telling the app).
+    public var reconciledCount = 0
     /// Operations that the push before the pull left refused (new in that push). They do not stop
     /// the pull (PROTOCOL.md §8); ``SyncClient/operationErrors()`` lists every waiting one.
     public var pushErrors: [OperationError] = []
@@ -147,6 +153,8 @@ public struct JointPullSummary: Sendable, Hashable {
             total.skippedCount += summary.skippedCount
             total.requestCount += summary.requestCount
             total.removedCount += summary.removedCount
+            total.reconciliations += summary.reconciliations
+            total.reconciledCount += summary.reconciledCount
             total.pushErrors += summary.pushErrors
         }
         return total

@@ -60,12 +60,12 @@ final class TombstoneCollector: Service {
     func collect() async throws -> Int {
         var total = 0
         for (table, retention) in retained {
-            let cutoff = now().addingTimeInterval(-Double(retention.components.seconds))
             var removed = 0
             var removal = TombstoneRemoval(removed: 0, horizon: nil)
             repeat {
                 try Task.checkCancellation()
-                removal = try await tables.removeTombstones(of: table, before: cutoff, limit: Self.batchSize)
+                removal = try await tables.removeTombstones(
+                    of: table, olderThan: retention, at: now(), limit: Self.batchSize)
                 removed += removal.removed
                 if removal.removed > 0 { try? await Task.sleep(for: .milliseconds(5)) }  // others' turn
             } while removal.removed >= Self.batchSize

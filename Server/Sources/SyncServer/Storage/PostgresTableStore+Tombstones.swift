@@ -7,12 +7,17 @@ extension PostgresTableStore {
     /// The advisory lock that lets one instance at a time remove tombstones.
     static let tombstoneLockKey: Int64 = 0x4f66_666c_476f_6e65  // "OfflGone"
 
-    public func removeTombstones(of table: TableName, before cutoff: Date, limit: Int) async throws
+    public func removeTombstones(of table: TableName, olderThan age: Duration, at now: Date, limit: Int) async throws
         -> TombstoneRemoval
     {
         let schema = try schemas.require(table)
         let name = StoreSQL.quoted(schema.name.canonical)
-        let cutoff = WireDate(cutoff).millisecondsSince1970
+        let clock = WireDate(now).millisecondsSince1970
+        // A per-user table's owners stamp apart: one owner's run ahead must not age another's tombstones.
+        let cutoff =
+            schema.configuration.perUser
+            ? "\(clock - age.milliseconds)"
+            : "(SELECT GREATEST(\(clock), max(\"updatedAt\")) - \(age.milliseconds) FROM \(name))"
         let logger = self.logger
         return try await transaction { connection in
             var removed = 0
@@ -36,7 +41,8 @@ extension PostgresTableStore {
                         // Undelivered writes of the rows that go: what was deleted does not outlive the retention there.
                         try await connection.query(
                             PostgresQuery(
-                                unsafeSQL: "DELETE FROM \"\(CommitOutbox.table)\" WHERE \"table\" = '\(table.canonical)' "
+                                unsafeSQL:
+                                    "DELETE FROM \"\(CommitOutbox.table)\" WHERE \"table\" = '\(table.canonical)' "
                                     + "AND (\"item\"::jsonb ->> 'id') IN (SELECT \"id\" FROM \(name) WHERE \"deleted\" "
                                     + "AND \"updatedAt\" <= \(newest))"),
                             logger: logger)

@@ -196,13 +196,15 @@ extension SQLiteTableStore {
         return StoreSQL.nextStamp(after: last, now: now())
     }
 
-    public func removeTombstones(of table: TableName, before cutoff: Date, limit: Int) async throws
+    public func removeTombstones(of table: TableName, olderThan age: Duration, at now: Date, limit: Int) async throws
         -> TombstoneRemoval
     {
         let schema = try schemas.require(table)
         let name = StoreSQL.quoted(schema.name.canonical)
-        let cutoff = WireDate(cutoff).millisecondsSince1970
+        let (clock, age) = (WireDate(now).millisecondsSince1970, age.milliseconds)
         return try await write { db in
+            let newestStamp = try Int64.fetchOne(db, sql: "SELECT max(\"updatedAt\") FROM \(name)") ?? 0
+            let cutoff = max(clock, newestStamp) - age
             // Stamps are unique within a table: the batch is the tombstones up to its newest.
             let newest = try Int64.fetchOne(
                 db,

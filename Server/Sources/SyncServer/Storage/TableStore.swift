@@ -167,18 +167,23 @@ public protocol TableStore: Sendable {
     /// - Throws: ``TableStoreError``; from a store without integer ids (the default), ``TableStoreError/unavailable(_:)``.
     func nextIntegerID(in table: TableName) async throws -> Int64
 
-    /// Removes up to about `limit` of the table's oldest tombstones last changed before `cutoff`, in one short
-    /// transaction that also moves the table's horizon to the newest `updatedAt` it removed (a page read after it
-    /// carries that horizon: ``QueryPage/horizon``). Later writes to the table get greater stamps than the horizon.
-    /// On a database several instances share, one removes at a time: another's call meanwhile removes nothing.
+    /// Removes up to about `limit` of the table's oldest tombstones older than `age`, in one short transaction that
+    /// also moves the table's horizon to the newest `updatedAt` it removed (a page read after it carries that horizon:
+    /// ``QueryPage/horizon``). Later writes to the table get greater stamps than the horizon. Age is measured on the
+    /// table's stamps: from `now`, or from the table's newest stamp when that is later — stamps run ahead of the clock
+    /// while a table takes more than a write a millisecond, and tombstones must not pile up meanwhile (a per-user
+    /// table on PostgreSQL, whose owners' stamps run apart, is measured from `now`). On a database several instances
+    /// share, one removes at a time: another's call meanwhile removes nothing.
     ///
     /// - Parameters:
     ///   - table: A soft-delete table.
-    ///   - cutoff: Tombstones last changed before this go.
+    ///   - age: Tombstones last changed longer ago than this go.
+    ///   - now: The clock's time.
     ///   - limit: The most to remove in this call.
     /// - Returns: How many went, and the table's horizon now.
     /// - Throws: ``TableStoreError``; from a store without it (the default), ``TableStoreError/unavailable(_:)``.
-    func removeTombstones(of table: TableName, before cutoff: Date, limit: Int) async throws -> TombstoneRemoval
+    func removeTombstones(of table: TableName, olderThan age: Duration, at now: Date, limit: Int) async throws
+        -> TombstoneRemoval
 
     /// Whether the store can serve now, for `GET /ready`: the database answers, and its bookkeeping is the version
     /// this server knows (not older, not newer). Bounded like a request: a database that does not answer is not ready.
@@ -194,7 +199,7 @@ extension TableStore {
         throw TableStoreError.unavailable("this store cannot give integer ids")
     }
 
-    public func removeTombstones(of table: TableName, before cutoff: Date, limit: Int) async throws
+    public func removeTombstones(of table: TableName, olderThan age: Duration, at now: Date, limit: Int) async throws
         -> TombstoneRemoval
     {
         throw TableStoreError.unavailable("this store cannot remove tombstones")
