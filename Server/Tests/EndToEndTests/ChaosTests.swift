@@ -189,6 +189,23 @@ import Testing
         }
     }
 
+    /// Tombstones that expire under the same faults and kills (`--retention`, issue 66): the server keeps tombstones
+    /// 2 s, and devices go away 3–5 s at random (after an edit or a delete made offline) while the others delete and
+    /// edit. Checked besides the usual (every device equals the server: nothing deleted is kept by a device back from
+    /// away): no row a device deleted is live again unless a device was shown a conflict for it. Every seed must have
+    /// devices past the horizon that listed, or it proved nothing.
+    @Test(.timeLimit(.minutes(3)), arguments: ["v2", "mixed"])
+    func devicesAwayPastTheTombstoneRetentionDropWhatWasDeleted(protocol: String) async throws {
+        let output = try await runChaos(
+            [
+                "--retention", "--seed", "1", "--seed", "2", "--devices", "4", "--steps", "40", "--time-limit", "90",
+                "--protocol", `protocol`,
+            ])
+        let lines = output.split(separator: "\n").filter { $0.contains("  retention: ") }
+        #expect(lines.count == 2)
+        #expect(lines.allSatisfy { !$0.contains(" 0 of 4 devices past the horizon") && $0.hasSuffix("back: 0") })
+    }
+
     /// Encrypted device stores under the same faults and kills (`--encrypted`, issue 48): each device's store has a
     /// key of its own (`todo --key-file`). Checked besides the usual: no file of any device's store holds SQLite's
     /// header or a text of the server's rows. Its first runs found commits lost with a killed process (WAL recovery

@@ -25,10 +25,18 @@ import Testing
     final class Recording: HTTPTransport, @unchecked Sendable {  // @unchecked: state behind locks.
         let sent = Locked<[String]>([])
         let failsListings = Locked(false)
+        /// Runs once before the first request whose line contains its text.
+        let before = Locked<(text: String, action: @Sendable () async throws -> Void)?>(nil)
         let inner = URLSessionTransport()
 
         func send(_ request: HTTPRequestData) async throws -> HTTPResponseData {
             let line = "\(request.method) \(request.url.path)?\(request.url.query ?? "")"
+            let action = before.withLock { hook -> (@Sendable () async throws -> Void)? in
+                guard let found = hook, line.contains(found.text) else { return nil }
+                hook = nil
+                return found.action
+            }
+            try await action?()
             let isListing = line.contains("select=id")
             if isListing, failsListings.withLock({ $0 }) {
                 throw TransportError(.unreachable, host: request.url.host ?? "")
@@ -162,6 +170,13 @@ import Testing
         let again = try await bItems.pull(queryID: "all")
         #expect(bTransport.takeListings() == 0)
         #expect(again.reconciliations == 0)
+
+        // A new device's first download past the horizon has nothing to check: no listing.
+        let cTransport = Recording()
+        let c = try await Self.device(url, workspace, "c", cTransport)
+        #expect(try await c.syncTable("TodoItem").pull(queryID: "all").reconciliations == 0)
+        #expect(cTransport.takeListings() == 0)
+        #expect(try await Self.ids(c) == ["r4", "r5", "r9"])
     }
 
     @Test func aListingCutShortLeavesTheDeviceAsItWasAndTheNextPullFinishesIt() async throws {
@@ -185,6 +200,44 @@ import Testing
             #expect(summary.reconciledCount == 1)
             #expect(bTransport.takeListings() > 0)
             #expect(try await Self.ids(b) == ["r2", "r3", "r4"])
+        }
+    }
+
+    /// The collector removes tombstones past B's cursor between two pages of B's pull: the page that says so is not
+    /// used, the pull lists again from the last page it applied, and B ends with the server's rows.
+    @Test func tombstonesRemovedBetweenTwoPagesAreListedAgain() async throws {
+        try await Self.withServer { url, workspace, database in
+            let (aTransport, bTransport) = (Recording(), Recording())
+            let a = try await Self.device(url, workspace, "a", aTransport)
+            let b = try await SyncClient.make(url, workspace: workspace, store: "b.sqlite") {
+                $0.transport = bTransport
+                ($0.pullPageSize, $0.maxPullPageSize) = (2, 2)
+            }
+            let aItems = try a.syncTable("TodoItem")
+            _ = try await aItems.insert(contentsOf: (1...6).map { Self.row("r\($0)") })
+            try await a.push()
+            try await b.syncTable("TodoItem").pull(queryID: "all")
+            try await aItems.delete(id: ItemID("r1"))
+            for id in 3...6 { _ = try await aItems.update(Self.row("r\(id)", "changed")) }
+            try await a.push()
+            #expect(try await Self.removeTombstones(database) == 1)
+            // B's page after r4 (its second page of changes): r2 deleted meanwhile, and its tombstone gone.
+            bTransport.before.withLock {
+                $0 = (
+                    "'r4'",
+                    {
+                        try await aItems.delete(id: ItemID("r2"))
+                        try await a.push()
+                        _ = try await Self.removeTombstones(database)
+                    }
+                )
+            }
+            let summary = try await b.syncTable("TodoItem").pull(queryID: "all")
+            #expect(bTransport.before.withLock { $0 == nil })
+            #expect(summary.reconciliations == 2)
+            #expect(summary.reconciledCount == 2)
+            #expect(try await Self.ids(b) == ["r3", "r4", "r5", "r6"])
+            #expect(try await b.syncTable("TodoItem").item(id: ItemID("r6"))?["text"] == "changed")
         }
     }
 

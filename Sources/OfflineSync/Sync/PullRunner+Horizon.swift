@@ -17,9 +17,10 @@ extension PullRunner {
     /// The response header of a pull's last page that carries a stamp every later write passes.
     static let watermarkHeader = "X-Sync-Watermark"
 
-    /// A later page of a pull carried a newer horizon than the pull reconciled with: tombstones it may not have seen
-    /// were removed meanwhile. The page is not used; the pull goes on from the last page it applied or kept, and lists
-    /// again.
+    /// A page of a pull carried a newer horizon than the pull reconciled with: tombstones it may not have seen were
+    /// removed meanwhile. The page is not used (its rows would move the cursor past the server's telling); the pull
+    /// goes on from the last page it applied or kept, and lists again — or, the third time, stops there, and the next
+    /// pull lists.
     struct HorizonMovedDuringPull: Error {}
 
     /// The setting that holds the horizon a query's rows were last reconciled with: per query id, or per filter for a
@@ -69,6 +70,17 @@ extension PullRunner {
     func reconcileHorizon(
         _ pull: PagedPull, horizon: WireDate, pageSize: Int, staged: inout StagedTable?
     ) async throws -> (removed: Int, requests: Int) {
+        let key = Self.horizonKey(pull.table, queryID: pull.queryID, filter: pull.filter)
+        if staged == nil {
+            // A device holding none of the query's rows (a first download) has nothing to check: no listing.
+            let holdsNone = try await store.write { [account, table = pull.table, filter = pull.filter] writer in
+                try account.confirm(in: writer)
+                guard try writer.count(in: table, matching: filter) == 0 else { return false }
+                try writer.setSetting(horizon.description, for: key)
+                return true
+            }
+            if holdsNone { return (0, 0) }
+        }
         var ids: Set<ItemID> = []
         var cursor: PullCursor?
         var requests = 0
@@ -81,9 +93,7 @@ extension PullRunner {
             guard !page.isLast, let last = page.items.last else { break }
             cursor = try Self.cursor(of: last.value)
         }
-        let listing = StagedHorizon(
-            ids: ids, filter: pull.filter, horizon: horizon,
-            key: Self.horizonKey(pull.table, queryID: pull.queryID, filter: pull.filter))
+        let listing = StagedHorizon(ids: ids, filter: pull.filter, horizon: horizon, key: key)
         if let held = staged {
             staged?.horizon = listing
             staged?.rows = held.rows.filter { ids.contains($0.key) }

@@ -16,8 +16,8 @@ extension PullRunner {
         var pacing: PullPacing
         /// The scope token every page after the first must carry (nil: not compared).
         var tokenInForce: String?
-        /// The horizon the query's rows were reconciled with: a later page with a newer one is not used (compared
-        /// while ``followsScope``, which a pull that found the server moving under it three times turns off).
+        /// The horizon the query's rows were reconciled with: a later page with a newer one is not used
+        /// (``HorizonMovedDuringPull``).
         var horizonInForce: WireDate?
 
         init(
@@ -70,17 +70,19 @@ extension PullRunner {
         // (one read before the listing could hold a row whose delete, and tombstone, went before the listing).
         var reconciled = try await reconciledHorizon(pull, staged: staged?.horizon)
         var horizonListings = 0
-        while horizonListings < 3, isBehind(page, reconciled: reconciled), let horizon = page.horizon {
+        while horizonListings < 2, isBehind(page, reconciled: reconciled), let horizon = page.horizon {
             horizonListings += 1
             let (removed, requests) = try await reconcileHorizon(
                 pull, horizon: horizon, pageSize: pull.pacing.maxSize, staged: &staged)
-            summary.reconciliations += 1
+            if requests > 0 { summary.reconciliations += 1 }
             summary.reconciledCount += removed
             summary.requestCount += requests + 1
             reconciled = horizon
             page = try await fetch(
                 pull.table, filter: pull.filter, after: cursor, pageSize: pull.pacing.size, count: true)
         }
+        // Never applied past a horizon it did not reconcile with: its cursor would pass the server's telling.
+        if isBehind(page, reconciled: reconciled) { throw HorizonMovedDuringPull() }
         pull.horizonInForce = reconciled
         // Every later page must carry the same token: one read under another scope (a user removed and added back
         // between two pages) lacks rows its cursor then passes for good. It is not used (``ScopeMovedDuringPull``).
@@ -114,15 +116,13 @@ extension PullRunner {
         applyTime: Duration, _ summary: inout PullSummary
     ) throws -> Page {
         if pull.followsScope, following.scopeToken != pull.tokenInForce { throw ScopeMovedDuringPull() }
-        if pull.followsScope, isBehind(following, reconciled: pull.horizonInForce) { throw HorizonMovedDuringPull() }
+        if isBehind(following, reconciled: pull.horizonInForce) { throw HorizonMovedDuringPull() }
         pull.pacing.arrived(after: waited, applyTime: applyTime)
         summary.requestCount += 1
         guard let second else { return following }
         summary.requestCount += 1
         if pull.followsScope, let second, second.scopeToken != pull.tokenInForce { throw ScopeMovedDuringPull() }
-        if pull.followsScope, let second, isBehind(second, reconciled: pull.horizonInForce) {
-            throw HorizonMovedDuringPull()
-        }
+        if let second, isBehind(second, reconciled: pull.horizonInForce) { throw HorizonMovedDuringPull() }
         if let second, let joined = try Self.join(following, second, size: asked) { return joined }
         pull.pacing.stopAskingAhead()
         pull.log.debug("Pull stops asking ahead")

@@ -58,6 +58,7 @@ extension PullRunner {
             try await refetch(start.refetch, in: table)
             var unstaged: StagedTable?
             var moves = 0
+            var horizonMoves = 0
             while true {
                 do {
                     try await pullPages(
@@ -74,9 +75,13 @@ extension PullRunner {
                     if moves == 3 { try await store.write { try $0.setSetting(nil, for: Self.scopeKey(table)) } }
                     start = try await pullStart(table, queryID: queryID)
                 } catch is HorizonMovedDuringPull {
-                    // The same: from the last page applied, whose first page lists again; after three, to the end
-                    // without comparing (the horizon kept is older than the server's: the next pull lists again).
-                    moves += 1
+                    // From the last page applied, whose first page lists again. A collector that keeps removing
+                    // tombstones past the cursor: the pull stops there, its cursor before them, and the next lists.
+                    horizonMoves += 1
+                    guard horizonMoves < 3 else {
+                        logger.warning("Pull stopped: the server kept removing tombstones past its cursor; sync again")
+                        break
+                    }
                     logger.info("Pull found tombstones removed between pages: goes on from the last page applied")
                     start = try await pullStart(table, queryID: queryID)
                 }
