@@ -130,9 +130,7 @@ struct ChaosRun {
         }
         if settings.retention { options += ["--tombstone-retention", "\(Self.retentionSeconds)"] }
         let server = ChaosServer(
-            executable: settings.server, port: try freePort(),
-            database: database, options: options,
-            token: token)
+            executable: settings.server, port: try freePort(), database: database, options: options, token: token)
         try await server.start()
         let proxy: FaultProxy
         do {

@@ -89,7 +89,8 @@ struct Sync: AsyncParsableCommand {
             if summary.reconciliations > 0 {
                 print(
                     "Away longer than the server keeps deletes: checked this device's rows with the server "
-                        + "(\(summary.reconciliations) listing(s)), removed \(summary.reconciledCount) deleted meanwhile.")
+                        + "(\(summary.reconciliations) listing(s)), removed \(summary.reconciledCount) deleted "
+                        + "meanwhile.")
             }
             if listsStillChanging { print(Self.listsStillChanging) }
             try await app.failIfChangesWait()

@@ -166,7 +166,8 @@ import Testing
                 // n3, n4, n5 live, then the tombstones of n0, n1, n2.
                 let rows = try await Self.rows(store)
                 let stamps = Dictionary(uniqueKeysWithValues: rows.map { ($0.itemID!.rawValue, $0.updatedAt!) })
-                _ = try await store.removeTombstones(of: Self.name, olderThan: .zero, at: Self.ahead, limit: 2)  // n0, n1
+                // n0, n1
+                _ = try await store.removeTombstones(of: Self.name, olderThan: .zero, at: Self.ahead, limit: 2)
                 let (old, horizon, newer) = (stamps["n3"]!, stamps["n1"]!, stamps["n2"]!)
                 let app = try await buildApplication(configuration)
                 try await app.test(.router) { client in

@@ -20,11 +20,10 @@ public struct TableConfiguration: Sendable, Hashable {
     /// (``horizonHeader``) and reconciles by itself; one that syncs at least once within the retention never has to.
     /// At least one second; only with ``softDelete``.
     public var tombstoneRetention: Duration?
-    /// Whether an incremental pull older than the table's horizon is answered 410 Gone, with a message that says to
-    /// clear the table's local data and pull again, when the client does not say it reconciles by itself (the
-    /// OfflineSync SDK says so): an Azure Mobile Apps or Datasync client would otherwise keep the rows deleted since,
-    /// silently. A first download (a pull without a cursor) is answered as ever. Default false: such a client is
-    /// answered the changes, and keeps those rows (docs/retention.md).
+    /// Whether an incremental pull older than the table's horizon is answered 410 Gone ("clear the table's local data
+    /// and pull it again") when the client does not say it reconciles by itself (the OfflineSync SDK says so): an Azure
+    /// Mobile Apps or Datasync client would otherwise keep the rows deleted since, silently. A first download (no
+    /// cursor) is answered as ever. Default false: such a client keeps those rows (docs/retention.md).
     public var refusesStalePulls = false
     /// The most rows one response carries. Default 50.
     public var pageSize: Int
@@ -91,17 +90,6 @@ public struct TableConfiguration: Sendable, Hashable {
         "__sa_" + AttachmentHash(SHA256.hash(data: Data("\(name.canonical).\(column)".utf8))).hex.prefix(16)
     }
 
-    /// The name of the response header of a scoped table's page that carries the caller's scope token.
-    public static let scopeHeader = "X-Sync-Scope"
-    /// The name of the response header of a page whose pull cannot be answered by changes alone: tombstones newer than
-    /// its cursor (or, without one, any) were removed (``tombstoneRetention``). It carries the table's horizon — the
-    /// newest `updatedAt` among the removed tombstones — as a wire date; a client that reads it lists the ids the
-    /// server holds to drop what was deleted meanwhile (docs/retention.md). Old clients ignore it.
-    public static let horizonHeader = "X-Sync-Horizon"
-    /// The name of the response header of the last page of a pull of a table with a ``tombstoneRetention``: a stamp
-    /// every later write passes (``QueryPage/watermark``), as a wire date. A client that read every page of its pull
-    /// may move its cursor there, so that a query that sees no change stays ahead of the horizon.
-    public static let watermarkHeader = "X-Sync-Watermark"
     /// Rows the server inserts when it starts and the table has none (deleted ones count): a sample's data, as the
     /// Node.js server's `table.seed`. Each may give its `id` (else one is made); not for per-user tables.
     public var seed: [JSONValue] = []

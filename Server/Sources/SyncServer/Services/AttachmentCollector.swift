@@ -35,16 +35,8 @@ final class AttachmentCollector: Service {
     }
 
     func run() async {
-        await cancelWhenGracefulShutdown {
-            await self.ready.wait()
-            while !Task.isCancelled {
-                do {
-                    try await self.collect()
-                } catch {
-                    self.logger.warning("Collecting attachments failed (tried again later): \(error)")
-                }
-                try? await Task.sleep(for: self.settings.collectionInterval)
-            }
+        await ready.repeating(every: settings.collectionInterval, logger: logger, "Collecting attachments") {
+            try await self.collect()
         }
     }
 

@@ -39,17 +39,7 @@ final class TombstoneCollector: Service {
     }
 
     func run() async {
-        await cancelWhenGracefulShutdown {
-            await self.ready.wait()
-            while !Task.isCancelled {
-                do {
-                    try await self.collect()
-                } catch {
-                    self.logger.warning("Removing tombstones failed (tried again later): \(error)")
-                }
-                try? await Task.sleep(for: self.interval)
-            }
-        }
+        await ready.repeating(every: interval, logger: logger, "Removing tombstones") { try await self.collect() }
     }
 
     /// One collection of every table with a retention.

@@ -27,22 +27,7 @@ extension PostgresTableStore {
         _ table: TableName, _ query: ODataQuery, scope: RowScope, limit: Int, maxBytes: Int, shape: RowShape,
         schema: TableSchema
     ) async throws -> (page: QueryPage, sawNewColumn: Bool) {
-        var schema = schema
-        let translated = { (schema: TableSchema) throws(TableStoreError) in
-            (
-                select: try StoreSQL.selection(query.select, schema: schema, scope: scope),
-                clauses: try StoreSQL.clauses(for: query, schema: schema, scope: scope, dialect: .postgres)
-            )
-        }
-        let select: Set<String>?
-        let clauses: (where: SQLFragment, orderBy: SQLFragment)
-        do {
-            (select, clauses) = try translated(schema)
-        } catch {
-            // The field may be one that another instance added a moment ago.
-            schema = try await reloadSchema(of: table)
-            (select, clauses) = try translated(schema)
-        }
+        let (schema, select, clauses) = try await translated(table, query, scope: scope, schema: schema)
         let (whereSQL, whereArguments) = clauses.where.render(for: .postgres)
         let orderSQL = clauses.orderBy.render(for: .postgres, firstParameterIndex: whereArguments.count + 1)
         let arguments = whereArguments + orderSQL.arguments
@@ -54,10 +39,8 @@ extension PostgresTableStore {
         let stamping = self.stamping
         return try await withConnection { [schema] connection in
             // Before the rows: a write that commits after this read is stamped later.
-            let watermark =
-                query.includeDeleted && schema.configuration.tombstoneRetention != nil
-                ? try await Self.watermark(schema, scope: scope, stamping: stamping, on: connection, logger: logger)
-                : nil
+            let watermark = try await Self.watermark(
+                of: query, schema, scope: scope, stamping: stamping, on: connection, logger: logger)
             var writer = RowWriter(schema: schema, select: select, shape: shape)
             var count = 0
             var hasMore = false
@@ -79,12 +62,32 @@ extension PostgresTableStore {
             }
             // After the rows: a tombstone the page lacks was removed before this horizon was.
             let horizon =
-                query.includeDeleted
-                ? try await Self.horizon(of: schema.name, on: connection, logger: logger) : nil
+                query.includeDeleted ? try await Self.horizon(of: schema.name, on: connection, logger: logger) : nil
             var page = QueryPage(
                 itemsJSON: writer.finish(), itemCount: count, hasMore: hasMore, totalCount: total, horizon: horizon)
             page.watermark = hasMore ? nil : watermark
             return (page, writer.sawUnknownColumn)
+        }
+    }
+
+    /// The query's selection and clauses on `schema` — or, when a field is unknown to it, on the schema read again (the
+    /// field may be one that another instance added a moment ago), with that schema.
+    private func translated(_ table: TableName, _ query: ODataQuery, scope: RowScope, schema: TableSchema) async throws
+        -> (TableSchema, Set<String>?, (where: SQLFragment, orderBy: SQLFragment))
+    {
+        let translate = { (schema: TableSchema) throws(TableStoreError) in
+            (
+                select: try StoreSQL.selection(query.select, schema: schema, scope: scope),
+                clauses: try StoreSQL.clauses(for: query, schema: schema, scope: scope, dialect: .postgres)
+            )
+        }
+        do {
+            let (select, clauses) = try translate(schema)
+            return (schema, select, clauses)
+        } catch {
+            let reloaded = try await reloadSchema(of: table)
+            let (select, clauses) = try translate(reloaded)
+            return (reloaded, select, clauses)
         }
     }
 

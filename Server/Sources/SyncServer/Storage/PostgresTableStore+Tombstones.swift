@@ -2,6 +2,7 @@ public import Foundation
 import Logging
 import PostgresNIO
 public import SyncCore
+import SyncOData
 
 extension PostgresTableStore {
     /// The advisory lock that lets one instance at a time remove tombstones.
@@ -63,12 +64,15 @@ extension PostgresTableStore {
         }
     }
 
-    /// The newest stamp the caller's rows may have now (``QueryPage/watermark``): the table's last stamp — for a
-    /// per-user table, the owner's — or the table's horizon when that is later; nil for a scope of every owner of a
-    /// per-user table, and with stamps from the clock alone.
+    /// The newest stamp the caller's rows may have now (``QueryPage/watermark``) when `query` is a pull of a table with
+    /// a retention: the table's last stamp — for a per-user table, the owner's — or the table's horizon when that is
+    /// later; nil for other queries, for a scope of every owner of a per-user table, and with stamps from the clock
+    /// alone.
     static func watermark(
-        _ schema: TableSchema, scope: RowScope, stamping: Stamping, on connection: PostgresConnection, logger: Logger
+        of query: ODataQuery, _ schema: TableSchema, scope: RowScope, stamping: Stamping,
+        on connection: PostgresConnection, logger: Logger
     ) async throws -> WireDate? {
+        guard query.includeDeleted, schema.configuration.tombstoneRetention != nil else { return nil }
         let table = schema.name.canonical
         let query: PostgresQuery
         switch stamping {

@@ -1,0 +1,14 @@
+/// The response headers of a table's pages that tell a client more than the rows: [ours], ignored by other clients.
+extension TableConfiguration {
+    /// The name of the response header of a scoped table's page that carries the caller's scope token.
+    public static let scopeHeader = "X-Sync-Scope"
+    /// The name of the response header of a page whose pull cannot be answered by changes alone: tombstones newer than
+    /// its cursor (or, without one, any) were removed (``tombstoneRetention``). It carries the table's horizon — the
+    /// newest `updatedAt` among the removed tombstones — as a wire date; a client that reads it lists the ids the
+    /// server holds to drop what was deleted meanwhile (docs/retention.md). Old clients ignore it.
+    public static let horizonHeader = "X-Sync-Horizon"
+    /// The name of the response header of the last page of a pull of a table with a ``tombstoneRetention``: a stamp
+    /// every later write passes (``QueryPage/watermark``), as a wire date. A client that read every page of its pull
+    /// may move its cursor there, so that a query that sees no change stays ahead of the horizon.
+    public static let watermarkHeader = "X-Sync-Watermark"
+}
