@@ -333,6 +333,39 @@ import Testing
         }
     }
 
+    /// A deleted row keeps its file while its tombstone stays; once the tombstone is removed (issue 66), the file is
+    /// one no row names, and the next collection past the grace period takes it: the row's content outlives the
+    /// retention nowhere.
+    @Test(arguments: Backend.all) func aFileOfARowWhoseTombstoneWasRemovedIsCollected(_ backend: Backend) async throws {
+        let clock = Locked(Date(timeIntervalSince1970: 1_800_000_000))
+        let (bytes, hash) = Self.file(1_000, seed: 9)
+        try await TestDatabase.with(backend) { database in
+            var table = Self.table()
+            table.tombstoneRetention = .seconds(60)
+            var configuration = Fixture.configuration(database, tables: [table])
+            configuration.now = { clock.withLock { $0 } }
+            configuration.attachments.gracePeriod = .seconds(3_600)
+            let app = try await buildApplication(configuration)
+            let settings = configuration
+            try await app.test(.router) { (client: any TestClientProtocol) async throws in
+                #expect(try await client.upload("/tables/Item/attachments/\(hash)", bytes[...]).status == .created)
+                #expect(
+                    try await client.send(.post, "/tables/Item", json: ["id": "1", "photo": .string(hash)]).status
+                        == .created)
+                #expect(try await client.send(.delete, "/tables/Item/1").status == .ok)
+                try await Self.withStores(settings) { (attachments, store) async throws in
+                    let files = AttachmentCollector(attachments: attachments, tables: store, configuration: settings)
+                    clock.withLock { $0 += 7_200 }
+                    #expect(try await files.collect() == CollectionCount(), "the tombstone still names it")
+                    let tombstones = try #require(TombstoneCollector(tables: store, configuration: settings))
+                    #expect(try await tombstones.collect() == 1)
+                    #expect(try await files.collect() == CollectionCount(files: 1, bytes: 1_000, uploads: 0))
+                }
+                #expect(try await client.send(.head, "/tables/Item/attachments/\(hash)")["Upload-Offset"] == "0")
+            }
+        }
+    }
+
     /// Two instances on one PostgreSQL database: the parts of one upload go to either, and either serves the file.
     @Test(arguments: Backend.all.filter { $0 == .postgres })
     func instancesSharingPostgreSQLTakeEachOthersPartsAndServeTheFile(_ backend: Backend) async throws {
