@@ -18,16 +18,17 @@ final class TombstoneCollector: Service {
     /// How often each instance collects: a tenth of the shortest retention, between 1 second and 10 minutes.
     let interval: Duration
     /// The most tombstones one transaction removes.
-    static let batchSize = 1_000
+    let batchSize: Int
     private let ready = ReadyGate()
 
-    /// A collector of the configured tables' tombstones, or nil when no table has a retention.
-    init?(tables: any TableStore, configuration: SyncServerConfiguration) {
+    /// A collector of the configured tables' tombstones, `batchSize` at a time, or nil when no table has a retention.
+    init?(tables: any TableStore, configuration: SyncServerConfiguration, batchSize: Int = 1_000) {
         retained = configuration.servedTables.compactMap { table in
             table.tombstoneRetention.map { (table.name, $0) }
         }
         guard let shortest = retained.map(\.retention).min() else { return nil }
         self.tables = tables
+        self.batchSize = batchSize
         now = configuration.now
         logger = configuration.logger
         interval = min(max(shortest / 10, .seconds(1)), .seconds(600))
@@ -55,10 +56,10 @@ final class TombstoneCollector: Service {
             repeat {
                 try Task.checkCancellation()
                 removal = try await tables.removeTombstones(
-                    of: table, olderThan: retention, at: now(), limit: Self.batchSize)
+                    of: table, olderThan: retention, at: now(), limit: batchSize)
                 removed += removal.removed
                 if removal.removed > 0 { try? await Task.sleep(for: .milliseconds(5)) }  // others' turn
-            } while removal.removed >= Self.batchSize
+            } while removal.removed >= batchSize
             guard removed > 0 else { continue }
             Counter(label: Self.removedLabel, dimensions: [(MetricLabel.table, table.canonical)]).increment(by: removed)
             logger.info(
