@@ -72,7 +72,7 @@ extension PostgresTableStore {
         of query: ODataQuery, _ schema: TableSchema, scope: RowScope, stamping: Stamping,
         on connection: PostgresConnection, logger: Logger
     ) async throws -> WireDate? {
-        guard query.includeDeleted, schema.configuration.tombstoneRetention != nil else { return nil }
+        guard PullHorizon.hasWatermark(query, schema.configuration) else { return nil }
         let table = schema.name.canonical
         let query: PostgresQuery
         switch stamping {

@@ -27,14 +27,8 @@ extension SQLiteTableStore {
     ) throws -> QueryPage {
         // In the page's own read: a write that commits after it is stamped later (``nextStamp(for:now:in:)``).
         let watermark =
-            query.includeDeleted && schema.configuration.tombstoneRetention != nil
-            ? try Int64.fetchOne(
-                db,
-                sql:
-                    "SELECT nullif(max(coalesce((SELECT max(\"updatedAt\") FROM \(StoreSQL.quoted(schema.name.canonical))), 0), "
-                    + #"coalesce((SELECT "horizon" FROM "__sync_tables" WHERE "name" = ?), 0)), 0)"#,
-                arguments: [schema.name.canonical]
-            ).map(WireDate.init(millisecondsSince1970:)) : nil
+            PullHorizon.hasWatermark(query, schema.configuration)
+            ? try newestStamp(of: schema, in: db).map(WireDate.init(millisecondsSince1970:)) : nil
         let select = try StoreSQL.selection(query.select, schema: schema, scope: scope)
         let (whereClause, orderBy) = try StoreSQL.clauses(for: query, schema: schema, scope: scope, dialect: .sqlite)
         let (whereSQL, whereArguments) = whereClause.render(for: .sqlite)
@@ -68,12 +62,7 @@ extension SQLiteTableStore {
             )
         }
         // In the page's own read: a tombstone the page lacks was removed before this horizon was.
-        let horizon =
-            query.includeDeleted
-            ? try Int64.fetchOne(
-                db, sql: #"SELECT "horizon" FROM "__sync_tables" WHERE "name" = ?"#,
-                arguments: [schema.name.canonical]
-            ).map(WireDate.init(millisecondsSince1970:)) : nil
+        let horizon = query.includeDeleted ? try Self.horizon(of: schema.name, in: db) : nil
         var page = QueryPage(itemsJSON: json, itemCount: count, hasMore: hasMore, totalCount: total, horizon: horizon)
         page.watermark = hasMore ? nil : watermark
         return page

@@ -188,12 +188,24 @@ extension SQLiteTableStore {
     /// so stamps strictly increase in commit order — past the table's horizon too, so that a stamp of a removed
     /// tombstone is never given again.
     static func nextStamp(for schema: TableSchema, now: @Sendable () -> Date, in db: Database) throws -> Int64 {
-        let last = try Int64.fetchOne(
+        StoreSQL.nextStamp(after: try newestStamp(of: schema, in: db), now: now())
+    }
+
+    /// The newest stamp a table gave, to a row it holds or to a tombstone it removed (its horizon); nil for none.
+    static func newestStamp(of schema: TableSchema, in db: Database) throws -> Int64? {
+        try Int64.fetchOne(
             db,
-            sql: "SELECT max(coalesce((SELECT MAX(\"updatedAt\") FROM \(StoreSQL.quoted(schema.name.canonical))), 0), "
-                + #"coalesce((SELECT "horizon" FROM "__sync_tables" WHERE "name" = ?), 0))"#,
+            sql:
+                "SELECT nullif(max(coalesce((SELECT MAX(\"updatedAt\") FROM \(StoreSQL.quoted(schema.name.canonical))), 0), "
+                + #"coalesce((SELECT "horizon" FROM "__sync_tables" WHERE "name" = ?), 0)), 0)"#,
             arguments: [schema.name.canonical])
-        return StoreSQL.nextStamp(after: last, now: now())
+    }
+
+    /// The table's horizon (``TombstoneRemoval/horizon``) as the database holds it.
+    static func horizon(of table: TableName, in db: Database) throws -> WireDate? {
+        try Int64.fetchOne(
+            db, sql: #"SELECT "horizon" FROM "__sync_tables" WHERE "name" = ?"#, arguments: [table.canonical]
+        ).map(WireDate.init(millisecondsSince1970:))
     }
 
     public func removeTombstones(of table: TableName, olderThan age: Duration, at now: Date, limit: Int) async throws
@@ -228,9 +240,7 @@ extension SQLiteTableStore {
                     sql: #"UPDATE "__sync_tables" SET "horizon" = max(coalesce("horizon", 0), ?) WHERE "name" = ?"#,
                     arguments: [newest, table.canonical])
             }
-            let horizon = try Int64.fetchOne(
-                db, sql: #"SELECT "horizon" FROM "__sync_tables" WHERE "name" = ?"#, arguments: [table.canonical])
-            return TombstoneRemoval(removed: removed, horizon: horizon.map(WireDate.init(millisecondsSince1970:)))
+            return TombstoneRemoval(removed: removed, horizon: try Self.horizon(of: table, in: db))
         }
     }
 

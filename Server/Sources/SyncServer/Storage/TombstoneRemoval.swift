@@ -41,6 +41,12 @@ enum PullHorizon {
         return bound < horizon
     }
 
+    /// Whether a page of `query` carries a watermark (``QueryPage/watermark``, on its last page): a pull of a table with
+    /// a retention.
+    static func hasWatermark(_ query: ODataQuery, _ configuration: TableConfiguration) -> Bool {
+        query.includeDeleted && configuration.tombstoneRetention != nil
+    }
+
     /// The feature code (`X-ZUMO-FEATURES`) of a client that reconciles by itself when told the horizon [ours]: the
     /// OfflineSync SDK sends it on its pulls.
     static let reconcilesFeature = "HZ"

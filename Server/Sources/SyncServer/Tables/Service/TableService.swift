@@ -118,9 +118,6 @@ struct TableService: Sendable {
             try await store.query(
                 schema.name, query, scope: target.scope, limit: limit, maxBytes: queryLimits.maxPageBytes, shape: shape)
         }
-        Counter(label: MetricLabel.rowsReturned, dimensions: [(MetricLabel.table, schema.name.canonical)])
-            .increment(by: page.itemCount)
-        stats.record { $0.rowsReturned += page.itemCount }
         if !reconciles, configuration.refusesStalePulls, PullHorizon.isStale(query, horizon: page.horizon) {
             throw APIError(
                 .gone,
@@ -128,6 +125,9 @@ struct TableService: Sendable {
                     + "tombstones were removed after \(configuration.tombstoneRetention.map { "\($0.components.seconds)" } ?? "?") s): "
                     + "clear the table's local data and pull it again")
         }
+        Counter(label: MetricLabel.rowsReturned, dimensions: [(MetricLabel.table, schema.name.canonical)])
+            .increment(by: page.itemCount)
+        stats.record { $0.rowsReturned += page.itemCount }
         return (page, token, PullHorizon.behind(query, horizon: page.horizon))
     }
 
