@@ -81,18 +81,8 @@ extension PullRunner {
             }
             if holdsNone { return (0, 0) }
         }
-        var ids: Set<ItemID> = []
-        var cursor: PullCursor?
-        var requests = 0
-        while true {
-            requests += 1
-            let page = try await fetch(
-                pull.table, filter: pull.filter, after: cursor, pageSize: pageSize, fallback: pull.pacing.accepted,
-                count: false, select: ["id", "updatedAt"])
-            ids.formUnion(page.items.compactMap { $0.value.itemID })
-            guard !page.isLast, let last = page.items.last else { break }
-            cursor = try Self.cursor(of: last.value)
-        }
+        let (ids, requests) = try await listIDs(
+            pull.table, filter: pull.filter, pageSize: pageSize, fallback: pull.pacing.accepted)
         let listing = StagedHorizon(ids: ids, filter: pull.filter, horizon: horizon, key: key)
         if let held = staged {
             staged?.horizon = listing

@@ -1,5 +1,6 @@
 import Logging
 import SyncCore
+import SyncOData
 
 /// A user's scope on a shared table (issue 32): the server answers each page of a table shared through groups or
 /// scoped by a claim with a token of the caller's scope (the `X-Sync-Scope` header: a digest of their groups, or of
@@ -114,26 +115,41 @@ extension PullRunner {
     /// The ids of every row in the caller's scope (tombstones too: the pull that follows applies them), in keyset
     /// pages of `id` and `updatedAt` only; the first page's scope token; whether every page had it; the pages.
     private func scopeIDs(_ table: TableName, pageSize: Int) async throws -> (Set<ItemID>, String?, Bool, Int) {
-        var ids: Set<ItemID> = []
         var token: String?
         var consistent = true
-        var cursor: PullCursor?
         var first = true
-        var pages = 0
-        while true {
-            pages += 1
-            let page = try await fetch(
-                table, filter: nil, after: cursor, pageSize: pageSize, count: false, select: ["id", "updatedAt"])
+        let (ids, pages) = try await listIDs(table, filter: nil, pageSize: pageSize) { page in
             if first {
                 token = page.scopeToken
                 first = false
             } else if page.scopeToken != token {
                 consistent = false
             }
+        }
+        return (ids, token, consistent, pages)
+    }
+
+    /// The ids of every row matching `filter` in the caller's scope (tombstones too), in keyset pages of `id` and
+    /// `updatedAt` only (`fallback`: a size the server took, for a `$top` it refuses); `seen` sees each page.
+    ///
+    /// - Returns: The ids, and the pages it took.
+    func listIDs(
+        _ table: TableName, filter: ODataExpression?, pageSize: Int, fallback: Int? = nil,
+        _ seen: (Page) -> Void = { _ in }
+    ) async throws -> (ids: Set<ItemID>, pages: Int) {
+        var ids: Set<ItemID> = []
+        var cursor: PullCursor?
+        var pages = 0
+        while true {
+            pages += 1
+            let page = try await fetch(
+                table, filter: filter, after: cursor, pageSize: pageSize, fallback: fallback, count: false,
+                select: ["id", "updatedAt"])
+            seen(page)
             ids.formUnion(page.items.compactMap { $0.value.itemID })
             guard !page.isLast, let last = page.items.last else { break }
             cursor = try Self.cursor(of: last.value)
         }
-        return (ids, token, consistent, pages)
+        return (ids, pages)
     }
 }
