@@ -103,10 +103,23 @@ import Testing
                 == .conflict(serverItem: Self.other))
     }
 
-    @Test(arguments: [400, 403, 404, 405, 410, 413, 422, 302])
+    @Test(arguments: [400, 403, 404, 405, 413, 422, 302])
     func otherStatusesAreRefusals(status: Int) {
         #expect(
             PushDecision.decide(.insert, status: status, replyItem: nil, server: .unknown, sent: Self.sent) == .refused)
+    }
+
+    /// An insert sent again after a lost reply, refused 410 (the server may have removed its tombstone): the server's
+    /// row decides — none is a conflict with no server item; a live row is the insert that landed; a tombstone is a
+    /// conflict.
+    @Test func aResentInsertAnswered410IsDecidedByTheServersRow() {
+        let decide = { (server: PushDecision.ServerRow) in
+            PushDecision.decide(.insert, status: 410, replyItem: nil, server: server, sent: Self.sent, resent: true)
+        }
+        #expect(decide(.unknown) == .fetchServerItem)
+        #expect(decide(.absent) == .conflict(serverItem: nil))
+        #expect(decide(.row(Self.other)) == .succeeded(serverItem: Self.other))
+        #expect(decide(.row(Self.tombstone)) == .conflict(serverItem: Self.tombstone))
     }
 
     @Test func aConflictBodyIsTheServersRowOnlyWithItsSystemProperties() {

@@ -222,6 +222,52 @@ import Testing
         }
     }
 
+    /// An insert sent again after a lost reply (`X-Sync-Resend-Floor`; v2, v3 and a `/batch` member) is refused 410 when
+    /// the table has no trace of its id and may have removed its tombstone — its id is among the removed ones the store
+    /// remembers, or ids of tombstones stamped after the insert's floor were forgotten since — and inserted otherwise;
+    /// an id the table holds is a 409 as ever, an insert without the header is inserted, a floor that is no date a 400.
+    @Test(arguments: Backend.all)
+    func anInsertSentAgainOfAnIdWhoseTombstoneWasRemovedIsRefused(_ backend: Backend) async throws {
+        try await TestDatabase.with(backend) { database in
+            let configuration = Fixture.configuration(database, tables: [Self.table()])
+            try await Fixture.withTableStore(configuration) { store in
+                try await Self.seed(store, count: 3, deleted: 2)
+                let newest = try #require(try await Self.rows(store).first { $0.itemID?.rawValue == "n1" }?.updatedAt)
+                _ = try await store.removeTombstones(of: Self.name, olderThan: .zero, at: Self.ahead, limit: 10)
+                let (before, past) = (WireDate(millisecondsSince1970: newest.millisecondsSince1970 - 1), newest)
+                let app = try await buildApplication(configuration)
+                try await app.test(.router) { client in
+                    func post(_ id: String, floor: String?, v3: Bool = false) async throws -> HTTPResponse.Status {
+                        var headers: HTTPFields = v3 ? [HTTPField.Name("ZUMO-API-VERSION")!: "3.0.0"] : [:]
+                        if let floor { headers[HTTPField.Name(TableConfiguration.resendFloorHeader)!] = floor }
+                        return try await client.send(
+                            .post, "/tables/Note", json: ["id": .string(id), "text": "again"], headers: headers,
+                            versioned: !v3
+                        ).status
+                    }
+                    // Remembered: whatever the floor.
+                    #expect(try await post("n0", floor: past.description) == .gone)
+                    #expect(try await post("n0", floor: before.description, v3: true) == .gone)
+                    let member: JSONValue = [
+                        "method": "POST", "url": "tables/Note", "body": ["id": "n1", "text": "again"],
+                        "headers": .object([TableConfiguration.resendFloorHeader: .string(past.description)]),
+                    ]
+                    let batch = try await client.send(.post, "/batch", json: ["requests": [member]])
+                    #expect(batch.json?["responses"]?.arrayValue?.first?["status"] == 410)
+                    #expect(try await post("fresh", floor: before.description) == .created)
+                    #expect(try await post("n2", floor: before.description) == .conflict)
+                    #expect(try await post("n1", floor: "yesterday") == .badRequest)
+                    // Forgotten (a removal days later): an id past the floor may have been among them.
+                    _ = try await store.removeTombstones(
+                        of: Self.name, olderThan: .seconds(3_600), at: Date().addingTimeInterval(3 * 86_400), limit: 10)
+                    #expect(try await post("never", floor: before.description) == .gone)
+                    #expect(try await post("never", floor: past.description) == .created)
+                    #expect(try await post("n0", floor: nil) == .created)
+                }
+            }
+        }
+    }
+
     /// A table that refuses stale pulls answers an old client's pull past the horizon 410, with what to do; a first
     /// download, a pull past the horizon and a client that reconciles (the SDK's `HZ` feature) are answered as ever.
     @Test(arguments: Backend.all)

@@ -46,11 +46,15 @@ public struct OperationError: Sendable, Hashable, Identifiable {
         return FieldMerge.merge(base: base, mine: mine, theirs: theirs).conflicts
     }
 
-    /// Whether this is a conflict — 409 or 412, or 404 on an update (the item was deleted on the
-    /// server; a v3 server answers 410) — rather than a refusal of the change itself. Both stay parked
-    /// until resolved.
+    /// Whether this is a conflict — 409 or 412, 404 on an update (the item was deleted on the server; a v3 server
+    /// answers 410), or 410 on an insert sent again after a lost reply (the item may have been deleted after it
+    /// landed, and the server no longer keeps the tombstone: docs/retention.md) — rather than a refusal of the change
+    /// itself. Both stay parked until resolved.
     public var isConflict: Bool {
-        status == 409 || status == 412 || ((status == 404 || status == 410) && operation.kind == .update)
+        switch (status, operation.kind) {
+        case (409, _), (412, _), (404, .update), (410, .update), (410, .insert): true
+        default: false
+        }
     }
 }
 

@@ -20,15 +20,22 @@ public struct PendingOperation: Sendable, Hashable, Identifiable {
         var item: JSONValue?
         /// The precondition sent as `If-Match`, if any.
         var version: Version?
+        /// For an insert, a server stamp of its table no later than its first send: sent again after a lost reply,
+        /// the insert carries it (`X-Sync-Resend-Floor`), and a server that no longer keeps the tombstones stamped
+        /// after it refuses the insert when it has no trace of the item — the first send may have landed and the item
+        /// been deleted since — rather than bring a deleted item back (docs/retention.md).
+        var floor: WireDate?
 
         /// Creates an attempt.
         ///
         /// - Parameters:
         ///   - item: The body sent.
         ///   - version: The precondition sent.
-        init(item: JSONValue?, version: Version?) {
+        ///   - floor: For an insert, a server stamp of its table no later than its first send.
+        init(item: JSONValue?, version: Version?, floor: WireDate? = nil) {
             self.item = item
             self.version = version
+            self.floor = floor
         }
     }
 

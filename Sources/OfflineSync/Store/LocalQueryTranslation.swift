@@ -52,11 +52,16 @@ enum OperationCoding {
     }
 
     static func json(_ attempt: PendingOperation.Attempt) -> JSONValue {
-        ["item": attempt.item ?? .null, "version": attempt.version.map { .string($0.rawValue) } ?? .null]
+        [
+            "item": attempt.item ?? .null, "version": attempt.version.map { .string($0.rawValue) } ?? .null,
+            "floor": attempt.floor.map { .int($0.millisecondsSince1970) } ?? .null,
+        ]
     }
 
     static func attempt(from json: JSONValue) throws -> PendingOperation.Attempt {
         let item = json["item"].flatMap { $0 == .null ? nil : $0 }
-        return PendingOperation.Attempt(item: item, version: json["version"]?.stringValue.map(Version.init(rawValue:)))
+        return PendingOperation.Attempt(
+            item: item, version: json["version"]?.stringValue.map(Version.init(rawValue:)),
+            floor: json["floor"]?.intValue.map(WireDate.init(millisecondsSince1970:)))
     }
 }

@@ -87,6 +87,22 @@ class LocalStoreReader {
             arguments: StatementArguments(sqlValues: arguments)) ?? 0
     }
 
+    /// The newest server stamp this store holds of `table`: the latest of its pull cursors and of its rows'
+    /// `updatedAt` (each one the server's, read before now); nil when it holds none. A write the server applies after
+    /// now is stamped later (``PendingOperation/Attempt/floor``).
+    func newestServerStamp(in table: TableName) throws -> WireDate? {
+        let cursor = try Int64.fetchOne(
+            db, sql: #"SELECT max("updatedAt") FROM "sync_cursors" WHERE "tableName" = ?"#,
+            arguments: [table.canonical]
+        ).map(WireDate.init(millisecondsSince1970:))
+        guard try hasRowTable(table) else { return cursor }
+        // Wire dates of one precision, as servers stamp them: their text sorts as their instants.
+        let row = try String.fetchOne(
+            db, sql: "SELECT max(\"updatedAt\") FROM \(SQLiteLocalStore.rowTable(table))"
+        ).flatMap(WireDate.init(parsing:))
+        return [cursor, row].compactMap { $0 }.max()
+    }
+
     /// The cursor of an incremental pull, or nil before its first page.
     func cursor(for table: TableName, queryID: QueryID) throws -> PullCursor? {
         guard

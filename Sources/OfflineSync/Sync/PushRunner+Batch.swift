@@ -28,8 +28,15 @@ extension PushRunner {
                 pending = pending.dropFirst()
                 continue
             }
-            let requests = batchRequests(pending, limits)
-            guard let (answers, sends) = try await sendBatch(requests) else {
+            let count = batchCount(pending, limits)
+            let members = Array(pending.prefix(count))
+            guard
+                let (answers, sends) = try await sendBatch(
+                    count: count,
+                    body: { again in
+                        members.map { batchRequest($0, resent: again || sentBefore.contains($0.id)) }
+                    })
+            else {
                 endpoint.batchOffer.withdraw()
                 continue
             }
@@ -43,32 +50,36 @@ extension PushRunner {
         }
     }
 
-    /// The requests of the next batch: the first of `pending`, in order, while within the server's limits.
-    private func batchRequests(_ pending: ArraySlice<PendingOperation>, _ limits: BatchOffer.Limits) -> [JSONValue] {
-        var requests: [JSONValue] = []
+    /// How many of `pending` the next batch holds: the first, in order, while within the server's limits — each
+    /// request measured in its largest form, a resend's floor included, so that sending it again stays within them.
+    private func batchCount(_ pending: ArraySlice<PendingOperation>, _ limits: BatchOffer.Limits) -> Int {
+        var count = 0
         var bytes = 16
         for operation in pending.prefix(limits.operations) {
-            let request = batchRequest(operation)
-            let size = request.serializedData().count + 1
-            if !requests.isEmpty, bytes + size > limits.bytes { break }
-            requests.append(request)
+            let size = batchRequest(operation, resent: true).serializedData().count + 1
+            if count > 0, bytes + size > limits.bytes { break }
+            count += 1
             bytes += size
         }
-        return requests
+        return count
     }
 
     /// Sends a batch until an answer that is not transient; a success without a readable list of answers was cut
     /// short and is sent again, as a single push would be.
     ///
+    /// - Parameters:
+    ///   - count: How many operations it holds.
+    ///   - body: Its requests; `again` when an earlier send of the batch may have been applied.
     /// - Returns: The answers and how many times the batch was sent; nil when the server refused the batch as a whole
     ///   (it no longer offers them: the rest go one by one).
-    private func sendBatch(_ requests: [JSONValue]) async throws -> (answers: [JSONValue], sends: Int)? {
-        let body: JSONValue = ["requests": .array(requests)]
-        let count = requests.count
+    private func sendBatch(count: Int, body: (_ again: Bool) -> [JSONValue]) async throws -> (
+        answers: [JSONValue], sends: Int
+    )? {
         var sends = 0
         let reply = try await sendRetrying(logger: logger) {
             sends += 1
-            return try await endpoint.send("POST", endpoint.batchURL, body: body, features: ["OL"])
+            let requests: JSONValue = ["requests": .array(body(sends > 1))]
+            return try await endpoint.send("POST", endpoint.batchURL, body: requests, features: ["OL"])
         } isTransient: { reply in
             isTransientStatus(reply.status)
                 || ((200..<300).contains(reply.status) && Self.answers(reply, count) == nil)
@@ -146,12 +157,14 @@ extension PushRunner {
     }
 
     /// One operation of a batch: the request its frozen attempt makes as a single push.
-    func batchRequest(_ operation: PendingOperation) -> JSONValue {
+    func batchRequest(_ operation: PendingOperation, resent: Bool) -> JSONValue {
         var request: [String: JSONValue] = [:]
         let attempt = operation.attempt
         switch operation.kind {
         case .insert:
             request = ["method": "POST", "url": .string(endpoint.path(operation.table))]
+            let headers = Self.resendHeaders(resent ? attempt?.floor : nil)
+            if !headers.isEmpty { request["headers"] = .object(headers.mapValues(JSONValue.string)) }
         case .update:
             request = ["method": "PATCH", "url": .string(endpoint.path(operation.table, id: operation.itemID))]
         case .delete:

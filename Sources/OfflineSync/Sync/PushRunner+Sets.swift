@@ -34,9 +34,14 @@ extension PushRunner {
             guard !frozen.isEmpty else { return }
             ids = frozen.map(\.id)
             try await learnBatchOffer(frozen[0].table)
-            let body: JSONValue = ["atomic": true, "requests": .array(frozen.map(batchRequest))]
+            let resent = sentBefore
+            let body = { (again: Bool) -> JSONValue in
+                let requests = frozen.map { batchRequest($0, resent: again || resent.contains($0.id)) }
+                return ["atomic": true, "requests": .array(requests)]
+            }
+            // Measured in its largest form (a resend's floors included), so that sending it again stays within.
             guard let limits = endpoint.batchOffer.limits, limits.atomic, frozen.count <= limits.operations,
-                body.serializedData().count <= limits.bytes
+                body(true).serializedData().count <= limits.bytes
             else {
                 try await pushSetWithoutAtomicServer(frozen, sentBefore: sentBefore, result: &result, blocked: &blocked)
                 return
@@ -72,13 +77,18 @@ extension PushRunner {
 
     /// Sends a set as one atomic batch until an answer that is not transient.
     ///
+    /// - Parameters:
+    ///   - body: The batch; `again` when an earlier send of it may have been applied.
+    ///   - count: How many members it holds.
     /// - Returns: Each member's answer and how many times the set was sent; nil when the server refused the atomic
     ///   batch as a whole (an older server behind the same address: the offer is withdrawn).
-    private func sendSet(_ body: JSONValue, count: Int) async throws -> (answers: [JSONValue], sends: Int)? {
+    private func sendSet(_ body: (_ again: Bool) -> JSONValue, count: Int) async throws -> (
+        answers: [JSONValue], sends: Int
+    )? {
         var sends = 0
         let reply = try await sendRetrying(logger: logger) {
             sends += 1
-            return try await endpoint.send("POST", endpoint.batchURL, body: body, features: ["OL"])
+            return try await endpoint.send("POST", endpoint.batchURL, body: body(sends > 1), features: ["OL"])
         } isTransient: { reply in
             guard !isTransientStatus(reply.status) else { return true }
             guard (200..<300).contains(reply.status) else { return false }

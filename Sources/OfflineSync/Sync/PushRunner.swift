@@ -150,10 +150,30 @@ extension PushRunner {
             }
             operation.attempt = .init(
                 item: row.removing(SystemProperty.serverManaged),
-                version: operation.kind == .update ? row.version : nil)
+                version: operation.kind == .update ? row.version : nil,
+                floor: operation.kind == .insert ? try resendFloor(in: operation.table, writer: writer) : nil)
         }
         try writer.updateOperation(operation)
         return operation
+    }
+
+    /// How far back an insert's first send may be stamped, at most, when the store holds no later stamp of its table:
+    /// the device's clock may be ahead of the server's by this much and the floor stays below the server's stamp.
+    static let clockAllowance: Duration = .seconds(3600)
+
+    /// An insert's ``PendingOperation/Attempt/floor``: the newest server stamp the store holds of the table, or the
+    /// device's clock less ``clockAllowance`` when that is later (a device away for long holds only old stamps, and a
+    /// floor that old would refuse inserts that never landed whenever tombstones were removed since).
+    static func resendFloor(in table: TableName, writer: LocalStoreWriter) throws -> WireDate {
+        let clock = WireDate(Date()).millisecondsSince1970 - Int64(clockAllowance.components.seconds) * 1000
+        let stored = try writer.newestServerStamp(in: table)?.millisecondsSince1970 ?? .min
+        return WireDate(millisecondsSince1970: max(clock, stored))
+    }
+
+    /// The header of an insert sent again when an earlier send may have landed: its floor
+    /// (``PendingOperation/Attempt/floor``), when it has one.
+    static func resendHeaders(_ floor: WireDate?) -> [String: String] {
+        floor.map { ["X-Sync-Resend-Floor": $0.description] } ?? [:]
     }
 
     /// Sends an operation until a definitive reply: re-creates the item first when asked, retries
@@ -187,7 +207,8 @@ extension PushRunner {
         var sends = 0
         let reply = try await sendRetrying(logger: log) {
             sends += 1
-            return try await send(kind, operation, body: sent, version: version)
+            let floor = sentBefore || sends > 1 ? attempt.floor : nil
+            return try await send(kind, operation, body: sent, version: version, resendFloor: floor)
         } isTransient: { reply in
             PushDecision.decide(kind, status: reply.status, replyItem: reply.item, server: .unknown, sent: sent)
                 == .retry
@@ -225,13 +246,16 @@ extension PushRunner {
         return FieldMerge.patch(item, since: base)
     }
 
-    private func send(_ kind: OperationKind, _ operation: PendingOperation, body: JSONValue?, version: Version?)
-        async throws -> HTTPResponseData
-    {
+    private func send(
+        _ kind: OperationKind, _ operation: PendingOperation, body: JSONValue?, version: Version?,
+        resendFloor: WireDate?
+    ) async throws -> HTTPResponseData {
         let features = version == nil ? ["OL"] : ["OC", "OL"]
         switch kind {
         case .insert:
-            return try await endpoint.send("POST", endpoint.url(operation.table), body: body, features: ["OL"])
+            return try await endpoint.send(
+                "POST", endpoint.url(operation.table), body: body, features: ["OL"],
+                extraHeaders: Self.resendHeaders(resendFloor))
         case .update:
             // v2 sends the fields (the server keeps those it has and the client does not); v3 replaces the item
             // with the local row, which is whole: pulled rows are stored as they came.

@@ -11,4 +11,9 @@ extension TableConfiguration {
     /// every later write passes (``QueryPage/watermark``), as a wire date. A client that read every page of its pull
     /// may move its cursor there, so that a query that sees no change stays ahead of the horizon.
     public static let watermarkHeader = "X-Sync-Watermark"
+    /// The name of the request header of an insert a client sends again after it read no reply to an earlier send: a
+    /// stamp of the table (a wire date) no later than that first send. When the table has no trace of the item and
+    /// tombstones stamped after it were removed, the first send may have landed and the item been deleted since: the
+    /// insert is refused with 410 rather than bring a deleted item back (docs/retention.md). Old servers ignore it.
+    public static let resendFloorHeader = "X-Sync-Resend-Floor"
 }

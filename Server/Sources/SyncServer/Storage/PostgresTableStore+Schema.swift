@@ -67,6 +67,18 @@ extension PostgresTableStore {
                 7 + PostgresAttachmentStore.migrations.count, "tombstone horizons",
                 #"ALTER TABLE "__sync_tables" ADD COLUMN "horizon" bigint"#
             ),
+            (
+                8 + PostgresAttachmentStore.migrations.count, "removed ids",
+                #"CREATE TABLE "__sync_removed" ("table" text NOT NULL, "id" text NOT NULL, "stamp" bigint NOT NULL, PRIMARY KEY ("table", "id"))"#
+            ),
+            (
+                9 + PostgresAttachmentStore.migrations.count, "removed ids by stamp",
+                #"CREATE INDEX "__sync_removed_stamp" ON "__sync_removed" ("table", "stamp")"#
+            ),
+            (
+                10 + PostgresAttachmentStore.migrations.count, "forgotten removals",
+                #"ALTER TABLE "__sync_tables" ADD COLUMN "forgotten" bigint"#
+            ),
         ]
 
     public func prepare(_ tables: [TableConfiguration]) async throws {

@@ -48,6 +48,15 @@ extension PostgresTableStore {
                                     + "AND \"updatedAt\" <= \(newest))"),
                             logger: logger)
                     }
+                    // Their ids are remembered a while longer (``TombstoneRemoval/idMemory(after:)``).
+                    try await connection.query(
+                        PostgresQuery(
+                            unsafeSQL:
+                                "INSERT INTO \"__sync_removed\" (\"table\", \"id\", \"stamp\") SELECT "
+                                + "'\(table.canonical)', \"id\"::text, \"updatedAt\" FROM \(name) WHERE \"deleted\" AND "
+                                + "\"updatedAt\" <= \(newest) ON CONFLICT (\"table\", \"id\") DO UPDATE SET "
+                                + "\"stamp\" = excluded.\"stamp\""),
+                        logger: logger)
                     let counted = try await connection.query(
                         PostgresQuery(
                             unsafeSQL: "WITH \"gone\" AS (DELETE FROM \(name) WHERE \"deleted\" AND \"updatedAt\" <= "
@@ -58,9 +67,42 @@ extension PostgresTableStore {
                         #"UPDATE "__sync_tables" SET "horizon" = GREATEST(coalesce("horizon", 0), \#(newest)) WHERE "name" = \#(table.canonical)"#,
                         logger: logger)
                 }
+                try await Self.forgetRemovedIDs(
+                    of: table, before: "\(cutoff) - \(TombstoneRemoval.idMemory(after: age).milliseconds)",
+                    limit: limit,
+                    on: connection, logger: logger)
             }
             return TombstoneRemoval(
                 removed: removed, horizon: try await Self.horizon(of: table, on: connection, logger: logger))
+        }
+    }
+
+    /// Forgets up to `limit` of the oldest remembered ids of `table`'s removed tombstones stamped before `cutoff` (an
+    /// SQL expression), and moves the table's `forgotten` stamp to the newest of them (``removedTrace(of:in:since:)``).
+    static func forgetRemovedIDs(
+        of table: TableName, before cutoff: String, limit: Int, on connection: PostgresConnection, logger: Logger
+    ) async throws {
+        let canonical = table.canonical
+        try await connection.query(
+            PostgresQuery(
+                unsafeSQL: #"WITH "batch" AS (SELECT "stamp" FROM "__sync_removed" WHERE "table" = '\#(canonical)' "#
+                    + #"AND "stamp" < \#(cutoff) ORDER BY "stamp" LIMIT \#(limit)), "newest" AS (SELECT max("stamp") "#
+                    + #"AS "stamp" FROM "batch"), "gone" AS (DELETE FROM "__sync_removed" WHERE "table" = '\#(canonical)' "#
+                    + #"AND "stamp" <= (SELECT "stamp" FROM "newest")) UPDATE "__sync_tables" SET "forgotten" = "#
+                    + #"GREATEST(coalesce("forgotten", 0), (SELECT "stamp" FROM "newest")) WHERE "name" = '\#(canonical)' "#
+                    + #"AND (SELECT "stamp" FROM "newest") IS NOT NULL"#),
+            logger: logger)
+    }
+
+    public func removedTrace(of id: ItemID, in table: TableName, since floor: WireDate) async throws -> Bool {
+        let logger = self.logger
+        return try await withConnection { connection in
+            let rows = try await connection.query(
+                #"SELECT EXISTS (SELECT 1 FROM "__sync_removed" WHERE "table" = \#(table.canonical) AND "id" = \#(id.rawValue)) OR coalesce((SELECT "forgotten" FROM "__sync_tables" WHERE "name" = \#(table.canonical)), 0) > \#(floor.millisecondsSince1970)"#,
+                logger: logger)
+            var found = false
+            for try await value in rows.decode(Bool.self) { found = value }
+            return found
         }
     }
 

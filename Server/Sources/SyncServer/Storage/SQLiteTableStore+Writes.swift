@@ -208,6 +208,35 @@ extension SQLiteTableStore {
         ).map(WireDate.init(millisecondsSince1970:))
     }
 
+    /// Forgets up to `limit` of the oldest remembered ids of `table`'s removed tombstones stamped before `cutoff`, and
+    /// moves the table's `forgotten` stamp to the newest of them (``removedTrace(of:in:since:)``).
+    static func forgetRemovedIDs(of table: TableName, before cutoff: Int64, limit: Int, in db: Database) throws {
+        guard
+            let newest = try Int64.fetchOne(
+                db,
+                sql:
+                    #"SELECT max("stamp") FROM (SELECT "stamp" FROM "__sync_removed" "#
+                    + #"WHERE "table" = ? AND "stamp" < ? ORDER BY "stamp" LIMIT ?)"#,
+                arguments: [table.canonical, cutoff, limit])
+        else { return }
+        try db.execute(
+            sql: #"DELETE FROM "__sync_removed" WHERE "table" = ? AND "stamp" <= ?"#,
+            arguments: [table.canonical, newest])
+        try db.execute(
+            sql: #"UPDATE "__sync_tables" SET "forgotten" = max(coalesce("forgotten", 0), ?) WHERE "name" = ?"#,
+            arguments: [newest, table.canonical])
+    }
+
+    public func removedTrace(of id: ItemID, in table: TableName, since floor: WireDate) async throws -> Bool {
+        try await read { db in
+            try Bool.fetchOne(
+                db,
+                sql: #"SELECT EXISTS (SELECT 1 FROM "__sync_removed" WHERE "table" = ? AND "id" = ?) "#
+                    + #"OR coalesce((SELECT "forgotten" FROM "__sync_tables" WHERE "name" = ?), 0) > ?"#,
+                arguments: [table.canonical, id.rawValue, table.canonical, floor.millisecondsSince1970]) ?? false
+        }
+    }
+
     public func removeTombstones(of table: TableName, olderThan age: Duration, at now: Date, limit: Int) async throws
         -> TombstoneRemoval
     {
@@ -233,6 +262,12 @@ extension SQLiteTableStore {
                             + "(SELECT \"id\" FROM \(name) WHERE \"deleted\" = 1 AND \"updatedAt\" <= ?)",
                         arguments: [table.canonical, newest])
                 }
+                // Their ids are remembered a while longer (``TombstoneRemoval/idMemory(after:)``).
+                try db.execute(
+                    sql: #"INSERT OR REPLACE INTO "__sync_removed" ("table", "id", "stamp") "#
+                        + "SELECT ?, CAST(\"id\" AS TEXT), \"updatedAt\" FROM \(name) "
+                        + "WHERE \"deleted\" = 1 AND \"updatedAt\" <= ?",
+                    arguments: [table.canonical, newest])
                 try db.execute(
                     sql: "DELETE FROM \(name) WHERE \"deleted\" = 1 AND \"updatedAt\" <= ?", arguments: [newest])
                 removed = db.changesCount
@@ -240,6 +275,9 @@ extension SQLiteTableStore {
                     sql: #"UPDATE "__sync_tables" SET "horizon" = max(coalesce("horizon", 0), ?) WHERE "name" = ?"#,
                     arguments: [newest, table.canonical])
             }
+            try Self.forgetRemovedIDs(
+                of: table, before: cutoff - TombstoneRemoval.idMemory(after: .milliseconds(age)).milliseconds,
+                limit: limit, in: db)
             return TombstoneRemoval(removed: removed, horizon: try Self.horizon(of: table, in: db))
         }
     }

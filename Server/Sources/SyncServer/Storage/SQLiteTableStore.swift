@@ -103,6 +103,15 @@ public final class SQLiteTableStore: TableStore {
         migrator.registerMigration("v5: tombstone horizons") { db in
             try db.execute(sql: #"ALTER TABLE "__sync_tables" ADD COLUMN "horizon" INTEGER"#)
         }
+        migrator.registerMigration("v6: removed ids") { db in
+            try db.execute(
+                sql: #"""
+                    CREATE TABLE "__sync_removed" ("table" TEXT NOT NULL, "id" TEXT NOT NULL, "stamp" INTEGER NOT NULL,
+                        PRIMARY KEY ("table", "id")) WITHOUT ROWID;
+                    CREATE INDEX "__sync_removed_stamp" ON "__sync_removed" ("table", "stamp");
+                    ALTER TABLE "__sync_tables" ADD COLUMN "forgotten" INTEGER;
+                    """#)
+        }
         return migrator
     }
 

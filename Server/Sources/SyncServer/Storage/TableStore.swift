@@ -185,6 +185,19 @@ public protocol TableStore: Sendable {
     func removeTombstones(of table: TableName, olderThan age: Duration, at now: Date, limit: Int) async throws
         -> TombstoneRemoval
 
+    /// Whether an item the table has no trace of may have been removed as a tombstone: its id is among those of the
+    /// tombstones removed lately (kept ``TombstoneRemoval/idMemory(after:)`` after their removal), or ids of tombstones
+    /// stamped after `floor` were removed and forgotten since. An insert sent again after a lost reply
+    /// (``TableConfiguration/resendFloorHeader``) is refused then: its first send may have landed and been deleted.
+    ///
+    /// - Parameters:
+    ///   - id: The item's id.
+    ///   - table: The table.
+    ///   - floor: A stamp of the table no later than the insert's first send.
+    /// - Returns: Whether it may have been removed; false from a store that removes no tombstones (the default).
+    /// - Throws: ``TableStoreError``.
+    func removedTrace(of id: ItemID, in table: TableName, since floor: WireDate) async throws -> Bool
+
     /// Whether the store can serve now, for `GET /ready`: the database answers, and its bookkeeping is the version
     /// this server knows (not older, not newer). Bounded like a request: a database that does not answer is not ready.
     ///
@@ -204,6 +217,8 @@ extension TableStore {
     {
         throw TableStoreError.unavailable("this store cannot remove tombstones")
     }
+
+    public func removedTrace(of id: ItemID, in table: TableName, since floor: WireDate) async throws -> Bool { false }
 
     public func atomically<T: Sendable>(_ body: @escaping @Sendable (any TableStore) async throws -> T) async throws
         -> T

@@ -19,6 +19,13 @@ public struct TombstoneRemoval: Sendable, Equatable {
     }
 }
 
+extension TombstoneRemoval {
+    /// How long the ids of removed tombstones are remembered after the removal's cutoff: one retention more, and a day
+    /// at least. An insert sent again after a lost reply whose id is among them landed, and was deleted since
+    /// (``TableStore/removedTrace(of:in:since:)``); only ids, so a day of a busy table's deletes costs little.
+    static func idMemory(after retention: Duration) -> Duration { max(retention, .seconds(86_400)) }
+}
+
 /// The rule of the horizon (docs/retention.md), decided once for every route and dialect: a query that includes
 /// deleted rows is a sync pull, and its filter's bound on `updatedAt` is its cursor — v2's
 /// `updatedAt ge datetimeoffset'…'`, v3's `updatedAt gt cast(…)`, the keyset

@@ -12,7 +12,7 @@ struct CORSMiddleware: RouterMiddleware {
     /// The request headers a page may send: the protocol's (PROTOCOL.md §2) and the token's.
     static let allowedHeaders = [
         "Authorization", "Content-Type", "If-Match", "ZUMO-API-VERSION", "X-ZUMO-AUTH", "X-ZUMO-INSTALLATION-ID",
-        "X-ZUMO-FEATURES", "X-ZUMO-VERSION",
+        "X-ZUMO-FEATURES", "X-ZUMO-VERSION", "X-Sync-Resend-Floor",
     ].joined(separator: ", ")
 
     func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws

@@ -69,10 +69,17 @@ struct TableRoutes: Sendable {
         let effect = call.item == nil ? WriteEffect.insert : try wire.itemEffect(method)
         let target = try await service.target(effect, call)
         let fields = effect.readsFields ? try await body() : nil
-        let request =
+        var request =
             effect == .insert
             ? try wire.insert(fields ?? [:], target.schema)
             : try wire.itemWrite(effect, id: try target.item(), head: head, body: fields, target.schema)
+        if effect == .insert, let floor = head.headerFields[HTTPField.Name(TableConfiguration.resendFloorHeader)!] {
+            guard let date = WireDate(parsing: floor) else {
+                throw APIError.badRequest(
+                    "\(TableConfiguration.resendFloorHeader): '\(floor.prefix(40))' is not a date")
+            }
+            request.resendFloor = date
+        }
         let (id, item) = try await service.write(request, to: target, as: call)
         return effect == .insert ? wire.inserted(item, location: location(id, item)) : wire.written(effect, item)
     }

@@ -154,6 +154,9 @@ struct TableService: Sendable {
         }
         let id: ItemID
         if let given = request.id { id = given } else { id = try await newID(schema) }
+        if case .insert = request.action, request.id != nil, let floor = request.resendFloor {
+            try await checkResend(id, since: floor, in: target)
+        }
         var deletes = false
         if case .replace(let given) = request.action {
             deletes = given[SystemProperty.deleted.rawValue]?.boolValue ?? false
@@ -172,6 +175,23 @@ struct TableService: Sendable {
         let key = Self.changeKey(schema, owner: scope.owner)
         if let heldKeys { heldKeys.withLock { _ = $0.insert(key) } } else { changes.publish(key) }
         return (id, item)
+    }
+
+    /// Refuses (410) an insert sent again after a lost reply (``WriteRequest/resendFloor``) when the table has no trace
+    /// of the item and may have removed its tombstone (``TableStore/removedTrace(of:in:since:)``): its first send may
+    /// have landed and the item been deleted since. The client shows it as a conflict rather than bring a deleted item
+    /// back (docs/retention.md).
+    private func checkResend(_ id: ItemID, since floor: WireDate, in target: TableTarget) async throws {
+        let table = target.schema.name
+        let gone = try await perform {
+            try await store.item(id, in: table, scope: target.scope, includeDeleted: true) == nil
+                ? try await store.removedTrace(of: id, in: table, since: floor) : false
+        }
+        guard gone else { return }
+        throw APIError(
+            .gone,
+            "\(id) may have been deleted after this insert was first sent, and \(table) no longer keeps its "
+                + "tombstone. Resolve it as a conflict: keep it to insert it again")
     }
 
     /// An insert's new id: one of `makeID`, or in a table of integer ids, the store's next.

@@ -41,6 +41,10 @@ struct WriteRequest: Sendable {
     var storedCheck: ItemConditions?
     /// How a row is shown in a conflict's body (the dialect's ``TableWire/shown(_:)``).
     var shown: @Sendable (JSONValue) -> JSONValue = { $0 }
+    /// For an insert a client sends again after a lost reply, a stamp of the table no later than its first send
+    /// (``TableConfiguration/resendFloorHeader``): the insert is refused when it may have landed and been deleted, and
+    /// the tombstone that would say so was removed (``TableService/write(_:to:as:)``).
+    var resendFloor: WireDate?
 
     /// The effect whose access rule the route holds before the request is read.
     var effect: WriteEffect {
