@@ -230,7 +230,8 @@ func buildRouter(
 }
 
 /// The middleware every request passes, in order: the loopback host check (no auth, on loopback), client text, the
-/// metrics and counts, the request log, CORS, the 500 for an unexpected error, body coding, the 405s, and tokens.
+/// metrics and counts, the request log, CORS, the 500 for an unexpected error, body coding, the 405s, tokens, and the
+/// callers' fair shares.
 private func addMiddleware(
     to router: Router<SyncRequestContext>, _ configuration: SyncServerConfiguration, stats: ServerStats,
     consoleIsOn: Bool
@@ -250,6 +251,9 @@ private func addMiddleware(
     if let auth = configuration.auth {
         router.add(
             middleware: AuthenticationMiddleware(verifier: try await TokenVerifier(auth, now: configuration.now)))
+    }
+    if configuration.fairShares.isOn {
+        router.add(middleware: FairShareMiddleware(queue: AdmissionQueue(configuration.fairShares)))
     }
 }
 

@@ -77,14 +77,17 @@ struct BenchServer {
     static let secret = "sync-bench-secret-0123456789abcdef"
 
     /// Runs `body` while the server serves `database`, its PostgreSQL writes stamped as `stamping` says;
-    /// with `perUser`, `TodoItem` is a per-user table and requests need tokens signed with ``secret``; with
-    /// `attachments`, its `file` column names files (up to 2 GB).
+    /// with `perUser`, `TodoItem` is a per-user table and requests need tokens signed with ``secret`` (with
+    /// `authenticated`, every table does); with `attachments`, its `file` column names files (up to 2 GB); its callers
+    /// share it as `fairShares` says.
     static func run<T: Sendable>(
         _ database: DatabaseLocation, stamping: PostgresTableStore.Stamping = .serialized, perUser: Bool = false,
-        shared: Bool = false, pageSize: Int = 1000, compressing: Bool = false, hooks: TableHooks? = nil,
-        attachments: Bool = false, retention: Duration? = nil, _ body: @Sendable (BenchServer) async throws -> T
+        shared: Bool = false, authenticated: Bool = false, pageSize: Int = 1000, compressing: Bool = false,
+        hooks: TableHooks? = nil, attachments: Bool = false, retention: Duration? = nil,
+        fairShares: FairShares = FairShares(), _ body: @Sendable (BenchServer) async throws -> T
     ) async throws -> T {
         var configuration = SyncServerConfiguration()
+        configuration.fairShares = fairShares
         configuration.hooks = hooks.map { ["TodoItem": $0] } ?? [:]
         configuration.port = 0
         configuration.database = database
@@ -101,7 +104,7 @@ struct BenchServer {
         }
         configuration.tables = [table]
         if shared { configuration.tables = try sharedTables(pageSize: pageSize) }
-        if perUser || shared { configuration.auth = AuthConfiguration(hs256Secret: secret) }
+        if perUser || shared || authenticated { configuration.auth = AuthConfiguration(hs256Secret: secret) }
         let (ports, continuation) = AsyncStream.makeStream(of: Int.self)
         let app = try await buildApplication(configuration) { port in continuation.yield(port) }
         return try await withThrowingTaskGroup(of: T?.self) { group in

@@ -18,7 +18,7 @@ struct SyncBenchCommand: AsyncParsableCommand {
 
     @Option(
         help:
-            "Run only this case (local.insert, input.cost (input.cost.json, .odata, .collation, .like, .compare), local.query, pull.initial, pull.initial.1m (not in --quick runs), pull.incremental, pull.noop, push.sequential, push.set10, server.page, server.page.gzip, server.page.large, server.page.large.gzip, server.write.hook, server.write.aftercommit, memory.pull, live.latency, live.subscribers, share.join, share.removal, attachments.upload, attachments.download, attachments.resume, attachments.memory, storage.churn (rows × 10 in and out); with --database: storage.churn.pg, server.page.pg, pull.initial.pg, server.write.pg, server.write.peruser.pg, server.write.aftercommit.pg, server.page.shared.pg, server.write.shared.pg; with --link: push.batch, push.sequential, push.set10, pull.initial, pull.initial.plain, sync.firstrun, sync.catchup, attachments.upload, attachments.download)."
+            "Run only this case (local.insert, input.cost (input.cost.json, .odata, .collation, .like, .compare), local.query, pull.initial, pull.initial.1m (not in --quick runs), pull.incremental, pull.noop, push.sequential, push.set10, server.page, server.page.gzip, server.page.large, server.page.large.gzip, server.write.hook, server.write.aftercommit, memory.pull, live.latency, live.subscribers, share.join, share.removal, attachments.upload, attachments.download, attachments.resume, attachments.memory, storage.churn (rows × 10 in and out), fairness; with --database: storage.churn.pg, fairness.pg, server.page.pg, pull.initial.pg, server.write.pg, server.write.peruser.pg, server.write.aftercommit.pg, server.page.shared.pg, server.write.shared.pg; with --link: push.batch, push.sequential, push.set10, pull.initial, pull.initial.plain, sync.firstrun, sync.catchup, attachments.upload, attachments.download)."
     )
     var only: String?
 
@@ -175,6 +175,8 @@ struct SyncBenchCommand: AsyncParsableCommand {
         if wanted("attachments.resume") { results.append(try await cases.attachmentResume()) }
         if wanted("attachments.memory") { results += try await cases.attachmentMemory() }
         if wanted("storage.churn") { results += try await cases.storageChurn(rows: rows * 10) }
+        if wanted("fairness") { results += try await cases.fairness() }
+        if let database, wanted("fairness.pg") { results += try await cases.fairness(database: database) }
         if let database {
             results += try await cases.postgres(url: database, rows: rows) { only == nil || only == $0 }
             results += try await cases.sharingPostgres(url: database, rows: rows) { only == nil || only == $0 }

@@ -54,6 +54,7 @@ extension Serve {
         configuration.databaseWaitLimit = .seconds(max(0, databaseWait))
         try readLimits(into: &configuration)
         try readTables(into: &configuration)
+        readFairShares(into: &configuration)
         guard afterCommitLease > 0 else { throw ConfigurationError("--after-commit-lease must be at least 1") }
         configuration.afterCommitLease = .seconds(afterCommitLease)
         if let auditLog {
@@ -92,6 +93,16 @@ extension Serve {
         }
     }
 
+    /// The fair shares' options, over the configuration file's (checked with the rest of the configuration).
+    private func readFairShares(into configuration: inout SyncServerConfiguration) {
+        if noFairShares { configuration.fairShares.isOn = false }
+        if let perCallerRequests { configuration.fairShares.perCaller = perCallerRequests }
+        if let perCallerQueue { configuration.fairShares.perCallerQueue = perCallerQueue }
+        if let maxRunningRequests { configuration.fairShares.maxRunning = maxRunningRequests }
+        if let maxQueuedRequests { configuration.fairShares.maxQueued = maxQueuedRequests }
+        if let perCallerRate { configuration.fairShares.perCallerRate = perCallerRate }
+    }
+
     /// The tables (`--table` and the configuration file's), the file's auth and CORS, and the HS256 secret of the
     /// environment (given in one place only).
     private func readTables(into configuration: inout SyncServerConfiguration) throws {
@@ -105,6 +116,7 @@ extension Serve {
             configuration.tables += file.tables
             configuration.auth = file.auth
             configuration.cors = file.cors
+            if let shares = file.fairShares { configuration.fairShares = shares }
         }
         if let tombstoneRetention {
             guard tombstoneRetention >= 1 else { throw ConfigurationError("--tombstone-retention must be at least 1") }

@@ -183,6 +183,28 @@ struct Serve: AsyncParsableCommand {
     @Option(help: "The most open connections; more are answered 503. (default: 10000, or the open-file limit - 512)")
     var maxConnections: Int?
 
+    @Option(
+        help: """
+            The most requests of one caller (a token's subject, or without one the client's address) running at \
+            once; the others wait their turn (docs/fairness.md). (default: 2 per processor, at least 4)
+            """)
+    var perCallerRequests: Int?
+
+    @Option(help: "The most requests of one caller waiting for their turn; one more is answered 429. (default: 256)")
+    var perCallerQueue: Int?
+
+    @Option(help: "The most requests running at once, every caller's together. (default: 8 per processor, at least 16)")
+    var maxRunningRequests: Int?
+
+    @Option(help: "The most requests waiting, every caller's together; one more is answered 503. (default: 4096)")
+    var maxQueuedRequests: Int?
+
+    @Option(help: "The most requests a second one caller may start, in bursts of as many; more are answered 429.")
+    var perCallerRate: Double?
+
+    @Flag(help: "Serve requests as they come, with no per-caller shares (docs/fairness.md).")
+    var noFairShares = false
+
     @Option(help: "Seconds a connection may wait for its next request before it is closed.")
     var idleTimeout = 60.0
 

@@ -60,12 +60,35 @@ import Testing
             #"{"tables": [{"name": "sqlite_x"}]}"#,
             "table 'sqlite_x': names starting with 'sqlite_' are reserved by the database"
         ),
+        (#"{"fairShares": {"perCaller": 0}}"#, "fairShares.perCaller must be at least 1"),
+        (
+            #"{"fairShares": {"perCallerRate": -1}}"#,
+            "fairShares.perCallerRate must be a number of requests a second above 0"
+        ),
+        (
+            #"{"fairShares": {"perCallerRate": "fast"}}"#,
+            "fairShares: 'perCallerRate' must be a number of requests a second"
+        ),
+        (#"{"fairShares": {"perUser": 2}}"#, "fairShares: unknown key 'perUser'"),
     ])
     func refusesUnknownKeysAndBadValuesNamingThem(json: String, message: String) throws {
         let error = #expect(throws: ConfigurationError.self) {
             try ConfigurationFile(document: try ConfigurationFile.parseDocument(json, isYAML: false)).tables
         }
         #expect(error?.message == message)
+    }
+
+    @Test func readsTheFairShares() throws {
+        let json =
+            #"{"fairShares": {"perCaller": 2, "perCallerQueue": 8, "maxRunning": 6, "maxQueued": 40, "perCallerRate": 2.5}}"#
+        let shares = try #require(
+            try ConfigurationFile(document: try ConfigurationFile.parseDocument(json, isYAML: false)).fairShares)
+        #expect(shares.isOn && shares.perCaller == 2 && shares.perCallerQueue == 8)
+        #expect(shares.maxRunning == 6 && shares.maxQueued == 40 && shares.perCallerRate == 2.5)
+        let off = #"{"fairShares": {"enabled": false}}"#
+        #expect(
+            try ConfigurationFile(document: try ConfigurationFile.parseDocument(off, isYAML: false)).fairShares?.isOn
+                == false)
     }
 
     @Test func namesTheFileWhenItCannotBeRead() throws {

@@ -3,7 +3,7 @@ import SyncCore
 import SyncSQL
 import Yams
 
-/// What a configuration file holds: the tables, and optionally `auth` and `cors`.
+/// What a configuration file holds: the tables, and optionally `auth`, `cors` and `fairShares`.
 ///
 /// The shape, with every key but the tables' `name` optional (JSON, or the same in YAML):
 /// ```json
@@ -11,6 +11,8 @@ import Yams
 ///           "clockSkewSeconds": 60, "metrics": "authenticated", "openapi": "anonymous",
 ///           "console": {"subjects": ["alice"], "roles": ["admin"]}},
 ///  "cors": {"allowedOrigins": ["https://app.example.com"], "maxAgeSeconds": 600},
+///  "fairShares": {"perCaller": 4, "perCallerQueue": 256, "maxRunning": 16, "maxQueued": 4096,
+///                 "perCallerRate": 50, "enabled": true},
 ///  "tables": [{"name": "TodoItem", "softDelete": true, "pageSize": 50, "maxTop": 1000,
 ///              "maxColumns": 250, "maxNewColumnsPerWrite": 20, "perUser": false,
 ///              "access": "authenticated",
@@ -30,6 +32,8 @@ public struct ConfigurationFile: Sendable {
     public var auth: AuthConfiguration?
     /// The `cors` section, if any.
     public var cors: CORSConfiguration?
+    /// The `fairShares` section, if any (``FairShares``; the keys it leaves out keep their defaults).
+    public var fairShares: FairShares?
 
     /// Reads a JSON or YAML file (chosen by its `.json`, `.yaml` or `.yml` extension; other files are
     /// tried as JSON, then YAML).
@@ -56,12 +60,13 @@ public struct ConfigurationFile: Sendable {
     /// Reads a parsed configuration document.
     init(document: JSONValue) throws {
         guard let root = document.objectValue else { throw ConfigurationError("the top level must be an object") }
-        for key in root.keys.sorted() where !["tables", "auth", "cors"].contains(key) {
+        for key in root.keys.sorted() where !["tables", "auth", "cors", "fairShares"].contains(key) {
             throw ConfigurationError("unknown key '\(key)'")
         }
         if let tables = root["tables"] { self.tables = try TableConfiguration.tables(from: tables) }
         if let auth = root["auth"] { self.auth = try Self.auth(from: auth) }
         if let cors = root["cors"] { self.cors = try Self.cors(from: cors) }
+        if let shares = root["fairShares"] { self.fairShares = try Self.fairShares(from: shares) }
     }
 
     static func parseDocument(_ text: String, isYAML: Bool) throws -> JSONValue {
@@ -108,6 +113,30 @@ public struct ConfigurationFile: Sendable {
         var cors = CORSConfiguration(allowedOrigins: origins)
         if let seconds = try members.integer("maxAgeSeconds") { cors.maxAge = .seconds(seconds) }
         return cors
+    }
+
+    private static func fairShares(from value: JSONValue) throws -> FairShares {
+        let members = try Members(value, label: "fairShares")
+        try members.allow(["enabled", "perCaller", "perCallerQueue", "maxRunning", "maxQueued", "perCallerRate"])
+        var shares = FairShares()
+        if let enabled = members["enabled"] {
+            guard let on = enabled.boolValue else {
+                throw ConfigurationError("fairShares: 'enabled' must be true or false")
+            }
+            shares.isOn = on
+        }
+        if let value = try members.integer("perCaller") { shares.perCaller = value }
+        if let value = try members.integer("perCallerQueue") { shares.perCallerQueue = value }
+        if let value = try members.integer("maxRunning") { shares.maxRunning = value }
+        if let value = try members.integer("maxQueued") { shares.maxQueued = value }
+        if let rate = members["perCallerRate"] {
+            guard let number = rate.doubleValue ?? rate.intValue.map(Double.init) else {
+                throw ConfigurationError("fairShares: 'perCallerRate' must be a number of requests a second")
+            }
+            shares.perCallerRate = number
+        }
+        try shares.validate()
+        return shares
     }
 
     /// An access: `anonymous`, `authenticated`, `disabled`, or `{"subjects": [...], "roles": [...]}`.

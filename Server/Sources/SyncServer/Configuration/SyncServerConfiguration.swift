@@ -65,6 +65,9 @@ public struct SyncServerConfiguration: Sendable {
     public var compressionMinimumSize: Int? = 1024
     /// The limits of HTTP connections: how many, and how long and large a request's head and body may be.
     public var connectionLimits = ConnectionLimits()
+    /// How requests are shared between callers: per-caller and total bounds on requests running and waiting, and an
+    /// optional per-caller rate (docs/fairness.md). On by default.
+    public var fairShares = FairShares()
     /// How long a stopping server (SIGTERM, or its service group's graceful shutdown) lets requests in flight
     /// finish: it stops accepting at once, answers waiting `/changes` long polls, closes idle connections, and
     /// after this time closes every connection still open, so that it always stops. Default 10 s.
@@ -113,6 +116,7 @@ public struct SyncServerConfiguration: Sendable {
     /// - Throws: ``ConfigurationError`` naming the table and the setting.
     public func validate() throws {
         try auth?.validate()
+        try fairShares.validate()
         try cors?.validate()
         let served = Set(servedTables.map(\.name.canonical))
         for name in hooks.keys where !served.contains(name.lowercased()) {

@@ -40,4 +40,8 @@ enum RefusalReason: String, Sendable, CaseIterable {
     case unsupportedMediaType = "unsupported_media_type"
     case transferCoding = "transfer_coding"
     case unavailable = "unavailable"
+    // Fair shares (docs/fairness.md)
+    case callerBusy = "caller_busy"
+    case callerRate = "caller_rate"
+    case serverBusy = "server_busy"
 }

@@ -10,12 +10,17 @@ public struct SyncRequestContext: RequestContext {
     /// The protocol the request speaks, from its `ZUMO-API-VERSION` (``APIVersionMiddleware``): v2 unless it
     /// asked for 3.0.x.
     var dialect = ODataDialect.v2
+    /// The client's address (the balancer's, behind one), or nil when the connection has none: the caller of a
+    /// request without a token, for ``FairShares``.
+    let remoteAddress: String?
 
     /// Creates the context of a request.
     ///
     /// - Parameter source: Where the request came from.
     public init(source: Source) {
         coreContext = .init(source: source)
+        let address = source.channel.remoteAddress
+        remoteAddress = address?.ipAddress ?? address?.pathname
     }
 }
 
