@@ -39,24 +39,11 @@ extension PostgresTableStore {
                 for try await value in newestRows.decode(Int64?.self) { newest = value }
                 if let newest {
                     if schema.configuration.recordsCommits {
-                        // Undelivered writes of the rows that go: what was deleted does not outlive the retention there.
-                        try await connection.query(
-                            PostgresQuery(
-                                unsafeSQL:
-                                    "DELETE FROM \"\(CommitOutbox.table)\" WHERE \"table\" = '\(table.canonical)' "
-                                    + "AND (\"item\"::jsonb ->> 'id') IN (SELECT \"id\" FROM \(name) WHERE \"deleted\" "
-                                    + "AND \"updatedAt\" <= \(newest))"),
-                            logger: logger)
+                        try await Self.dropUndelivered(
+                            of: table, in: name, upTo: newest, on: connection, logger: logger)
                     }
-                    // Their ids are remembered a while longer (``TombstoneRemoval/idMemory(after:)``).
-                    try await connection.query(
-                        PostgresQuery(
-                            unsafeSQL:
-                                "INSERT INTO \"__sync_removed\" (\"table\", \"id\", \"stamp\") SELECT "
-                                + "'\(table.canonical)', \"id\"::text, \"updatedAt\" FROM \(name) WHERE \"deleted\" AND "
-                                + "\"updatedAt\" <= \(newest) ON CONFLICT (\"table\", \"id\") DO UPDATE SET "
-                                + "\"stamp\" = excluded.\"stamp\""),
-                        logger: logger)
+                    try await Self.rememberRemovedIDs(
+                        of: table, in: name, upTo: newest, on: connection, logger: logger)
                     let counted = try await connection.query(
                         PostgresQuery(
                             unsafeSQL: "WITH \"gone\" AS (DELETE FROM \(name) WHERE \"deleted\" AND \"updatedAt\" <= "
@@ -75,6 +62,35 @@ extension PostgresTableStore {
             return TombstoneRemoval(
                 removed: removed, horizon: try await Self.horizon(of: table, on: connection, logger: logger))
         }
+    }
+
+    /// Deletes the undelivered after-commit writes of `table`'s tombstones stamped up to `newest`, about to be removed:
+    /// what was deleted does not outlive the retention there.
+    static func dropUndelivered(
+        of table: TableName, in name: String, upTo newest: Int64, on connection: PostgresConnection, logger: Logger
+    ) async throws {
+        try await connection.query(
+            PostgresQuery(
+                unsafeSQL:
+                    "DELETE FROM \"\(CommitOutbox.table)\" WHERE \"table\" = '\(table.canonical)' "
+                    + "AND (\"item\"::jsonb ->> 'id') IN (SELECT \"id\" FROM \(name) WHERE \"deleted\" "
+                    + "AND \"updatedAt\" <= \(newest))"),
+            logger: logger)
+    }
+
+    /// Remembers the ids of `table`'s tombstones stamped up to `newest` (in `name`, its quoted table), about to be
+    /// removed, for ``TombstoneRemoval/idMemory(after:)``.
+    static func rememberRemovedIDs(
+        of table: TableName, in name: String, upTo newest: Int64, on connection: PostgresConnection, logger: Logger
+    ) async throws {
+        try await connection.query(
+            PostgresQuery(
+                unsafeSQL:
+                    "INSERT INTO \"__sync_removed\" (\"table\", \"id\", \"stamp\") SELECT "
+                    + "'\(table.canonical)', \"id\"::text, \"updatedAt\" FROM \(name) WHERE \"deleted\" AND "
+                    + "\"updatedAt\" <= \(newest) ON CONFLICT (\"table\", \"id\") DO UPDATE SET "
+                    + "\"stamp\" = excluded.\"stamp\""),
+            logger: logger)
     }
 
     /// Forgets up to `limit` of the oldest remembered ids of `table`'s removed tombstones stamped before `cutoff` (an
