@@ -1,5 +1,6 @@
 import Foundation
 import OfflineSync
+import OfflineSyncTesting
 import SyncCore
 import SyncSQLite
 import SyncServer
@@ -22,17 +23,6 @@ import Testing
         }
     }
 
-    /// The system clock, with every wait a fiftieth as long: a `Retry-After: 1` waits 20 ms.
-    struct Hurried: Clock {
-        typealias Instant = ContinuousClock.Instant
-        var now: Instant { ContinuousClock.now }
-        var minimumResolution: Duration { ContinuousClock().minimumResolution }
-
-        func sleep(until deadline: Instant, tolerance: Duration?) async throws {
-            try await Task.sleep(for: max(.zero, (deadline - now) / 50))
-        }
-    }
-
     @Test func devicesOfOneCallerUnderSheddingConvergeWithNothingLost() async throws {
         let workspace = try Workspace()
         try await LiveServer.run(in: workspace) { configuration in
@@ -47,7 +37,7 @@ import Testing
                 devices.append(
                     try await SyncClient.make(url, workspace: workspace, store: "device-\(index).sqlite") {
                         $0.transport = transport
-                        $0.clock = Hurried()
+                        $0.clock = ScaledClock(by: 1.0 / 50)  // a `Retry-After: 1` waits 20 ms
                         $0.retryLimit = 200
                     })
             }
