@@ -21,9 +21,9 @@ public struct PendingOperation: Sendable, Hashable, Identifiable {
         /// The precondition sent as `If-Match`, if any.
         var version: Version?
         /// For an insert, a server stamp of its table no later than its first send: sent again after a lost reply,
-        /// the insert carries it (`X-Sync-Resend-Floor`), and a server that no longer keeps the tombstones stamped
-        /// after it refuses the insert when it has no trace of the item — the first send may have landed and the item
-        /// been deleted since — rather than bring a deleted item back (docs/retention.md).
+        /// the insert carries it (`X-Sync-Resend-Floor`). A server that has no trace of the item, but remembers
+        /// removing its tombstone or forgot removals stamped after the floor, refuses the insert — the first send may
+        /// have landed and the item been deleted since — rather than bring a deleted item back (docs/retention.md).
         var floor: WireDate?
 
         /// Creates an attempt.

@@ -11,7 +11,7 @@ import SyncCore
 /// | insert, update | 2xx without a readable item | retry (the reply was cut short or is unreadable) |
 /// | delete | 2xx, 404 or 410 | succeeded (404, 410: already gone) |
 /// | insert | 409 | the server's row (fetched by id when the body lacks `version`/`updatedAt`): live and holding every field sent (the server may add its own, as a per-user table's `userId`) → succeeded (a lost reply's retry); live, and an earlier send of the insert may have been applied (`resent`) → succeeded (the insert landed and another device changed the item since: the server's row is the item, and later local edits merge over it with the insert as their base); else conflict |
-/// | insert | 410 | sent again after a lost reply, and the server no longer keeps the tombstones stamped since its first send (`X-Sync-Resend-Floor`, docs/retention.md): the server's row, fetched by id — none → conflict (the item may have been deleted meanwhile); else as a 409 |
+/// | insert | 410 | sent again after a lost reply (`X-Sync-Resend-Floor`), and the server may have removed the item's tombstone (docs/retention.md): the server's row, fetched by id — none → conflict (the item may have been deleted meanwhile); else as a 409 |
 /// | update | 409, 412 | the server's row as above: live and holding every field sent → succeeded; else conflict |
 /// | update | 404, 410 | conflict with the server's tombstone, fetched by id (or none) |
 /// | delete | 409, 412 | the server's row as above: deleted → succeeded; else conflict |

@@ -12,8 +12,9 @@ extension TableConfiguration {
     /// may move its cursor there, so that a query that sees no change stays ahead of the horizon.
     public static let watermarkHeader = "X-Sync-Watermark"
     /// The name of the request header of an insert a client sends again after it read no reply to an earlier send: a
-    /// stamp of the table (a wire date) no later than that first send. When the table has no trace of the item and
-    /// tombstones stamped after it were removed, the first send may have landed and the item been deleted since: the
-    /// insert is refused with 410 rather than bring a deleted item back (docs/retention.md). Old servers ignore it.
+    /// stamp of the table (a wire date) no later than that first send. When the table has no trace of the item but its
+    /// id is among the removed tombstones' it remembers, or ids of tombstones stamped after the floor were forgotten,
+    /// the first send may have landed and the item been deleted since: the insert is refused with 410 rather than bring
+    /// a deleted item back (``TableStore/removedTrace(of:in:since:)``, docs/retention.md). Old servers ignore it.
     public static let resendFloorHeader = "X-Sync-Resend-Floor"
 }
