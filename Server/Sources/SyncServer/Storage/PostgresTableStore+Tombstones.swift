@@ -38,12 +38,9 @@ extension PostgresTableStore {
                 var newest: Int64?
                 for try await value in newestRows.decode(Int64?.self) { newest = value }
                 if let newest {
-                    if schema.configuration.recordsCommits {
-                        try await Self.dropUndelivered(
-                            of: table, in: name, upTo: newest, on: connection, logger: logger)
-                    }
-                    try await Self.rememberRemovedIDs(
-                        of: table, in: name, upTo: newest, on: connection, logger: logger)
+                    try await Self.beforeRemoving(
+                        table, in: name, upTo: newest, recordsCommits: schema.configuration.recordsCommits,
+                        on: connection, logger: logger)
                     let counted = try await connection.query(
                         PostgresQuery(
                             unsafeSQL: "WITH \"gone\" AS (DELETE FROM \(name) WHERE \"deleted\" AND \"updatedAt\" <= "
@@ -64,33 +61,27 @@ extension PostgresTableStore {
         }
     }
 
-    /// Deletes the undelivered after-commit writes of `table`'s tombstones stamped up to `newest`, about to be removed:
-    /// what was deleted does not outlive the retention there.
-    static func dropUndelivered(
-        of table: TableName, in name: String, upTo newest: Int64, on connection: PostgresConnection, logger: Logger
+    /// What goes with `table`'s tombstones stamped up to `newest` (in `name`, its quoted table), about to be removed:
+    /// their undelivered after-commit writes, when the table records them (what was deleted does not outlive the
+    /// retention there), and their ids, remembered for ``TombstoneRemoval/idMemory(after:)``.
+    static func beforeRemoving(
+        _ table: TableName, in name: String, upTo newest: Int64, recordsCommits: Bool,
+        on connection: PostgresConnection, logger: Logger
     ) async throws {
-        try await connection.query(
-            PostgresQuery(
-                unsafeSQL:
-                    "DELETE FROM \"\(CommitOutbox.table)\" WHERE \"table\" = '\(table.canonical)' "
-                    + "AND (\"item\"::jsonb ->> 'id') IN (SELECT \"id\" FROM \(name) WHERE \"deleted\" "
-                    + "AND \"updatedAt\" <= \(newest))"),
-            logger: logger)
-    }
-
-    /// Remembers the ids of `table`'s tombstones stamped up to `newest` (in `name`, its quoted table), about to be
-    /// removed, for ``TombstoneRemoval/idMemory(after:)``.
-    static func rememberRemovedIDs(
-        of table: TableName, in name: String, upTo newest: Int64, on connection: PostgresConnection, logger: Logger
-    ) async throws {
-        try await connection.query(
-            PostgresQuery(
-                unsafeSQL:
-                    "INSERT INTO \"__sync_removed\" (\"table\", \"id\", \"stamp\") SELECT "
-                    + "'\(table.canonical)', \"id\"::text, \"updatedAt\" FROM \(name) WHERE \"deleted\" AND "
-                    + "\"updatedAt\" <= \(newest) ON CONFLICT (\"table\", \"id\") DO UPDATE SET "
-                    + "\"stamp\" = excluded.\"stamp\""),
-            logger: logger)
+        let gone = "FROM \(name) WHERE \"deleted\" AND \"updatedAt\" <= \(newest)"
+        var statements = [
+            "INSERT INTO \"__sync_removed\" (\"table\", \"id\", \"stamp\") SELECT '\(table.canonical)', "
+                + "\"id\"::text, \"updatedAt\" \(gone) ON CONFLICT (\"table\", \"id\") DO UPDATE SET "
+                + "\"stamp\" = excluded.\"stamp\""
+        ]
+        if recordsCommits {
+            statements.append(
+                "DELETE FROM \"\(CommitOutbox.table)\" WHERE \"table\" = '\(table.canonical)' "
+                    + "AND (\"item\"::jsonb ->> 'id') IN (SELECT \"id\" \(gone))")
+        }
+        for statement in statements {
+            try await connection.query(PostgresQuery(unsafeSQL: statement), logger: logger)
+        }
     }
 
     /// Forgets up to `limit` of the oldest remembered ids of `table`'s removed tombstones stamped before `cutoff` (an
