@@ -1,4 +1,5 @@
 public import Hummingbird
+import NIOCore
 import SyncOData
 
 /// The per-request context of the sync server's routes.
@@ -11,16 +12,15 @@ public struct SyncRequestContext: RequestContext {
     /// asked for 3.0.x.
     var dialect = ODataDialect.v2
     /// The client's address (the balancer's, behind one), or nil when the connection has none: the caller of a
-    /// request without a token, for ``FairShares``.
-    let remoteAddress: String?
+    /// request without a token, for ``FairShares`` (its text is made only for such a request).
+    let remoteAddress: SocketAddress?
 
     /// Creates the context of a request.
     ///
     /// - Parameter source: Where the request came from.
     public init(source: Source) {
         coreContext = .init(source: source)
-        let address = source.channel.remoteAddress
-        remoteAddress = address?.ipAddress ?? address?.pathname
+        remoteAddress = source.channel.remoteAddress
     }
 }
 

@@ -1,6 +1,7 @@
 import HTTPTypes
 import Hummingbird
 import Metrics
+import NIOCore
 
 /// Admits each request by its caller's share (``FairShares``, ``AdmissionQueue``) before its work: the token's subject,
 /// or without a token the client's address. A refusal is answered before the request's body is read — 429 for a caller
@@ -17,7 +18,8 @@ struct FairShareMiddleware: RouterMiddleware {
         -> Response
     {
         guard !Self.passesFree(request.uri.path) else { return try await next(request, context) }
-        let caller = context.caller.map { "sub:\($0.subject)" } ?? "addr:\(context.remoteAddress ?? "unknown")"
+        let address = context.remoteAddress.flatMap { $0.ipAddress ?? $0.pathname }
+        let caller = context.caller.map { "sub:\($0.subject)" } ?? "addr:\(address ?? "unknown")"
         let admission: AdmissionQueue.Admission
         do {
             admission = try await queue.admit(caller)
